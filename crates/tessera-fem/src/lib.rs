@@ -1,0 +1,1 @@
+//! Higher-order simplex FEM assembly (dissertation Chapter 4).

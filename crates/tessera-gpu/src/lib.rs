@@ -1,0 +1,1 @@
+//! CUDA runtime for Tessera (DESIGN.md: "the only crate that touches cudarc").

@@ -1,0 +1,43 @@
+//! Errors of the mesh crate.
+
+use std::path::PathBuf;
+
+/// Errors of mesh construction, validation, operations and file IO.
+#[derive(Debug, thiserror::Error)]
+pub enum MeshError {
+    /// Topology that violates an invariant; `what` names the offending element.
+    #[error("invalid topology: {0}")]
+    InvalidTopology(String),
+    /// A cell with zero (or non-finite) volume.
+    #[error("degenerate cell {cell}: {reason}")]
+    DegenerateCell { cell: usize, reason: String },
+    /// A vertex position that is NaN or infinite.
+    #[error("vertex {vertex} has a non-finite coordinate")]
+    NonFinitePosition { vertex: usize },
+    /// An index outside its range.
+    #[error("{what} {index} out of range (there are {len})")]
+    IndexOutOfRange { what: &'static str, index: u64, len: usize },
+    /// Errors from the TCSR layer.
+    #[error(transparent)]
+    Tcsr(#[from] tessera_sparse::TcsrError),
+    /// A parse error with file, line (1-based; 0 when unknown) and, for binary files, byte offset.
+    #[error("{}:{}: {msg}", path.display(), location)]
+    Parse { path: PathBuf, location: String, msg: String },
+    /// An operating-system IO error on a path.
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    /// Input the operation does not support (for example non-manifold input to subdivision).
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+}
+
+impl MeshError {
+    /// A parse error at a 1-based line.
+    pub fn parse_line(path: impl Into<PathBuf>, line: usize, msg: impl Into<String>) -> Self {
+        MeshError::Parse { path: path.into(), location: format!("line {line}"), msg: msg.into() }
+    }
+    /// A parse error at a byte offset (binary files).
+    pub fn parse_offset(path: impl Into<PathBuf>, offset: u64, msg: impl Into<String>) -> Self {
+        MeshError::Parse { path: path.into(), location: format!("byte {offset}"), msg: msg.into() }
+    }
+}

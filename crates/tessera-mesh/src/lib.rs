@@ -1,0 +1,20 @@
+//! Volumetric meshes of dissertation Chapter 3.
+//!
+//! A [`PolyMesh`] stores a general polyhedral mesh by its boundary operators
+//! (dissertation §3.3, §3.4): ∂1 as ordered vertex pairs, ∂2 (faces -> signed edges) and
+//! ∂3 (cells -> signed faces) as ternary CSR matrices, plus vertex positions. Coboundaries
+//! and indirect relations are derived on request and cached.
+
+pub mod builder;
+pub mod cell_type;
+pub mod error;
+pub mod poly;
+pub mod relations;
+
+pub use builder::PolyMeshBuilder;
+pub use cell_type::CellType;
+pub use error::MeshError;
+pub use poly::PolyMesh;
+
+/// A position in R^3.
+pub type Point = [f64; 3];

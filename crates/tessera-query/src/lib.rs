@@ -1,0 +1,1 @@
+//! Query compiler for derived fields (dissertation §6.3.4).

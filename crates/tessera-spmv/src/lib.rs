@@ -1,0 +1,1 @@
+//! SpMV code generation and autotuning for compound entries (dissertation Chapter 5).

@@ -1,0 +1,21 @@
+//! `tessera bench ...`: benchmarks. Each prints the dissertation's figure, ours, and the floor.
+
+use clap::{Args, Subcommand};
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    cmd: BenchCmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchCmd {
+    /// Mesh operations (dissertation Tables 3.1-3.4).
+    Mesh(crate::bench_mesh::BenchMeshArgs),
+}
+
+pub fn run(a: BenchArgs) -> anyhow::Result<()> {
+    match a.cmd {
+        BenchCmd::Mesh(a) => crate::bench_mesh::run(a),
+    }
+}

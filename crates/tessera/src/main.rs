@@ -1,0 +1,45 @@
+//! `tessera`: the command-line program. `tessera demo` runs the main job.
+//!
+//! Each command family lives in its own module (`cmd_*.rs`); benchmarks live under
+//! `tessera bench` (`bench_*.rs`).
+
+mod bench_mesh;
+mod cmd_bench;
+mod cmd_demo;
+mod cmd_mesh;
+mod util;
+
+use clap::{Parser, Subcommand};
+
+/// Tessera: GPU data structures for modeling, simulation and visualization.
+#[derive(Parser, Debug)]
+#[command(name = "tessera", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// The main job: generate a bracket, process it and write results into ./tessera-demo/.
+    Demo(cmd_demo::DemoArgs),
+    /// Volumetric mesh commands (info, convert, boundary, smooth, generate, ...).
+    Mesh(cmd_mesh::MeshArgs),
+    /// Benchmarks that print the dissertation's figures beside ours and the hardware floor.
+    Bench(cmd_bench::BenchArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let res = match cli.cmd {
+        Cmd::Demo(a) => cmd_demo::run(a),
+        Cmd::Mesh(a) => cmd_mesh::run(a),
+        Cmd::Bench(a) => cmd_bench::run(a),
+    };
+    if let Err(e) = res {
+        // one clear line (DESIGN.md principle 6)
+        let msg = format!("{e:#}").replace('\n', " ");
+        eprintln!("error: {msg}");
+        std::process::exit(1);
+    }
+}
