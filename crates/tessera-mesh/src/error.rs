@@ -26,6 +26,10 @@ pub enum MeshError {
     /// An operating-system IO error on a path.
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, source: std::io::Error },
+    /// A topology violation found by `PolyMesh::validate`, naming the element (see
+    /// [`crate::validate`]).
+    #[error("invalid mesh: {entity} {index} {violation}")]
+    Invalid { entity: crate::validate::Entity, index: usize, violation: crate::validate::Violation },
     /// Input the operation does not support (for example non-manifold input to subdivision).
     #[error("unsupported: {0}")]
     Unsupported(String),

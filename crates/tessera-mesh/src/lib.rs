@@ -10,6 +10,10 @@ pub mod cell_type;
 pub mod error;
 pub mod poly;
 pub mod relations;
+pub mod boundary;
+pub mod generate;
+pub mod smooth;
+pub mod validate;
 
 pub use builder::PolyMeshBuilder;
 pub use cell_type::CellType;
