@@ -10,6 +10,7 @@ pub mod cell_type;
 pub mod error;
 pub mod poly;
 pub mod relations;
+pub mod simplex;
 pub mod boundary;
 pub mod generate;
 pub mod smooth;
