@@ -1,4 +1,8 @@
 //! Higher-order simplex FEM assembly (dissertation Chapter 4; paper: seed 001).
 
+pub mod element;
+pub mod error;
+pub mod material;
 pub mod multi_index;
+pub mod quadrature;
 pub mod solve;
