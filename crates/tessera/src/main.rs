@@ -7,6 +7,7 @@ mod bench_mesh;
 mod cmd_bench;
 mod cmd_demo;
 mod cmd_mesh;
+mod device;
 mod util;
 
 use clap::{Parser, Subcommand};

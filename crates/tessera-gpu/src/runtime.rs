@@ -1,0 +1,561 @@
+//! Device, typed buffers, modules, kernels, launches and CUDA-event timing.
+//!
+//! One [`Gpu`] owns a CUDA context (the device's primary context) and one stream; every
+//! upload, launch and download is ordered on that stream, so callers never synchronise by
+//! hand: a download waits for everything launched before it.
+
+use crate::compile::{self, CompileOptions};
+use crate::error::{guard, GpuError, GpuResult};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Element types that can live in a [`DeviceBuffer`] and be passed to kernels.
+pub trait Element: DeviceRepr + ValidAsZeroBits + Copy + Default + Send + Sync + std::fmt::Debug + 'static {}
+impl Element for u8 {}
+impl Element for i8 {}
+impl Element for u16 {}
+impl Element for i16 {}
+impl Element for u32 {}
+impl Element for i32 {}
+impl Element for u64 {}
+impl Element for i64 {}
+impl Element for f32 {}
+impl Element for f64 {}
+
+/// A CUDA device with its context, stream and loaded-module cache.
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    ordinal: usize,
+    name: String,
+    cc: (i32, i32),
+    total_mem: usize,
+    sm_count: u32,
+    nvrtc: Option<(i32, i32)>,
+    modules: Mutex<HashMap<String, Arc<Module>>>,
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gpu")
+            .field("ordinal", &self.ordinal)
+            .field("name", &self.name)
+            .field("sm", &self.sm())
+            .field("total_mem", &self.total_mem)
+            .finish()
+    }
+}
+
+impl Gpu {
+    /// Open CUDA device `ordinal`. Never panics: a missing driver, a missing device or a
+    /// missing NVRTC is a [`GpuError`] with the reason.
+    pub fn new(ordinal: usize) -> GpuResult<Gpu> {
+        crate::probe::probe_driver()?;
+        let count = guard("cuDeviceGetCount", || {
+            CudaContext::device_count().map_err(|e| GpuError::NoDevice(format!("the driver reports {e}")))
+        })?;
+        if count <= 0 {
+            return Err(GpuError::NoDevice("the driver reports 0 devices".into()));
+        }
+        if ordinal >= count as usize {
+            return Err(GpuError::NoDevice(format!("device {ordinal} requested, but there are {count}")));
+        }
+        let nvrtc = compile::nvrtc_version()?;
+        guard("context creation", || {
+            let ctx = CudaContext::new(ordinal).map_err(|e| GpuError::NoDevice(format!("cuda:{ordinal}: {e}")))?;
+            let name = ctx.name().map_err(|e| GpuError::driver("cuDeviceGetName", e))?;
+            let cc = ctx.compute_capability().map_err(|e| GpuError::driver("compute capability", e))?;
+            let total_mem = ctx.total_mem().map_err(|e| GpuError::driver("cuDeviceTotalMem", e))?;
+            let sm_count = ctx
+                .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+                .map_err(|e| GpuError::driver("cuDeviceGetAttribute", e))? as u32;
+            let stream = ctx.default_stream();
+            Ok(Gpu {
+                ctx,
+                stream,
+                ordinal,
+                name,
+                cc,
+                total_mem,
+                sm_count,
+                nvrtc: Some(nvrtc),
+                modules: Mutex::new(HashMap::new()),
+            })
+        })
+    }
+
+    /// Open device 0 (see [`Gpu::new`]).
+    pub fn probe() -> GpuResult<Gpu> {
+        Gpu::new(0)
+    }
+
+    /// Device ordinal.
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
+    }
+    /// Device name (for example `NVIDIA H100 80GB HBM3`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// Compute capability as `major * 10 + minor` (90 for Hopper).
+    pub fn sm(&self) -> u32 {
+        (self.cc.0 * 10 + self.cc.1) as u32
+    }
+    /// Number of streaming multiprocessors.
+    pub fn sm_count(&self) -> u32 {
+        self.sm_count
+    }
+    /// Total device memory in bytes.
+    pub fn total_memory(&self) -> usize {
+        self.total_mem
+    }
+    /// Free device memory in bytes (queried now).
+    pub fn free_memory(&self) -> GpuResult<usize> {
+        guard("cuMemGetInfo", || self.ctx.mem_get_info().map(|m| m.0).map_err(|e| GpuError::driver("cuMemGetInfo", e)))
+    }
+    /// NVRTC version `(major, minor)`.
+    pub fn nvrtc_version(&self) -> (i32, i32) {
+        self.nvrtc.unwrap_or((0, 0))
+    }
+    /// One line: `cuda:0 NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB, NVRTC 13.0)`.
+    pub fn describe(&self) -> String {
+        let (a, b) = self.nvrtc_version();
+        format!(
+            "cuda:{} {} (sm_{}, {} SMs, {:.1} GiB, NVRTC {a}.{b})",
+            self.ordinal,
+            self.name,
+            self.sm(),
+            self.sm_count,
+            self.total_mem as f64 / (1u64 << 30) as f64
+        )
+    }
+
+    /// Wait for all work on this device's stream.
+    pub fn synchronize(&self) -> GpuResult<()> {
+        guard("synchronize", || self.stream.synchronize().map_err(|e| GpuError::driver("cuStreamSynchronize", e)))
+    }
+
+    // ---------------------------------------------------------------- buffers
+
+    /// Copy `data` to a new device buffer.
+    pub fn upload<T: Element>(&self, data: &[T]) -> GpuResult<DeviceBuffer<T>> {
+        guard("upload", || {
+            let slice = if data.is_empty() {
+                self.stream.alloc_zeros::<T>(1)
+            } else {
+                self.stream.clone_htod(data)
+            }
+            .map_err(|e| GpuError::driver("cuMemcpyHtoD", e))?;
+            Ok(DeviceBuffer { slice, len: data.len() })
+        })
+    }
+
+    /// A new device buffer of `n` zeros.
+    pub fn zeros<T: Element>(&self, n: usize) -> GpuResult<DeviceBuffer<T>> {
+        guard("alloc", || {
+            let slice =
+                self.stream.alloc_zeros::<T>(n.max(1)).map_err(|e| GpuError::driver("cuMemAlloc", e))?;
+            Ok(DeviceBuffer { slice, len: n })
+        })
+    }
+
+    /// A new device buffer of `n` elements whose contents are unspecified (no memset).
+    pub fn alloc<T: Element>(&self, n: usize) -> GpuResult<DeviceBuffer<T>> {
+        guard("alloc", || {
+            // SAFETY: the memory is uninitialised device memory of plain-old-data elements;
+            // Tessera kernels write before they read, and a host read of unwritten elements
+            // returns arbitrary but valid bit patterns of `T` (all `Element`s accept any bits).
+            let slice = unsafe { self.stream.alloc::<T>(n.max(1)) }.map_err(|e| GpuError::driver("cuMemAlloc", e))?;
+            Ok(DeviceBuffer { slice, len: n })
+        })
+    }
+
+    /// Copy a device buffer back to the host (waits for earlier work on the stream).
+    pub fn download<T: Element>(&self, buf: &DeviceBuffer<T>) -> GpuResult<Vec<T>> {
+        if buf.len == 0 {
+            return Ok(Vec::new());
+        }
+        guard("download", || {
+            self.stream.clone_dtoh(&buf.slice.slice(0..buf.len)).map_err(|e| GpuError::driver("cuMemcpyDtoH", e))
+        })
+    }
+
+    /// Copy elements `range` of a device buffer back to the host.
+    pub fn download_range<T: Element>(&self, buf: &DeviceBuffer<T>, range: std::ops::Range<usize>) -> GpuResult<Vec<T>> {
+        if range.start > range.end || range.end > buf.len {
+            return Err(GpuError::InvalidArgument(format!("range {range:?} of a buffer of {}", buf.len)));
+        }
+        if range.is_empty() {
+            return Ok(Vec::new());
+        }
+        guard("download", || {
+            self.stream.clone_dtoh(&buf.slice.slice(range.clone())).map_err(|e| GpuError::driver("cuMemcpyDtoH", e))
+        })
+    }
+
+    /// One element of a device buffer.
+    pub fn download_at<T: Element>(&self, buf: &DeviceBuffer<T>, i: usize) -> GpuResult<T> {
+        Ok(self.download_range(buf, i..i + 1)?[0])
+    }
+
+    /// Overwrite a device buffer with host data of the same length.
+    pub fn copy_to_device<T: Element>(&self, data: &[T], buf: &mut DeviceBuffer<T>) -> GpuResult<()> {
+        if data.len() != buf.len {
+            return Err(GpuError::InvalidArgument(format!("{} host elements into a buffer of {}", data.len(), buf.len)));
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        guard("upload", || {
+            let mut v = buf.slice.slice_mut(0..data.len());
+            self.stream.memcpy_htod(data, &mut v).map_err(|e| GpuError::driver("cuMemcpyHtoD", e))
+        })
+    }
+
+    /// Device-to-device copy of a whole buffer into a new buffer.
+    pub fn duplicate<T: Element>(&self, buf: &DeviceBuffer<T>) -> GpuResult<DeviceBuffer<T>> {
+        guard("copy", || {
+            let slice = self.stream.clone_dtod(&buf.slice).map_err(|e| GpuError::driver("cuMemcpyDtoD", e))?;
+            Ok(DeviceBuffer { slice, len: buf.len })
+        })
+    }
+
+    /// Device-to-device copy of `src` into `dst` (equal lengths).
+    pub fn copy_device<T: Element>(&self, src: &DeviceBuffer<T>, dst: &mut DeviceBuffer<T>) -> GpuResult<()> {
+        if src.len != dst.len {
+            return Err(GpuError::InvalidArgument(format!("copy of {} elements into {}", src.len, dst.len)));
+        }
+        if src.len == 0 {
+            return Ok(());
+        }
+        guard("copy", || {
+            let s = src.slice.slice(0..src.len);
+            let mut d = dst.slice.slice_mut(0..src.len);
+            self.stream.memcpy_dtod(&s, &mut d).map_err(|e| GpuError::driver("cuMemcpyDtoD", e))
+        })
+    }
+
+    /// Set every byte of a buffer to zero.
+    pub fn memset_zero<T: Element>(&self, buf: &mut DeviceBuffer<T>) -> GpuResult<()> {
+        guard("memset", || self.stream.memset_zeros(&mut buf.slice).map_err(|e| GpuError::driver("cuMemsetD8", e)))
+    }
+
+    // ---------------------------------------------------------------- modules
+
+    /// Compile CUDA C++ with NVRTC (through the in-memory and on-disk caches) and load it.
+    /// `kernels` are the `extern "C"` function names to resolve now.
+    pub fn compile(&self, source: &str, opts: &CompileOptions) -> GpuResult<Arc<Module>> {
+        let args = opts.to_args(self.sm());
+        let key = compile::cache_key(source, &args, opts.arch.unwrap_or(self.sm()), self.nvrtc_version());
+        if let Some(m) = self.modules.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Ok(m.clone());
+        }
+        let dir = compile::cache_dir();
+        let ptx = match dir.as_deref().and_then(|d| compile::cache_read(d, &key)) {
+            Some(p) => p,
+            None => {
+                let p = compile::compile_to_ptx(source, &opts.name, &args)?;
+                if let Some(d) = dir.as_deref() {
+                    // a read-only cache folder is not an error: the kernel still runs
+                    let _ = compile::cache_write(d, &key, &p);
+                }
+                p
+            }
+        };
+        self.load_module(&ptx, &opts.name, key)
+    }
+
+    /// Load PTX text generated elsewhere (for example by the query compiler) through the
+    /// in-memory module cache; the PTX is also stored in the disk cache under its key.
+    pub fn load_ptx(&self, ptx: &str, name: &str) -> GpuResult<Arc<Module>> {
+        if ptx.contains('\0') {
+            return Err(GpuError::InvalidArgument(format!("PTX `{name}` contains a NUL byte")));
+        }
+        let key = compile::ptx_cache_key(ptx, self.sm(), self.nvrtc_version());
+        if let Some(m) = self.modules.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Ok(m.clone());
+        }
+        if let Some(d) = compile::cache_dir() {
+            if compile::cache_read(&d, &key).is_none() {
+                let _ = compile::cache_write(&d, &key, ptx);
+            }
+        }
+        self.load_module(ptx, name, key)
+    }
+
+    fn load_module(&self, ptx: &str, name: &str, key: String) -> GpuResult<Arc<Module>> {
+        let m = guard("cuModuleLoadData", || {
+            self.ctx
+                .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
+                .map_err(|e| GpuError::Driver { op: "cuModuleLoadData", msg: format!("`{name}`: {e}") })
+        })?;
+        let module = Arc::new(Module { inner: m, name: name.to_string(), key: key.clone() });
+        self.modules.lock().unwrap_or_else(|p| p.into_inner()).insert(key, module.clone());
+        Ok(module)
+    }
+
+    // ---------------------------------------------------------------- launches
+
+    /// Start a kernel launch; add arguments with [`Launch::arg`] in the kernel's parameter
+    /// order, then [`Launch::run`].
+    pub fn launch<'a>(&'a self, kernel: &'a Kernel, cfg: LaunchConfig) -> Launch<'a> {
+        Launch { gpu: self, cfg, args: ArgList(self.stream.launch_builder(&kernel.func)), kernel }
+    }
+
+    // ---------------------------------------------------------------- timing
+
+    /// Time the device work enqueued by `f` with CUDA events, in milliseconds.
+    pub fn time_ms(&self, f: impl FnOnce() -> GpuResult<()>) -> GpuResult<f32> {
+        let t = EventTimer::new(self)?;
+        t.start()?;
+        f()?;
+        t.stop()
+    }
+
+    /// Median of `runs` CUDA-event timings of `f` after `warmup` untimed calls (ms).
+    pub fn median_ms(&self, runs: usize, warmup: usize, mut f: impl FnMut() -> GpuResult<()>) -> GpuResult<f64> {
+        for _ in 0..warmup {
+            f()?;
+        }
+        self.synchronize()?;
+        let t = EventTimer::new(self)?;
+        let mut v = Vec::with_capacity(runs.max(1));
+        for _ in 0..runs.max(1) {
+            t.start()?;
+            f()?;
+            v.push(t.stop()? as f64);
+        }
+        Ok(median(&mut v))
+    }
+}
+
+/// Median of a list (mean of the two middle values for an even count; 0 for none).
+pub fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) }
+}
+
+/// A pair of CUDA events for timing device work on a [`Gpu`]'s stream.
+pub struct EventTimer<'a> {
+    gpu: &'a Gpu,
+    start: cudarc::driver::CudaEvent,
+    stop: cudarc::driver::CudaEvent,
+}
+
+impl<'a> EventTimer<'a> {
+    pub fn new(gpu: &'a Gpu) -> GpuResult<Self> {
+        guard("cuEventCreate", || {
+            let fl = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+            let start = gpu.ctx.new_event(fl).map_err(|e| GpuError::driver("cuEventCreate", e))?;
+            let stop = gpu.ctx.new_event(fl).map_err(|e| GpuError::driver("cuEventCreate", e))?;
+            Ok(EventTimer { gpu, start, stop })
+        })
+    }
+    /// Record the start event.
+    pub fn start(&self) -> GpuResult<()> {
+        guard("cuEventRecord", || self.start.record(&self.gpu.stream).map_err(|e| GpuError::driver("cuEventRecord", e)))
+    }
+    /// Record the stop event, wait for it and return the elapsed milliseconds.
+    pub fn stop(&self) -> GpuResult<f32> {
+        guard("cuEventElapsedTime", || {
+            self.stop.record(&self.gpu.stream).map_err(|e| GpuError::driver("cuEventRecord", e))?;
+            self.stop.synchronize().map_err(|e| GpuError::driver("cuEventSynchronize", e))?;
+            self.start.elapsed_ms(&self.stop).map_err(|e| GpuError::driver("cuEventElapsedTime", e))
+        })
+    }
+}
+
+/// A typed buffer in device memory (wraps a cudarc `CudaSlice`). Empty buffers hold one
+/// unused element so every buffer has a valid device address.
+pub struct DeviceBuffer<T: Element> {
+    slice: CudaSlice<T>,
+    len: usize,
+}
+
+impl<T: Element> DeviceBuffer<T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Bytes of the elements.
+    pub fn bytes(&self) -> usize {
+        self.len * std::mem::size_of::<T>()
+    }
+    /// Shrink the logical length (the allocation stays); used after compaction.
+    pub fn truncate(&mut self, n: usize) {
+        self.len = self.len.min(n);
+    }
+    /// Capacity of the allocation in elements (at least 1).
+    pub fn capacity(&self) -> usize {
+        self.slice.len()
+    }
+}
+
+impl<T: Element> std::fmt::Debug for DeviceBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DeviceBuffer<{}>[{}]", std::any::type_name::<T>(), self.len)
+    }
+}
+
+/// A loaded PTX module.
+pub struct Module {
+    inner: Arc<CudaModule>,
+    name: String,
+    key: String,
+}
+
+impl Module {
+    /// Resolve an `extern "C"` kernel of this module.
+    pub fn function(&self, name: &str) -> GpuResult<Kernel> {
+        if name.contains('\0') {
+            return Err(GpuError::InvalidArgument(format!("kernel name {name:?} contains a NUL byte")));
+        }
+        guard("cuModuleGetFunction", || {
+            let func = self
+                .inner
+                .load_function(name)
+                .map_err(|_| GpuError::MissingKernel { module: self.name.clone(), name: name.to_string() })?;
+            Ok(Kernel { func, name: name.to_string() })
+        })
+    }
+    /// Program name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// Cache key it was loaded under.
+    pub fn cache_key(&self) -> &str {
+        &self.key
+    }
+}
+
+/// A kernel function of a loaded module.
+#[derive(Clone)]
+pub struct Kernel {
+    func: CudaFunction,
+    name: String,
+}
+
+impl Kernel {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// Grid, block and dynamic shared memory of a launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchConfig {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub shared: u32,
+}
+
+impl LaunchConfig {
+    /// A 1-D launch of `blocks` blocks of `threads` threads.
+    pub fn blocks(blocks: u32, threads: u32) -> Self {
+        LaunchConfig { grid: [blocks, 1, 1], block: [threads, 1, 1], shared: 0 }
+    }
+    /// A 1-D launch with one thread per item: `ceil(n / threads)` blocks.
+    pub fn for_items(n: usize, threads: u32) -> GpuResult<Self> {
+        let b = n.div_ceil(threads as usize);
+        if b > i32::MAX as usize {
+            return Err(GpuError::InvalidArgument(format!("{n} items need {b} blocks of {threads}")));
+        }
+        Ok(Self::blocks(b as u32, threads))
+    }
+    /// With `bytes` of dynamic shared memory.
+    pub fn with_shared(mut self, bytes: u32) -> Self {
+        self.shared = bytes;
+        self
+    }
+}
+
+#[doc(hidden)]
+pub struct ArgList<'a>(cudarc::driver::LaunchArgs<'a>);
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Values that can be kernel arguments: device buffers (passed as the element pointer)
+/// and plain scalars.
+pub trait KernelArg: sealed::Sealed {
+    #[doc(hidden)]
+    fn push_to<'a>(&'a self, list: &mut ArgList<'a>);
+}
+
+impl<T: Element> sealed::Sealed for DeviceBuffer<T> {}
+impl<T: Element> KernelArg for DeviceBuffer<T> {
+    fn push_to<'a>(&'a self, list: &mut ArgList<'a>) {
+        use cudarc::driver::PushKernelArg;
+        list.0.arg(&self.slice);
+    }
+}
+
+macro_rules! scalar_arg {
+    ($($t:ty),*) => {$(
+        impl sealed::Sealed for $t {}
+        impl KernelArg for $t {
+            fn push_to<'a>(&'a self, list: &mut ArgList<'a>) {
+                use cudarc::driver::PushKernelArg;
+                list.0.arg(self);
+            }
+        }
+    )*};
+}
+scalar_arg!(u8, i8, u16, i16, u32, i32, u64, i64, f32, f64);
+
+/// A kernel launch being assembled (see [`Gpu::launch`]).
+pub struct Launch<'a> {
+    gpu: &'a Gpu,
+    kernel: &'a Kernel,
+    cfg: LaunchConfig,
+    args: ArgList<'a>,
+}
+
+impl<'a> Launch<'a> {
+    /// Append the next kernel argument.
+    pub fn arg<A: KernelArg + ?Sized>(mut self, a: &'a A) -> Self {
+        a.push_to(&mut self.args);
+        self
+    }
+
+    /// Enqueue the kernel on the device's stream. A grid with a zero dimension launches
+    /// nothing (empty inputs). Errors from the kernel itself surface at the next
+    /// synchronising call (download, [`Gpu::synchronize`]).
+    pub fn run(mut self) -> GpuResult<()> {
+        let c = self.cfg;
+        if c.grid.contains(&0) {
+            return Ok(());
+        }
+        if c.block.contains(&0) || c.block.iter().product::<u32>() > 1024 {
+            return Err(GpuError::InvalidArgument(format!("block {:?} for kernel `{}`", c.block, self.kernel.name)));
+        }
+        let cfg = cudarc::driver::LaunchConfig {
+            grid_dim: (c.grid[0], c.grid[1], c.grid[2]),
+            block_dim: (c.block[0], c.block[1], c.block[2]),
+            shared_mem_bytes: c.shared,
+        };
+        let name = self.kernel.name.clone();
+        let _ = self.gpu;
+        guard("cuLaunchKernel", move || {
+            // SAFETY: the launch is the one unsafe step (DESIGN.md). Arguments were pushed
+            // through `KernelArg`, which only admits device buffers (valid device pointers
+            // that the borrow keeps alive until the launch is enqueued; frees are
+            // stream-ordered after it) and plain scalars. The caller's kernel signature
+            // must match the argument list in count and types; every call site in Tessera
+            // passes its kernel's parameters in declaration order, checked by the
+            // conformance tests.
+            unsafe { self.args.0.launch(cfg) }
+                .map(|_| ())
+                .map_err(|e| GpuError::Driver { op: "cuLaunchKernel", msg: format!("`{name}`: {e}") })
+        })
+    }
+}
