@@ -15,6 +15,7 @@ pub mod boundary;
 pub mod generate;
 pub mod smooth;
 pub mod validate;
+pub mod subdivide;
 
 pub use builder::PolyMeshBuilder;
 pub use cell_type::CellType;
