@@ -138,6 +138,26 @@ impl BinBcsrPattern {
         Ok(Self { n: row_lengths.len(), e, bin_offsets, row_lengths, col_indices })
     }
 
+    /// Allocate with precomputed bin offsets (from [`bin_offsets_from_lengths`]); checks
+    /// that every bin is wide enough for its rows.
+    pub fn with_bin_offsets(e: usize, row_lengths: Vec<u32>, bin_offsets: Vec<u32>) -> Result<Self, BinBcsrError> {
+        if !(1..=3).contains(&e) {
+            return Err(BinBcsrError::BlockDim(e));
+        }
+        if bin_offsets.len() != num_bins(row_lengths.len()) + 1 || bin_offsets.first() != Some(&0) {
+            return Err(BinBcsrError::ValueLength { expected: num_bins(row_lengths.len()) + 1, found: bin_offsets.len() });
+        }
+        for (b, w) in bin_offsets.windows(2).enumerate() {
+            let width = w[1].checked_sub(w[0]).ok_or(BinBcsrError::TooManySlots)? as usize;
+            let rows = &row_lengths[b * BIN_SIZE..((b + 1) * BIN_SIZE).min(row_lengths.len())];
+            if let Some((r, &len)) = rows.iter().enumerate().find(|(_, &l)| l as usize * BIN_SIZE > width) {
+                return Err(BinBcsrError::RowLength { row: b * BIN_SIZE + r, expected: (width / BIN_SIZE) as u32, found: len });
+            }
+        }
+        let total = *bin_offsets.last().unwrap() as usize;
+        Ok(Self { n: row_lengths.len(), e, bin_offsets, row_lengths, col_indices: vec![PAD; total] })
+    }
+
     /// Build from explicit sorted off-diagonal columns per row (a convenience for tests and
     /// conversions; FEM assembly uses [`Self::with_row_lengths`] and fills in place).
     pub fn from_rows(e: usize, rows: &[Vec<u32>]) -> Result<Self, BinBcsrError> {
