@@ -4,5 +4,6 @@ pub mod element;
 pub mod error;
 pub mod material;
 pub mod multi_index;
+pub mod nodes;
 pub mod quadrature;
 pub mod solve;
