@@ -12,6 +12,7 @@
 //! CUDA; whether a GPU is used is decided at run time.
 
 pub mod compile;
+pub mod cusparse;
 pub mod error;
 pub mod probe;
 pub mod primitives;
