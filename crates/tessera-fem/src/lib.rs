@@ -3,6 +3,7 @@
 pub mod element;
 pub mod error;
 pub mod material;
+pub mod count;
 pub mod multi_index;
 pub mod nodes;
 pub mod quadrature;
