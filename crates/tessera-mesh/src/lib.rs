@@ -8,6 +8,7 @@
 pub mod builder;
 pub mod cell_type;
 pub mod error;
+pub mod io;
 pub mod poly;
 pub mod relations;
 pub mod simplex;

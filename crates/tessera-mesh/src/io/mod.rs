@@ -1,0 +1,386 @@
+//! Mesh file formats: reading volumetric meshes into a [`PolyMesh`] and writing them
+//! back out (dissertation §3.4: the polyhedral mesh stored by its boundary operators).
+//!
+//! | format | read | write | notes |
+//! |---|---|---|---|
+//! | Gmsh MSH 2.2 / 4.1 (`.msh`) | ASCII + binary | 4.1 ASCII | physical groups are read into [`MeshFile::groups`] |
+//! | Medit (`.mesh`) | ASCII | ASCII | element references become groups |
+//! | TetGen (`.node` + `.ele`) | ASCII | ASCII (tetrahedra only) | region attributes become groups |
+//! | OpenVolumeMesh (`.ovm`) | ASCII | ASCII | edges, faces and polyhedra kept as stored |
+//! | VTK XML (`.vtu`) | – | ASCII or base64 binary | polyhedra as `VTK_POLYHEDRON`, point/cell data |
+//! | Wavefront (`.obj`) | – | surfaces ([`write_obj`]) | boundary surfaces |
+//!
+//! Any file may be gzip-compressed: on reading when its name ends in `.gz` or it starts
+//! with the gzip magic bytes, on writing when its name ends in `.gz`. Writes are atomic
+//! (a temporary file in the target directory, renamed on success).
+//!
+//! Cells read from element lists go through [`PolyMeshBuilder`], which numbers edges and
+//! faces canonically and orients every cell outward by its signed volume, so inverted
+//! elements are repaired and degenerate ones reported with the line they came from.
+//! Second-order elements (Gmsh types 11, 12, 13, ...; TetGen 10-node tetrahedra; Medit
+//! `TetrahedraP2`) are read by their corner nodes only: the mesh is linear.
+
+mod cells;
+mod medit;
+mod msh;
+mod obj;
+mod ovm;
+mod tetgen;
+pub(crate) mod text;
+mod vtu;
+
+pub use cells::typed_cell_vertices;
+pub use obj::write_obj;
+pub use vtu::{write_vtu, write_vtu_polygons, write_vtu_with, DataArray, DataLocation, VtuEncoding};
+
+use crate::{MeshError, Point, PolyMesh, PolyMeshBuilder};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+/// A Gmsh physical group (or a Medit/TetGen reference number) resolved to mesh entities.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PhysicalGroup {
+    /// Dimension of the tagged elements: 3 cells, 2 faces, 1 edges, 0 vertices.
+    pub dim: u8,
+    /// The physical tag (Gmsh), reference (Medit) or region attribute (TetGen).
+    pub tag: i32,
+    /// The name from `$PhysicalNames` (empty when none).
+    pub name: String,
+    /// Sorted, unique entity indices of dimension `dim` in the [`PolyMesh`]: cell indices
+    /// for dim 3, mesh face indices for dim 2 (each tagged triangle/quad mapped to the face
+    /// with the same vertex set), edge indices for dim 1, vertex indices for dim 0.
+    pub entities: Vec<u32>,
+}
+
+/// A mesh as read from a file, with its physical groups.
+#[derive(Clone, Debug)]
+pub struct MeshFile {
+    pub mesh: PolyMesh,
+    /// Groups sorted by `(dim, tag)`.
+    pub groups: Vec<PhysicalGroup>,
+}
+
+impl MeshFile {
+    /// The group with this name (first match).
+    pub fn group(&self, name: &str) -> Option<&PhysicalGroup> {
+        self.groups.iter().find(|g| g.name == name)
+    }
+}
+
+/// File formats known by extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Msh,
+    Medit,
+    TetGen,
+    Ovm,
+    Vtu,
+    Obj,
+}
+
+impl Format {
+    /// The format of a path by its extension (a trailing `.gz` is ignored).
+    pub fn from_path(path: &Path) -> Option<Format> {
+        let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
+        let name = name.strip_suffix(".gz").unwrap_or(&name);
+        let ext = name.rsplit_once('.')?.1;
+        Some(match ext {
+            "msh" => Format::Msh,
+            "mesh" => Format::Medit,
+            "node" | "ele" => Format::TetGen,
+            "ovm" => Format::Ovm,
+            "vtu" => Format::Vtu,
+            "obj" => Format::Obj,
+            _ => return None,
+        })
+    }
+}
+
+const READ_FORMATS: &str = ".msh (Gmsh 2.2/4.1), .mesh (Medit), .node/.ele (TetGen), .ovm (OpenVolumeMesh)";
+const WRITE_FORMATS: &str = ".vtu, .msh (4.1), .mesh, .node/.ele, .ovm";
+
+/// Read a volumetric mesh, choosing the reader by extension (gzip handled transparently).
+pub fn read_mesh(path: &Path) -> Result<MeshFile, MeshError> {
+    let fmt = Format::from_path(path).ok_or_else(|| {
+        MeshError::Unsupported(format!("{}: unknown mesh file extension; readable are {READ_FORMATS}", path.display()))
+    })?;
+    match fmt {
+        Format::Msh => msh::read(path, &read_bytes(path)?),
+        Format::Medit => medit::read(path, &read_bytes(path)?),
+        Format::TetGen => tetgen::read(path),
+        Format::Ovm => ovm::read(path, &read_bytes(path)?),
+        Format::Vtu | Format::Obj => Err(MeshError::Unsupported(format!(
+            "{}: this format is written, not read; readable are {READ_FORMATS}",
+            path.display()
+        ))),
+    }
+}
+
+/// Write a volumetric mesh, choosing the writer by extension (`.gz` compresses).
+/// `.vtu` files are written with base64 binary data arrays.
+pub fn write_mesh(mesh: &PolyMesh, path: &Path) -> Result<(), MeshError> {
+    let fmt = Format::from_path(path).ok_or_else(|| {
+        MeshError::Unsupported(format!("{}: unknown mesh file extension; writable are {WRITE_FORMATS}", path.display()))
+    })?;
+    match fmt {
+        Format::Msh => msh::write(mesh, path),
+        Format::Medit => medit::write(mesh, path),
+        Format::TetGen => tetgen::write(mesh, path),
+        Format::Ovm => ovm::write(mesh, path),
+        Format::Vtu => vtu::write_vtu(path, mesh, &[]),
+        Format::Obj => Err(MeshError::Unsupported(format!(
+            "{}: .obj holds surfaces; write a boundary surface with write_obj",
+            path.display()
+        ))),
+    }
+}
+
+/// Read a whole file, gunzipping it when its name ends in `.gz` or it starts with the gzip magic.
+pub fn read_bytes(path: &Path) -> Result<Vec<u8>, MeshError> {
+    let io = |source| MeshError::Io { path: path.to_path_buf(), source };
+    let raw = std::fs::read(path).map_err(io)?;
+    let named_gz = path.to_string_lossy().to_ascii_lowercase().ends_with(".gz");
+    if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::with_capacity(raw.len() * 4);
+        flate2::read::MultiGzDecoder::new(&raw[..]).read_to_end(&mut out).map_err(|e| {
+            MeshError::Parse { path: path.to_path_buf(), location: "gzip stream".into(), msg: format!("{e}") }
+        })?;
+        Ok(out)
+    } else if named_gz {
+        Err(MeshError::Parse {
+            path: path.to_path_buf(),
+            location: "byte 0".into(),
+            msg: "the name ends in .gz but the file does not start with the gzip magic bytes".into(),
+        })
+    } else {
+        Ok(raw)
+    }
+}
+
+/// Write a file atomically: the content goes to a temporary file in the same directory,
+/// which is renamed over `path` only when everything was written. Names ending in `.gz`
+/// are gzip-compressed.
+pub fn write_atomic<F>(path: &Path, body: F) -> Result<(), MeshError>
+where
+    F: FnOnce(&mut dyn Write) -> std::io::Result<()>,
+{
+    let io = |source| MeshError::Io { path: path.to_path_buf(), source };
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let fname = path.file_name().ok_or_else(|| io(std::io::Error::other("not a file name")))?;
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let tmp = dir.join(format!(".{}.tmp-{}-{}", fname.to_string_lossy(), std::process::id(), nanos));
+    let gz = path.to_string_lossy().to_ascii_lowercase().ends_with(".gz");
+    let result = (|| -> std::io::Result<()> {
+        let file = std::fs::File::create(&tmp)?;
+        let mut buf = std::io::BufWriter::with_capacity(1 << 20, file);
+        if gz {
+            let mut enc = flate2::write::GzEncoder::new(&mut buf, flate2::Compression::default());
+            body(&mut enc)?;
+            enc.finish()?;
+        } else {
+            body(&mut buf)?;
+        }
+        let file = buf.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        Ok(())
+    })();
+    match result {
+        Ok(()) => std::fs::rename(&tmp, path).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            io(e)
+        }),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(io(e))
+        }
+    }
+}
+
+/// Format a float so that it reads back bit-identically (shortest round-trip digits).
+pub(crate) fn fmt_f64(x: f64) -> String {
+    let a = x.abs();
+    if a == 0.0 || (1e-5..1e15).contains(&a) { format!("{x}") } else { format!("{x:e}") }
+}
+
+// ---------------------------------------------------------------------------------------
+// Shared assembly of element-list formats (MSH, Medit, TetGen)
+
+/// A lower-dimensional element that only fills a group.
+pub(crate) struct GroupElement {
+    pub dim: u8,
+    pub tag: i32,
+    pub verts: [u32; 4],
+    pub n: u8,
+    pub loc: u64,
+}
+
+/// Cells and tagged elements collected by a reader, turned into a [`MeshFile`] by [`Collected::finish`].
+#[derive(Default)]
+pub(crate) struct Collected {
+    /// all nodes of the file, in file order
+    pub nodes: Vec<Point>,
+    pub cell_types: Vec<crate::CellType>,
+    /// corner node indices of all cells, flattened
+    pub cell_nodes: Vec<u32>,
+    /// line or byte offset of each cell's element
+    pub cell_loc: Vec<u64>,
+    /// (tag, cell index) for dim-3 group membership
+    pub cell_groups: Vec<(i32, u32)>,
+    pub group_elems: Vec<GroupElement>,
+    /// names of groups: (dim, tag) -> name
+    pub names: Vec<((u8, i32), String)>,
+}
+
+impl Collected {
+    pub fn add_cell(&mut self, ty: crate::CellType, nodes: &[u32], loc: u64) -> u32 {
+        self.cell_types.push(ty);
+        self.cell_nodes.extend_from_slice(nodes);
+        self.cell_loc.push(loc);
+        (self.cell_types.len() - 1) as u32
+    }
+
+    /// Build the mesh (nodes not used by any cell are dropped; the others keep their
+    /// order) and resolve the groups.
+    pub fn finish(self, cur: &text::Cursor) -> Result<MeshFile, MeshError> {
+        let path = cur.path;
+        if self.cell_types.is_empty() {
+            return Err(MeshError::Parse {
+                path: path.to_path_buf(),
+                location: "whole file".into(),
+                msg: "the file has no volume elements (tetrahedra, hexahedra, prisms or pyramids)".into(),
+            });
+        }
+        // compact the nodes to those used by cells
+        let mut new_index = vec![u32::MAX; self.nodes.len()];
+        for &n in &self.cell_nodes {
+            new_index[n as usize] = 0;
+        }
+        let mut positions = Vec::with_capacity(self.nodes.len());
+        for (i, p) in self.nodes.iter().enumerate() {
+            if new_index[i] == 0 {
+                new_index[i] = positions.len() as u32;
+                positions.push(*p);
+            }
+        }
+        drop(self.nodes);
+        let mut b = PolyMeshBuilder::new(positions);
+        let mut k = 0;
+        let mut buf = [0u32; 8];
+        for (c, &ty) in self.cell_types.iter().enumerate() {
+            let n = ty.num_vertices().expect("standard cell");
+            for i in 0..n {
+                buf[i] = new_index[self.cell_nodes[k + i] as usize];
+            }
+            k += n;
+            b.add_typed_cell(ty, &buf[..n]).map_err(|e| cur.err_at(self.cell_loc[c], format!("{}: {e}", ty.name())))?;
+        }
+        drop(self.cell_nodes);
+        let mesh = b.build(tessera_core::Par::auto()).map_err(|e| match e {
+            MeshError::DegenerateCell { cell, reason } => {
+                cur.err_at(self.cell_loc[cell], format!("degenerate {}: {reason}", self.cell_types[cell].name()))
+            }
+            other => MeshError::Parse { path: path.to_path_buf(), location: "whole file".into(), msg: other.to_string() },
+        })?;
+
+        // groups
+        use std::collections::{BTreeMap, HashMap};
+        let mut groups: BTreeMap<(u8, i32), Vec<u32>> = BTreeMap::new();
+        for ((d, t), _) in &self.names {
+            groups.entry((*d, *t)).or_default();
+        }
+        for &(tag, c) in &self.cell_groups {
+            groups.entry((3, tag)).or_default().push(c);
+        }
+        if !self.group_elems.is_empty() {
+            let key_of = |verts: &[u32]| -> Option<[u32; 4]> {
+                let mut k = [u32::MAX; 4];
+                for (i, &v) in verts.iter().enumerate() {
+                    let nv = new_index[v as usize];
+                    if nv == u32::MAX {
+                        return None;
+                    }
+                    k[i] = nv;
+                }
+                k[..verts.len()].sort_unstable();
+                Some(k)
+            };
+            let mut face_keys: HashMap<[u32; 4], u32> = HashMap::new();
+            let mut edge_keys: HashMap<[u32; 2], u32> = HashMap::new();
+            let mut resolved: Vec<Option<[u32; 4]>> = Vec::with_capacity(self.group_elems.len());
+            for g in &self.group_elems {
+                let k = key_of(&g.verts[..g.n as usize]);
+                if let Some(k) = k {
+                    match g.dim {
+                        2 => {
+                            face_keys.insert(k, u32::MAX);
+                        }
+                        1 => {
+                            edge_keys.insert([k[0], k[1]], u32::MAX);
+                        }
+                        _ => {}
+                    }
+                }
+                resolved.push(k);
+            }
+            if !face_keys.is_empty() {
+                let fv = mesh.face_vertices();
+                for f in 0..mesh.num_faces() {
+                    let row = fv.row(f);
+                    if row.len() > 4 {
+                        continue;
+                    }
+                    let mut k = [u32::MAX; 4];
+                    for (i, &v) in row.iter().enumerate() {
+                        k[i] = tessera_sparse::tcsr::col(v);
+                    }
+                    k[..row.len()].sort_unstable();
+                    if let Some(slot) = face_keys.get_mut(&k) {
+                        *slot = f as u32;
+                    }
+                }
+            }
+            if !edge_keys.is_empty() {
+                for (e, ev) in mesh.edge_vertices().iter().enumerate() {
+                    let k = [ev[0].min(ev[1]), ev[0].max(ev[1])];
+                    if let Some(slot) = edge_keys.get_mut(&k) {
+                        *slot = e as u32;
+                    }
+                }
+            }
+            for (g, k) in self.group_elems.iter().zip(resolved) {
+                let what = ["point", "line", "surface element", "cell"][g.dim.min(3) as usize];
+                let not_found = || {
+                    cur.err_at(
+                        g.loc,
+                        format!(
+                            "{what} of group ({}, {}) is not {} of the volume mesh",
+                            g.dim,
+                            g.tag,
+                            ["a vertex", "an edge", "a face"][g.dim.min(2) as usize]
+                        ),
+                    )
+                };
+                let k = k.ok_or_else(not_found)?;
+                let ent = match g.dim {
+                    0 => k[0],
+                    1 => *edge_keys.get(&[k[0], k[1]]).filter(|&&e| e != u32::MAX).ok_or_else(not_found)?,
+                    _ => *face_keys.get(&k).filter(|&&f| f != u32::MAX).ok_or_else(not_found)?,
+                };
+                groups.entry((g.dim, g.tag)).or_default().push(ent);
+            }
+        }
+        let names: HashMap<(u8, i32), String> = self.names.into_iter().collect();
+        let groups = groups
+            .into_iter()
+            .map(|((dim, tag), mut entities)| {
+                entities.sort_unstable();
+                entities.dedup();
+                PhysicalGroup { dim, tag, name: names.get(&(dim, tag)).cloned().unwrap_or_default(), entities }
+            })
+            .collect();
+        Ok(MeshFile { mesh, groups })
+    }
+}

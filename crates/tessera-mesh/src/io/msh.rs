@@ -1,0 +1,610 @@
+//! Gmsh MSH files: versions 2.2 and 4.1, ASCII and binary, read; 4.1 ASCII written.
+//!
+//! Volume elements become cells (types 4, 5, 6, 7 and their higher-order variants, read by
+//! their corner nodes only). Points, lines, triangles and quadrangles are not cells: they
+//! only fill [`PhysicalGroup`](super::PhysicalGroup)s (dim 2 elements are mapped to the
+//! mesh face with the same vertex set). Node tags may be non-contiguous and spread over
+//! many entity blocks.
+
+use super::text::{show, Cursor, TagMap};
+use super::{fmt_f64, write_atomic, Collected, GroupElement, MeshFile};
+use crate::{CellType, MeshError, PolyMesh};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// (dimension, number of nodes, number of corner nodes, cell type for dim 3)
+fn element_info(ty: i64) -> Option<(u8, usize, usize, Option<CellType>)> {
+    use CellType::*;
+    Some(match ty {
+        15 => (0, 1, 1, None),
+        1 => (1, 2, 2, None),
+        8 => (1, 3, 2, None),
+        26 => (1, 4, 2, None),
+        27 => (1, 5, 2, None),
+        28 => (1, 6, 2, None),
+        2 => (2, 3, 3, None),
+        9 => (2, 6, 3, None),
+        20 => (2, 9, 3, None),
+        21 => (2, 10, 3, None),
+        22 => (2, 12, 3, None),
+        23 => (2, 15, 3, None),
+        24 => (2, 15, 3, None),
+        25 => (2, 21, 3, None),
+        3 => (2, 4, 4, None),
+        10 => (2, 9, 4, None),
+        16 => (2, 8, 4, None),
+        4 => (3, 4, 4, Some(Tetrahedron)),
+        11 => (3, 10, 4, Some(Tetrahedron)),
+        29 => (3, 20, 4, Some(Tetrahedron)),
+        30 => (3, 35, 4, Some(Tetrahedron)),
+        31 => (3, 56, 4, Some(Tetrahedron)),
+        5 => (3, 8, 8, Some(Hexahedron)),
+        12 => (3, 27, 8, Some(Hexahedron)),
+        17 => (3, 20, 8, Some(Hexahedron)),
+        92 => (3, 64, 8, Some(Hexahedron)),
+        93 => (3, 125, 8, Some(Hexahedron)),
+        6 => (3, 6, 6, Some(Prism)),
+        13 => (3, 18, 6, Some(Prism)),
+        18 => (3, 15, 6, Some(Prism)),
+        7 => (3, 5, 5, Some(Pyramid)),
+        14 => (3, 14, 5, Some(Pyramid)),
+        19 => (3, 13, 5, Some(Pyramid)),
+        _ => return None,
+    })
+}
+
+fn unknown_type(ty: i64) -> String {
+    format!("unknown element type {ty} (known: Gmsh types 1-31, 92, 93)")
+}
+
+const MAX_COUNT: u64 = u32::MAX as u64 - 1;
+
+struct State {
+
+    binary: bool,
+    size_t: usize,
+    nodes: TagMap,
+    have_nodes: bool,
+    /// (dim, entity tag) -> physical tags (v4)
+    entity_phys: HashMap<(u8, i32), Vec<i32>>,
+    col: Collected,
+}
+
+/// Read an MSH 2.2 or 4.1 file (ASCII or binary).
+pub fn read(path: &Path, data: &[u8]) -> Result<MeshFile, MeshError> {
+    let mut c = Cursor::new(path, data);
+    let first = c.expect_token("`$MeshFormat`")?;
+    if first != b"$MeshFormat" {
+        return Err(c.err(format!("not a Gmsh MSH file: expected `$MeshFormat`, found `{}`", show(first))));
+    }
+    let ver = c.expect_token("the MSH version")?;
+    let v4 = match ver {
+        b"4.1" => true,
+        b"2.2" | b"2.1" | b"2" | b"2.0" => false,
+        other => {
+            return Err(c.err(format!("unsupported MSH version `{}` (supported: 2.2 and 4.1)", show(other))));
+        }
+    };
+    let file_type = c.uint("the file type (0 ASCII, 1 binary)")?;
+    let size_t = c.uint("the data size")? as usize;
+    if file_type > 1 {
+        return Err(c.err(format!("file type must be 0 (ASCII) or 1 (binary), found {file_type}")));
+    }
+    if size_t != 4 && size_t != 8 {
+        return Err(c.err(format!("data size must be 4 or 8, found {size_t}")));
+    }
+    let binary = file_type == 1;
+    if binary {
+        c.end_of_line();
+        c.binary = true;
+        let one = c.bin_i32("the endianness check")?;
+        if one != 1 {
+            if one.swap_bytes() == 1 {
+                c.swap = true;
+            } else {
+                return Err(c.err(format!("binary endianness check must be 1, found {one}")));
+            }
+        }
+    }
+    c.expect_keyword("$EndMeshFormat")?;
+    let mut st = State {
+
+        binary,
+        size_t,
+        nodes: TagMap::new(1, 0, 0),
+        have_nodes: false,
+        entity_phys: HashMap::new(),
+        col: Collected::default(),
+    };
+    let mut saw_elements = false;
+    while let Some(tok) = c.token() {
+        match tok {
+            b"$PhysicalNames" => physical_names(&mut c, &mut st)?,
+            b"$Entities" if v4 => entities(&mut c, &mut st)?,
+            b"$Nodes" => {
+                if v4 { nodes_v4(&mut c, &mut st)? } else { nodes_v2(&mut c, &mut st)? }
+                st.have_nodes = true;
+            }
+            b"$Elements" => {
+                if !st.have_nodes {
+                    return Err(c.err("`$Elements` before `$Nodes`"));
+                }
+                if v4 { elements_v4(&mut c, &mut st)? } else { elements_v2(&mut c, &mut st)? }
+                saw_elements = true;
+            }
+            t if t.starts_with(b"$") && !t.starts_with(b"$End") => {
+                // unknown or unused section ($PartitionedEntities, $Periodic, $NodeData, ...)
+                let mut end = b"$End".to_vec();
+                end.extend_from_slice(&t[1..]);
+                c.skip_past(&end)?;
+            }
+            t => return Err(c.err(format!("expected a section such as `$Nodes`, found `{}`", show(t)))),
+        }
+    }
+    if !st.have_nodes || !saw_elements {
+        return Err(c.err_here(format!(
+            "missing `{}` section (the file is truncated)",
+            if st.have_nodes { "$Elements" } else { "$Nodes" }
+        )));
+    }
+    st.col.finish(&c)
+}
+
+fn section_end(c: &mut Cursor, name: &str) -> Result<(), MeshError> {
+    let was_binary = c.binary;
+    c.binary = false;
+    let t = c.token();
+    if t != Some(name.as_bytes()) {
+        c.binary = was_binary;
+        let found = t.map(show).unwrap_or_else(|| "the end of the file".into());
+        return Err(c.err(format!("expected `{name}`, found `{found}` (a count in the section header does not match its data)")));
+    }
+    c.binary = was_binary;
+    Ok(())
+}
+
+fn physical_names(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
+    let bin = c.binary;
+    c.binary = false;
+    let n = c.count("the number of physical names", MAX_COUNT)?;
+    for _ in 0..n {
+        let dim = c.uint("a physical group dimension")?;
+        if dim > 3 {
+            return Err(c.err(format!("physical group dimension must be 0-3, found {dim}")));
+        }
+        let tag = c.int("a physical tag")? as i32;
+        let rest = c.rest_of_line();
+        let name = if rest.first() == Some(&b'"') {
+            let inner = &rest[1..];
+            match inner.iter().position(|&ch| ch == b'"') {
+                Some(e) => String::from_utf8_lossy(&inner[..e]).into_owned(),
+                None => return Err(c.err("unterminated physical name (missing closing `\"`)")),
+            }
+        } else {
+            String::from_utf8_lossy(rest).into_owned()
+        };
+        st.col.names.push(((dim as u8, tag), name));
+    }
+    section_end(c, "$EndPhysicalNames")?;
+    c.binary = bin;
+    Ok(())
+}
+
+fn entities(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
+    let s = st.size_t;
+    if st.binary {
+        c.end_of_line();
+    }
+    let mut counts = [0usize; 4];
+    for (d, cnt) in counts.iter_mut().enumerate() {
+        let what = ["the number of points", "the number of curves", "the number of surfaces", "the number of volumes"][d];
+        *cnt = if st.binary { c.bin_uint(s, what)? as usize } else { c.count(what, MAX_COUNT)? };
+        if *cnt as u64 > MAX_COUNT {
+            return Err(c.err(format!("{what} {cnt} is too large")));
+        }
+    }
+    for (d, &cnt) in counts.iter().enumerate() {
+        for _ in 0..cnt {
+            let tag = if st.binary { c.bin_i32("an entity tag")? } else { c.int("an entity tag")? as i32 };
+            let ncoord = if d == 0 { 3 } else { 6 };
+            for _ in 0..ncoord {
+                if st.binary { c.bin_f64("an entity bounding box")?; } else { c.num::<f64>("an entity coordinate")?; }
+            }
+            let nphys = if st.binary {
+                c.bin_uint(s, "the number of physical tags")?
+            } else {
+                c.uint("the number of physical tags")?
+            };
+            if nphys > 1 << 20 {
+                return Err(c.err(format!("entity ({d}, {tag}) has {nphys} physical tags")));
+            }
+            let mut phys = Vec::with_capacity(nphys as usize);
+            for _ in 0..nphys {
+                phys.push(if st.binary { c.bin_i32("a physical tag")? } else { c.int("a physical tag")? as i32 });
+            }
+            if !phys.is_empty() {
+                st.entity_phys.insert((d as u8, tag), phys);
+            }
+            if d > 0 {
+                let nb = if st.binary {
+                    c.bin_uint(s, "the number of bounding entities")?
+                } else {
+                    c.uint("the number of bounding entities")?
+                };
+                if nb > 1 << 24 {
+                    return Err(c.err(format!("entity ({d}, {tag}) has {nb} bounding entities")));
+                }
+                for _ in 0..nb {
+                    if st.binary { c.bin_i32("a bounding entity tag")?; } else { c.int("a bounding entity tag")?; }
+                }
+            }
+        }
+    }
+    section_end(c, "$EndEntities")
+}
+
+fn push_node(c: &Cursor, st: &mut State, tag: u64, p: [f64; 3]) -> Result<(), MeshError> {
+    let idx = st.col.nodes.len() as u32;
+    if !st.nodes.insert(tag, idx) {
+        return Err(c.err(format!("node tag {tag} appears twice")));
+    }
+    st.col.nodes.push(p);
+    Ok(())
+}
+
+fn nodes_v2(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
+    c.binary = false;
+    let n = c.count("the number of nodes", MAX_COUNT)?;
+    st.nodes = TagMap::new(1, n as u64, n);
+    st.col.nodes.reserve(n);
+    if st.binary {
+        c.end_of_line();
+        c.binary = true;
+    }
+    for _ in 0..n {
+        let (tag, p) = if st.binary {
+            let t = c.bin_i32("a node tag")?;
+            if t < 0 {
+                return Err(c.err(format!("negative node tag {t}")));
+            }
+            let p = [c.bin_coord("x")?, c.bin_coord("y")?, c.bin_coord("z")?];
+            (t as u64, p)
+        } else {
+            let t = c.uint("a node tag")?;
+            (t, [c.coord("x coordinate")?, c.coord("y coordinate")?, c.coord("z coordinate")?])
+        };
+        push_node(c, st, tag, p)?;
+    }
+    section_end(c, "$EndNodes")
+}
+
+fn nodes_v4(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
+    let s = st.size_t;
+    let bin = st.binary;
+    if bin {
+        c.end_of_line();
+    }
+    let rd = |c: &mut Cursor, what: &str| -> Result<u64, MeshError> {
+        if bin { c.bin_uint(s, what) } else { c.uint(what) }
+    };
+    let nblocks = rd(c, "the number of node blocks")?;
+    let n = rd(c, "the number of nodes")?;
+    let min = rd(c, "the minimum node tag")?;
+    let max = rd(c, "the maximum node tag")?;
+    let header_loc = c.location();
+    if n > MAX_COUNT || nblocks > MAX_COUNT {
+        return Err(c.err(format!("node count {n} is too large")));
+    }
+    st.nodes = TagMap::new(min, max, n as usize);
+    st.col.nodes.reserve(n as usize);
+    let mut tags: Vec<u64> = Vec::new();
+    let mut total = 0u64;
+    for _ in 0..nblocks {
+        let (dim, _tag, parametric, nn) = if bin {
+            (
+                c.bin_i32("an entity dimension")? as i64,
+                c.bin_i32("an entity tag")?,
+                c.bin_i32("the parametric flag")? as i64,
+                c.bin_uint(s, "the number of nodes in the block")?,
+            )
+        } else {
+            (
+                c.int("an entity dimension")?,
+                c.int("an entity tag")? as i32,
+                c.int("the parametric flag")?,
+                c.uint("the number of nodes in the block")?,
+            )
+        };
+        if !(0..=3).contains(&dim) {
+            return Err(c.err(format!("entity dimension must be 0-3, found {dim}")));
+        }
+        total += nn;
+        if total > n {
+            return Err(c.err(format!("node blocks hold more nodes than the {n} announced in the header")));
+        }
+        let npar = if parametric != 0 { dim as usize } else { 0 };
+        tags.clear();
+        for _ in 0..nn {
+            tags.push(rd(c, "a node tag")?);
+        }
+        for &t in &tags {
+            let p = if bin {
+                let p = [c.bin_coord("x")?, c.bin_coord("y")?, c.bin_coord("z")?];
+                for _ in 0..npar {
+                    c.bin_f64("a parametric coordinate")?;
+                }
+                p
+            } else {
+                let p = [c.coord("x coordinate")?, c.coord("y coordinate")?, c.coord("z coordinate")?];
+                for _ in 0..npar {
+                    c.num::<f64>("a parametric coordinate")?;
+                }
+                p
+            };
+            push_node(c, st, t, p)?;
+        }
+    }
+    if total != n {
+        return Err(c.err_at(header_loc, format!("the header announces {n} nodes but the blocks hold {total}")));
+    }
+    section_end(c, "$EndNodes")
+}
+
+/// Record one element: a cell for dim 3, a group element otherwise.
+fn element(
+    c: &Cursor,
+    st: &mut State,
+    ty: i64,
+    tag: u64,
+    node_tags: &[u64],
+    phys: &[i32],
+    loc: u64,
+) -> Result<(), MeshError> {
+    let (dim, _n, corners, cell) = element_info(ty).ok_or_else(|| c.err_at(loc, unknown_type(ty)))?;
+    let mut idx = [0u32; 8];
+    for (i, &t) in node_tags[..corners].iter().enumerate() {
+        idx[i] = st.nodes.get(t).ok_or_else(|| {
+            c.err_at(loc, format!("element {tag} references node {t}, which is not in `$Nodes`"))
+        })?;
+    }
+    // higher-order nodes must exist too
+    for &t in &node_tags[corners..] {
+        if st.nodes.get(t).is_none() {
+            return Err(c.err_at(loc, format!("element {tag} references node {t}, which is not in `$Nodes`")));
+        }
+    }
+    if let Some(ty) = cell {
+        let ci = st.col.add_cell(ty, &idx[..corners], loc);
+        for &p in phys {
+            st.col.cell_groups.push((p, ci));
+        }
+    } else {
+        for &p in phys {
+            let mut verts = [0u32; 4];
+            verts[..corners].copy_from_slice(&idx[..corners]);
+            st.col.group_elems.push(GroupElement { dim, tag: p, verts, n: corners as u8, loc });
+        }
+    }
+    Ok(())
+}
+
+fn elements_v2(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
+    c.binary = false;
+    let n = c.count("the number of elements", MAX_COUNT)?;
+    let mut nodes: Vec<u64> = Vec::with_capacity(128);
+    if st.binary {
+        c.end_of_line();
+        c.binary = true;
+        let mut done = 0usize;
+        while done < n {
+            let ty = c.bin_i32("an element type")? as i64;
+            let hloc = c.location();
+            let follow = c.bin_i32("the number of elements following")?;
+            let ntags = c.bin_i32("the number of tags")?;
+            if follow <= 0 || follow as usize > n - done || !(0..=1024).contains(&ntags) {
+                return Err(c.err_at(hloc, format!("bad element block header (count {follow}, tags {ntags})")));
+            }
+            let (_, nn, _, _) = element_info(ty).ok_or_else(|| c.err_at(hloc, unknown_type(ty)))?;
+            for _ in 0..follow {
+                let tag = c.bin_i32("an element tag")?;
+                let loc = c.location();
+                let mut phys = None;
+                for k in 0..ntags {
+                    let t = c.bin_i32("an element tag")?;
+                    if k == 0 && t != 0 {
+                        phys = Some(t);
+                    }
+                }
+                nodes.clear();
+                for _ in 0..nn {
+                    let v = c.bin_i32("a node tag")?;
+                    nodes.push(v.max(0) as u64);
+                }
+                let ph: &[i32] = match &phys { Some(p) => std::slice::from_ref(p), None => &[] };
+                element(c, st, ty, tag as u64, &nodes, ph, loc)?;
+            }
+            done += follow as usize;
+        }
+    } else {
+        for _ in 0..n {
+            let tag = c.uint("an element tag")?;
+            let loc = c.location();
+            let ty = c.int("an element type")?;
+            let (_, nn, _, _) = element_info(ty).ok_or_else(|| c.err(unknown_type(ty)))?;
+            let ntags = c.uint("the number of element tags")?;
+            if ntags > 1024 {
+                return Err(c.err(format!("element {tag} has {ntags} tags")));
+            }
+            let mut phys = None;
+            for k in 0..ntags {
+                let t = c.int("an element tag")? as i32;
+                if k == 0 && t != 0 {
+                    phys = Some(t);
+                }
+            }
+            nodes.clear();
+            for _ in 0..nn {
+                nodes.push(c.uint("a node tag")?);
+            }
+            let ph: &[i32] = match &phys { Some(p) => std::slice::from_ref(p), None => &[] };
+            element(c, st, ty, tag, &nodes, ph, loc)?;
+        }
+    }
+    section_end(c, "$EndElements")
+}
+
+fn elements_v4(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
+    let s = st.size_t;
+    let bin = st.binary;
+    if bin {
+        c.end_of_line();
+    }
+    let rd = |c: &mut Cursor, what: &str| -> Result<u64, MeshError> {
+        if bin { c.bin_uint(s, what) } else { c.uint(what) }
+    };
+    let nblocks = rd(c, "the number of element blocks")?;
+    let n = rd(c, "the number of elements")?;
+    rd(c, "the minimum element tag")?;
+    rd(c, "the maximum element tag")?;
+    let header_loc = c.location();
+    if n > MAX_COUNT || nblocks > MAX_COUNT {
+        return Err(c.err(format!("element count {n} is too large")));
+    }
+    let mut nodes: Vec<u64> = Vec::with_capacity(128);
+    let mut total = 0u64;
+    let no_phys: Vec<i32> = Vec::new();
+    for _ in 0..nblocks {
+        let (dim, etag, ty, ne) = if bin {
+            (
+                c.bin_i32("an entity dimension")? as i64,
+                c.bin_i32("an entity tag")?,
+                c.bin_i32("an element type")? as i64,
+                c.bin_uint(s, "the number of elements in the block")?,
+            )
+        } else {
+            (
+                c.int("an entity dimension")?,
+                c.int("an entity tag")? as i32,
+                c.int("an element type")?,
+                c.uint("the number of elements in the block")?,
+            )
+        };
+        let hloc = c.location();
+        let (tdim, nn, _, _) = element_info(ty).ok_or_else(|| c.err_at(hloc, unknown_type(ty)))?;
+        if dim != tdim as i64 {
+            return Err(c.err_at(hloc, format!("element type {ty} has dimension {tdim}, but the block's entity has dimension {dim}")));
+        }
+        total += ne;
+        if total > n {
+            return Err(c.err_at(hloc, format!("element blocks hold more elements than the {n} announced in the header")));
+        }
+        let phys = st.entity_phys.get(&(dim as u8, etag)).cloned().unwrap_or_else(|| no_phys.clone());
+        for _ in 0..ne {
+            let tag = rd(c, "an element tag")?;
+            let loc = c.location();
+            nodes.clear();
+            for _ in 0..nn {
+                nodes.push(rd(c, "a node tag")?);
+            }
+            element(c, st, ty, tag, &nodes, &phys, loc)?;
+        }
+    }
+    if total != n {
+        return Err(c.err_at(header_loc, format!("the header announces {n} elements but the blocks hold {total}")));
+    }
+    section_end(c, "$EndElements")
+}
+
+/// Gmsh type of a standard cell.
+fn gmsh_type(ty: CellType) -> u32 {
+    match ty {
+        CellType::Tetrahedron => 4,
+        CellType::Hexahedron => 5,
+        CellType::Prism => 6,
+        CellType::Pyramid => 7,
+        CellType::Polyhedron => 0,
+    }
+}
+
+/// Write MSH 4.1 ASCII: one volume entity, nodes `1..V`, elements `1..C` in cell order
+/// (one element block per run of equal type). General polyhedra have no MSH element type.
+pub fn write(mesh: &PolyMesh, path: &Path) -> Result<(), MeshError> {
+    let nc = mesh.num_cells();
+    let mut types = Vec::with_capacity(nc);
+    let mut conn: Vec<u32> = Vec::with_capacity(nc * 4);
+    let mut buf = [0u32; 8];
+    for c in 0..nc {
+        let ty = super::typed_cell_vertices(mesh, c, &mut buf).ok_or_else(|| {
+            MeshError::Unsupported(format!(
+                "{}: cell {c} is a general polyhedron, which MSH cannot store (write .vtu or .ovm instead)",
+                path.display()
+            ))
+        })?;
+        types.push(ty);
+        conn.extend_from_slice(&buf[..ty.num_vertices().expect("standard")]);
+    }
+    let pos = mesh.positions();
+    let (mut lo, mut hi) = ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]);
+    for p in pos {
+        for d in 0..3 {
+            lo[d] = lo[d].min(p[d]);
+            hi[d] = hi[d].max(p[d]);
+        }
+    }
+    if pos.is_empty() {
+        lo = [0.0; 3];
+        hi = [0.0; 3];
+    }
+    write_atomic(path, |w| {
+        writeln!(w, "$MeshFormat\n4.1 0 8\n$EndMeshFormat")?;
+        writeln!(w, "$Entities\n0 0 0 1")?;
+        writeln!(
+            w,
+            "1 {} {} {} {} {} {} 0 0",
+            fmt_f64(lo[0]),
+            fmt_f64(lo[1]),
+            fmt_f64(lo[2]),
+            fmt_f64(hi[0]),
+            fmt_f64(hi[1]),
+            fmt_f64(hi[2])
+        )?;
+        writeln!(w, "$EndEntities")?;
+        let nv = pos.len();
+        writeln!(w, "$Nodes\n1 {nv} {} {nv}", nv.min(1))?;
+        writeln!(w, "3 1 0 {nv}")?;
+        for i in 1..=nv {
+            writeln!(w, "{i}")?;
+        }
+        for p in pos {
+            writeln!(w, "{} {} {}", fmt_f64(p[0]), fmt_f64(p[1]), fmt_f64(p[2]))?;
+        }
+        writeln!(w, "$EndNodes")?;
+        // runs of equal type
+        let mut runs: Vec<(CellType, usize, usize)> = Vec::new();
+        for (c, &t) in types.iter().enumerate() {
+            match runs.last_mut() {
+                Some(r) if r.0 == t => r.2 = c + 1,
+                _ => runs.push((t, c, c + 1)),
+            }
+        }
+        writeln!(w, "$Elements\n{} {nc} {} {nc}", runs.len(), nc.min(1))?;
+        let mut k = 0;
+        let mut line = String::with_capacity(128);
+        for (t, a, b) in runs {
+            writeln!(w, "3 1 {} {}", gmsh_type(t), b - a)?;
+            let n = t.num_vertices().expect("standard");
+            for c in a..b {
+                use std::fmt::Write as _;
+                line.clear();
+                let _ = write!(line, "{}", c + 1);
+                for &v in &conn[k..k + n] {
+                    let _ = write!(line, " {}", v + 1);
+                }
+                k += n;
+                writeln!(w, "{line}")?;
+            }
+        }
+        writeln!(w, "$EndElements")?;
+        Ok(())
+    })
+}
