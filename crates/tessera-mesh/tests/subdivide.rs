@@ -2,6 +2,8 @@
 //! topology, orientation, positions (tricubic B-spline on regular grids), affine
 //! invariance, Seq == Rayon, rejection of non-manifold input.
 
+#![allow(clippy::needless_range_loop)]
+
 use proptest::prelude::*;
 use std::collections::BTreeSet;
 use tessera_core::Par;
@@ -595,6 +597,12 @@ fn pinched_vertex_is_subdivided() {
 // ------------------------------------------------------------------------------------
 // shared meshes and timing
 
+/// Nanoseconds this thread has run on a CPU (Linux `schedstat`; None elsewhere): a timing
+/// that the load of other processes on a shared machine does not inflate.
+fn thread_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat").ok()?.split_whitespace().next()?.parse().ok()
+}
+
 /// `cargo test --release -p tessera-mesh --test subdivide -- --ignored --nocapture timing`
 #[test]
 #[ignore = "timing; run in release"]
@@ -612,13 +620,19 @@ fn timing_half_million_tets() {
         let mut mm = m.clone();
         mm.purge_caches();
         mm.set_par(par);
-        let t0 = std::time::Instant::now();
+        let (c0, t0) = (thread_cpu_ns(), std::time::Instant::now());
         precompute(&mm);
-        let t1 = std::time::Instant::now();
+        let (c1, t1) = (thread_cpu_ns(), std::time::Instant::now());
         let s = catmull_clark(&mm).unwrap();
-        let t2 = std::time::Instant::now();
+        let (c2, t2) = (thread_cpu_ns(), std::time::Instant::now());
+        let cpu = match (par, c0, c1, c2) {
+            (Par::Seq, Some(a), Some(b), Some(c)) => {
+                format!(" (thread CPU time: pre {:.3} s, subdivision {:.3} s)", (b - a) as f64 * 1e-9, (c - b) as f64 * 1e-9)
+            }
+            _ => String::new(),
+        };
         eprintln!(
-            "{par:?}: pre {:.3} s, subdivision {:.3} s, total {:.3} s -> {} cells",
+            "{par:?}: wall pre {:.3} s, subdivision {:.3} s, total {:.3} s{cpu} -> {} cells",
             (t1 - t0).as_secs_f64(),
             (t2 - t1).as_secs_f64(),
             (t2 - t0).as_secs_f64(),
