@@ -597,6 +597,40 @@ fn pinched_vertex_is_subdivided() {
 // ------------------------------------------------------------------------------------
 // shared meshes and timing
 
+fn shared_meshes() -> std::path::PathBuf {
+    std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/meshes"))
+}
+
+#[test]
+fn armadillo_counts_match_eqs_3_1_to_3_4() {
+    let path = shared_meshes().join("armadillo-3k.msh.gz");
+    if !path.exists() {
+        eprintln!("skipping: {} not present", path.display());
+        return;
+    }
+    let m0 = tessera_mesh::io::read_mesh(&path).unwrap().mesh;
+    let l1 = catmull_clark(&m0).unwrap();
+    assert_eq!(SubdivisionCounts::of(&l1), brute_force_counts(&m0));
+    let l2 = catmull_clark(&l1).unwrap();
+    assert_eq!(SubdivisionCounts::of(&l2), brute_force_counts(&l1));
+    check_valid(&l2);
+    // levels 1-2 from level-0 quantities alone: after one level all faces are quads and
+    // every cell-cell is a topological sphere with V = F + 2 (E = 2F), so with
+    // n3 = nnz(∂3) of level 1 = 2 * (face corners over all cells of level 0):
+    let corners: usize =
+        (0..m0.num_cells()).map(|c| m0.cell_faces().row_decoded(c).map(|(f, _)| m0.face_edges().row_len(f as usize)).sum::<usize>()).sum();
+    let c1 = SubdivisionCounts::of(&l1);
+    let n3 = 2 * corners;
+    assert_eq!(l1.cell_faces().nnz(), n3);
+    let want2 = SubdivisionCounts {
+        vertices: c1.vertices + c1.edges + c1.faces + c1.cells,
+        edges: 2 * c1.edges + 4 * c1.faces + n3,
+        faces: 4 * c1.faces + 2 * n3,
+        cells: 2 * c1.cells + n3,
+    };
+    assert_eq!(SubdivisionCounts::of(&l2), want2);
+}
+
 /// Nanoseconds this thread has run on a CPU (Linux `schedstat`; None elsewhere): a timing
 /// that the load of other processes on a shared machine does not inflate.
 fn thread_cpu_ns() -> Option<u64> {
