@@ -33,6 +33,9 @@ pub enum MeshError {
     /// Input the operation does not support (for example non-manifold input to subdivision).
     #[error("unsupported: {0}")]
     Unsupported(String),
+    /// A CUDA error from the GPU mesh operations ([`crate::cuda`]).
+    #[error(transparent)]
+    Gpu(#[from] tessera_gpu::GpuError),
 }
 
 impl MeshError {

@@ -7,6 +7,7 @@
 
 pub mod builder;
 pub mod cell_type;
+pub mod cuda;
 pub mod error;
 pub mod io;
 pub mod poly;

@@ -1,0 +1,106 @@
+//! GPU columns of `tessera bench mesh --device cuda` (dissertation Tables 3.2-3.4).
+//!
+//! Each operation runs from scratch on an uploaded mesh (nothing cached between runs), is
+//! timed with CUDA events as the median of `runs` (at least 20) runs after 3 warm-up runs,
+//! and is reported with the bytes it must move at least (each input array read once, each
+//! output array written once), so `bytes / time` can be set against the measured copy
+//! bandwidth (about 3.0 TB/s on the H100).
+
+use super::{DeviceMesh, DeviceTcsr};
+use crate::{MeshError, PolyMesh};
+use tessera_gpu::Gpu;
+
+/// One GPU benchmark row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GpuBenchRow {
+    /// Operation name (as in the CPU columns: `coboundary d3`, `cell_vertices`, ...).
+    pub op: &'static str,
+    /// Median time in milliseconds.
+    pub median_ms: f64,
+    /// Bytes the operation must move at least.
+    pub bytes_moved: u64,
+}
+
+fn tcsr_bytes(nrows: usize, nnz: usize) -> u64 {
+    4 * (nrows as u64 + 1) + 4 * nnz as u64
+}
+
+/// Time every GPU mesh operation on `mesh` (see the module docs). Returns
+/// `(op, median_ms, bytes_moved)` rows in a fixed order.
+pub fn run_gpu_mesh_bench(gpu: &Gpu, mesh: &PolyMesh, runs: usize) -> Result<Vec<(&'static str, f64, u64)>, MeshError> {
+    let runs = runs.max(20);
+    let warm = 3;
+    let mut dm = DeviceMesh::upload(gpu, mesh)?;
+    let (nv, ne, nf, nc) = (mesh.num_vertices(), mesh.num_edges(), mesh.num_faces(), mesh.num_cells());
+    let (fe_nnz, cf_nnz) = (mesh.face_edges().nnz(), mesh.cell_faces().nnz());
+    // relations once, for sizes of outputs and inputs of later ops
+    dm.require_vertex_edges()?;
+    dm.require_face_cells()?;
+    let mut rows: Vec<(&'static str, f64, u64)> = Vec::new();
+    let k = dm.kernels();
+    let mut time = |name: &'static str, bytes: u64, f: &mut dyn FnMut() -> Result<(), MeshError>| -> Result<(), MeshError> {
+        let mut err: Option<MeshError> = None;
+        let ms = gpu.median_ms(runs, warm, || match f() {
+            Ok(()) => Ok(()),
+            Err(MeshError::Gpu(e)) => Err(e),
+            Err(e) => {
+                err = Some(e);
+                Ok(())
+            }
+        })?;
+        if let Some(e) = err {
+            return Err(e);
+        }
+        rows.push((name, ms, bytes));
+        Ok(())
+    };
+    // δ3 = ∂3ᵀ: read ∂3, write δ3 (same nnz)
+    time("coboundary d3 (face_cells)", tcsr_bytes(nc, cf_nnz) + tcsr_bytes(nf, cf_nnz), &mut || {
+        k.transpose(dm.cell_faces()).map(drop)
+    })?;
+    time("coboundary d2 (edge_faces)", tcsr_bytes(nf, fe_nnz) + tcsr_bytes(ne, fe_nnz), &mut || {
+        k.transpose(dm.face_edges()).map(drop)
+    })?;
+    time("coboundary d1 (vertex_edges)", 8 * ne as u64 + tcsr_bytes(nv, 2 * ne), &mut || {
+        k.transpose_edge_pairs(dm.edge_vertices(), nv).map(drop)
+    })?;
+    let fv_nnz = mesh.face_vertices().nnz();
+    time("face_vertices", tcsr_bytes(nf, fe_nnz) + 8 * ne as u64 + tcsr_bytes(nf, fv_nnz), &mut || {
+        k.face_vertices(dm.face_edges(), dm.edge_vertices(), nv).map(drop)
+    })?;
+    let ce_nnz = mesh.cell_edges().nnz();
+    time("cell_edges", tcsr_bytes(nc, cf_nnz) + tcsr_bytes(nf, fe_nnz) + tcsr_bytes(nc, ce_nnz), &mut || {
+        k.cell_edges(dm.cell_faces(), dm.face_edges()).map(drop)
+    })?;
+    let cv_nnz = mesh.cell_vertices().nnz();
+    time("cell_vertices", tcsr_bytes(nc, cf_nnz) + tcsr_bytes(nf, fe_nnz) + 8 * ne as u64 + tcsr_bytes(nc, cv_nnz), &mut || {
+        k.cell_vertices(dm.cell_faces(), dm.face_edges(), dm.edge_vertices(), nv).map(drop)
+    })?;
+    let fc: &DeviceTcsr = dm.cache.face_cells.as_ref().expect("required above");
+    let b = crate::boundary::extract_boundary(mesh);
+    let bbytes = tcsr_bytes(nf, cf_nnz) + tcsr_bytes(nf, fe_nnz) + 8 * ne as u64
+        + 4 * (b.faces.len() + b.edges.len() + b.vertices.len()) as u64;
+    time("boundary", bbytes, &mut || k.boundary(fc, dm.face_edges(), dm.edge_vertices(), nv).map(drop))?;
+    // smoothing: 10 iterations, each reads δ1, ∂1 (per neighbour) and positions, writes positions
+    let iters = 10usize;
+    let sbytes = iters as u64 * (tcsr_bytes(nv, 2 * ne) + 8 * ne as u64 + 4 * nv as u64 + 2 * 24 * nv as u64);
+    let mut dm2 = DeviceMesh::upload(gpu, mesh)?;
+    dm2.require_vertex_edges()?;
+    dm2.require_face_cells()?;
+    rows.push(("laplacian smoothing x10", {
+        let mut err = None;
+        let ms = gpu.median_ms(runs, warm, || match dm2.laplacian_smooth(iters) {
+            Ok(()) => Ok(()),
+            Err(MeshError::Gpu(e)) => Err(e),
+            Err(e) => {
+                err = Some(e);
+                Ok(())
+            }
+        })?;
+        if let Some(e) = err {
+            return Err(e);
+        }
+        ms
+    }, sbytes));
+    Ok(rows)
+}

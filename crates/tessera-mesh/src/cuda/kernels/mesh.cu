@@ -1,0 +1,241 @@
+// Tessera GPU mesh operations (dissertation §3.4.1, §3.4.2): coboundaries by TCSR
+// transposition (Listing 3.1), indirect relations by count -> scan -> fill, boundary
+// extraction and Laplacian smoothing. One thread per row; TCSR entries encode the sign in
+// the column (v < 0: -1 at column ~v).
+typedef unsigned int u32;
+typedef int i32;
+typedef unsigned long long u64;
+
+#define BLOCK 256
+#define TID ((u64)blockIdx.x * blockDim.x + threadIdx.x)
+
+__device__ __forceinline__ u32 tcol(i32 v) { return (u32)(v ^ (v >> 31)); }
+__device__ __forceinline__ i32 tenc(u32 c, bool neg) { return (i32)c ^ -(i32)neg; }
+// start and end vertex of a signed edge entry
+__device__ __forceinline__ void ends(const u32* ev, i32 v, u32& s, u32& t) {
+    u32 e = tcol(v);
+    u32 a = ev[2 * (u64)e], b = ev[2 * (u64)e + 1];
+    if (v >= 0) { s = a; t = b; } else { s = b; t = a; }
+}
+
+// ---------------------------------------------------------------- transpose (Listing 3.1)
+extern "C" __global__ void tcsr_count_cols(const i32* cols, u64 nnz, u32* counts) {
+    for (u64 i = TID; i < nnz; i += (u64)gridDim.x * blockDim.x) atomicAdd(&counts[tcol(cols[i])], 1u);
+}
+// cursor starts as a copy of the transpose's offsets; slots within a row are handed out by
+// atomics (order depends on scheduling), SortRows restores the deterministic order.
+extern "C" __global__ void tcsr_fill_transpose(const u32* offs, const i32* cols, u64 nrows, u32* cursor, i32* out) {
+    u64 r = TID;
+    if (r >= nrows) return;
+    for (u32 j = offs[r]; j < offs[r + 1]; j++) {
+        i32 v = cols[j];
+        u32 o = atomicAdd(&cursor[tcol(v)], 1u);
+        out[o] = tenc((u32)r, v < 0);
+    }
+}
+// the edge-pair variant: ∂1 stored as (from, to) pairs; -1 at `from`, +1 at `to`
+extern "C" __global__ void edge_count_vertices(const u32* ev, u64 ne, u32* counts) {
+    u64 e = TID;
+    if (e >= ne) return;
+    atomicAdd(&counts[ev[2 * e]], 1u);
+    atomicAdd(&counts[ev[2 * e + 1]], 1u);
+}
+extern "C" __global__ void edge_fill_transpose(const u32* ev, u64 ne, u32* cursor, i32* out) {
+    u64 e = TID;
+    if (e >= ne) return;
+    out[atomicAdd(&cursor[ev[2 * e]], 1u)] = tenc((u32)e, true);
+    out[atomicAdd(&cursor[ev[2 * e + 1]], 1u)] = tenc((u32)e, false);
+}
+
+// ---------------------------------------------------------------- face vertices
+// The start vertex of each signed edge in loop order; rows not in loop order are chained
+// (as relations::face_loop on the CPU). err[0] is set for out-of-order rows longer than 512.
+extern "C" __global__ void face_vertices_fill(const u32* offs, const i32* cols, const u32* ev, u64 nf, i32* out,
+                                              u32* written, u32* err) {
+    u64 f = TID;
+    if (f >= nf) return;
+    u32 a = offs[f], n = offs[f + 1] - a;
+    if (n == 0) { written[f] = 0; return; }
+    bool ordered = true;
+    u32 s0, t0;
+    ends(ev, cols[a], s0, t0);
+    u32 prev_t = t0;
+    for (u32 i = 1; i <= n; i++) {
+        u32 s, t;
+        ends(ev, cols[a + (i % n)], s, t);
+        if (prev_t != s) { ordered = false; break; }
+        prev_t = t;
+    }
+    if (ordered) {
+        for (u32 i = 0; i < n; i++) {
+            u32 s, t;
+            ends(ev, cols[a + i], s, t);
+            out[a + i] = (i32)s;
+        }
+        written[f] = n;
+        return;
+    }
+    if (n > 512) { atomicExch(err, 1u); written[f] = 0; return; }
+    u64 used[8];
+    for (int w = 0; w < 8; w++) used[w] = 0;
+    used[0] = 1;
+    out[a] = (i32)s0;
+    u32 k = 1, cur = t0;
+    while (k < n) {
+        u32 found = n;
+        for (u32 j = 0; j < n; j++) {
+            if (used[j >> 6] & (1ull << (j & 63))) continue;
+            u32 s, t;
+            ends(ev, cols[a + j], s, t);
+            if (s == cur) { found = j; break; }
+        }
+        if (found == n) break;
+        used[found >> 6] |= 1ull << (found & 63);
+        out[a + k] = (i32)cur;
+        k++;
+        u32 s, t;
+        ends(ev, cols[a + found], s, t);
+        cur = t;
+    }
+    written[f] = k;
+}
+
+// ---------------------------------------------------------------- cell edges / vertices
+// cell edges: the positively used edges (sign(face in cell) * sign(edge in face) > 0)
+extern "C" __global__ void cell_edges_count(const u32* cf_offs, const i32* cf_cols, const u32* fe_offs,
+                                            const i32* fe_cols, u64 nc, u32* counts) {
+    u64 c = TID;
+    if (c >= nc) return;
+    u32 n = 0;
+    for (u32 j = cf_offs[c]; j < cf_offs[c + 1]; j++) {
+        i32 fv = cf_cols[j];
+        u32 f = tcol(fv);
+        for (u32 k = fe_offs[f]; k < fe_offs[f + 1]; k++) n += ((fv < 0) == (fe_cols[k] < 0));
+    }
+    counts[c] = n;
+}
+extern "C" __global__ void cell_edges_fill(const u32* cf_offs, const i32* cf_cols, const u32* fe_offs,
+                                           const i32* fe_cols, u64 nc, const u32* offs, i32* out) {
+    u64 c = TID;
+    if (c >= nc) return;
+    u32 o = offs[c];
+    for (u32 j = cf_offs[c]; j < cf_offs[c + 1]; j++) {
+        i32 fv = cf_cols[j];
+        u32 f = tcol(fv);
+        for (u32 k = fe_offs[f]; k < fe_offs[f + 1]; k++) {
+            i32 ev = fe_cols[k];
+            if ((fv < 0) == (ev < 0)) out[o++] = (i32)tcol(ev);
+        }
+    }
+}
+// cell vertices: the start vertex of every signed edge of every face of the cell
+extern "C" __global__ void cell_vertices_count(const u32* cf_offs, const i32* cf_cols, const u32* fe_offs, u64 nc,
+                                               u32* counts) {
+    u64 c = TID;
+    if (c >= nc) return;
+    u32 n = 0;
+    for (u32 j = cf_offs[c]; j < cf_offs[c + 1]; j++) {
+        u32 f = tcol(cf_cols[j]);
+        n += fe_offs[f + 1] - fe_offs[f];
+    }
+    counts[c] = n;
+}
+extern "C" __global__ void cell_vertices_fill(const u32* cf_offs, const i32* cf_cols, const u32* fe_offs,
+                                              const i32* fe_cols, const u32* ev, u64 nc, const u32* offs, i32* out) {
+    u64 c = TID;
+    if (c >= nc) return;
+    u32 o = offs[c];
+    for (u32 j = cf_offs[c]; j < cf_offs[c + 1]; j++) {
+        u32 f = tcol(cf_cols[j]);
+        for (u32 k = fe_offs[f]; k < fe_offs[f + 1]; k++) {
+            u32 s, t;
+            ends(ev, fe_cols[k], s, t);
+            out[o++] = (i32)s;
+        }
+    }
+}
+// in-place dedup of sorted rows; written[r] = new length
+extern "C" __global__ void dedup_rows(const u32* offs, i32* vals, u64 nrows, u32* written) {
+    u64 r = TID;
+    if (r >= nrows) return;
+    u32 a = offs[r], n = offs[r + 1] - a;
+    if (n == 0) { written[r] = 0; return; }
+    u32 w = 1;
+    for (u32 i = 1; i < n; i++) {
+        i32 x = vals[a + i];
+        if (x != vals[a + w - 1]) { vals[a + w] = x; w++; }
+    }
+    written[r] = w;
+}
+// copy the first new-length entries of every row into the compacted array
+extern "C" __global__ void compact_rows(const u32* old_offs, const i32* old_cols, const u32* new_offs, u64 nrows,
+                                        i32* out) {
+    u64 r = TID;
+    if (r >= nrows) return;
+    u32 a = old_offs[r], b = new_offs[r], n = new_offs[r + 1] - b;
+    for (u32 i = 0; i < n; i++) out[b + i] = old_cols[a + i];
+}
+
+// ---------------------------------------------------------------- boundary (§3.4.2)
+// flags: bit 0 = +f is boundary (no cell in front), bit 1 = -f is boundary (no cell behind),
+// bit 2 = non-manifold face (not 1 or 2 cells with opposite orientations)
+extern "C" __global__ void boundary_face_flags(const u32* fc_offs, const i32* fc_cols, u64 nf, u32* flags, u32* nhalf) {
+    u64 f = TID;
+    if (f >= nf) return;
+    u32 plus = 0, minus = 0;
+    for (u32 j = fc_offs[f]; j < fc_offs[f + 1]; j++) {
+        if (fc_cols[j] < 0) minus++; else plus++;
+    }
+    u32 fl = (minus == 0 ? 1u : 0u) | (plus == 0 ? 2u : 0u);
+    bool manifold = (plus == 1 && minus == 0) || (plus == 0 && minus == 1) || (plus == 1 && minus == 1);
+    if (!manifold) fl |= 4u;
+    flags[f] = fl;
+    nhalf[f] = (fl & 1u) + ((fl >> 1) & 1u);
+}
+extern "C" __global__ void boundary_faces_fill(const u32* flags, const u32* pos, u64 nf, i32* out) {
+    u64 f = TID;
+    if (f >= nf) return;
+    u32 fl = flags[f], p = pos[f];
+    if (fl & 1u) out[p++] = tenc((u32)f, false);
+    if (fl & 2u) out[p] = tenc((u32)f, true);
+}
+extern "C" __global__ void boundary_mark_edges(const u32* flags, const u32* fe_offs, const i32* fe_cols, u64 nf, u32* emark) {
+    u64 f = TID;
+    if (f >= nf || (flags[f] & 3u) == 0) return;
+    for (u32 k = fe_offs[f]; k < fe_offs[f + 1]; k++) emark[tcol(fe_cols[k])] = 1u;
+}
+extern "C" __global__ void boundary_mark_vertices(const u32* bedges, u64 nbe, const u32* ev, u32* vmark) {
+    u64 i = TID;
+    if (i >= nbe) return;
+    u64 e = bedges[i];
+    vmark[ev[2 * e]] = 1u;
+    vmark[ev[2 * e + 1]] = 1u;
+}
+
+// ---------------------------------------------------------------- Laplacian smoothing (§3.4.2)
+// One Jacobi step; neighbours over δ1 in row order (edges ascending) as on the CPU, so the
+// sums are formed in the same order. Positions are xyz-interleaved doubles.
+extern "C" __global__ void laplace_step(const u32* ve_offs, const i32* ve_cols, const u32* ev, const u32* fixed,
+                                        const double* pin, double* pout, u64 nv) {
+    u64 v = TID;
+    if (v >= nv) return;
+    u32 a = ve_offs[v], b = ve_offs[v + 1];
+    if (fixed[v] || a == b) {
+        pout[3 * v] = pin[3 * v];
+        pout[3 * v + 1] = pin[3 * v + 1];
+        pout[3 * v + 2] = pin[3 * v + 2];
+        return;
+    }
+    double sx = 0.0, sy = 0.0, sz = 0.0;
+    for (u32 j = a; j < b; j++) {
+        i32 c = ve_cols[j];
+        u64 u = ev[2 * (u64)tcol(c) + (c < 0 ? 1 : 0)];
+        sx += pin[3 * u];
+        sy += pin[3 * u + 1];
+        sz += pin[3 * u + 2];
+    }
+    double n = (double)(b - a);
+    pout[3 * v] = sx / n;
+    pout[3 * v + 1] = sy / n;
+    pout[3 * v + 2] = sz / n;
+}

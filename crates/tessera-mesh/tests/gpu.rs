@@ -1,0 +1,294 @@
+//! GPU mesh operations against the CPU reference (dissertation §3.4.1-§3.4.2). Each test
+//! needs a CUDA GPU (`#[ignore]`d; run on the device machine through
+//! `../shared/tools/device-pack -p tessera-mesh`) and skips with a message when none is
+//! found; set `TESSERA_REQUIRE_GPU=1` to make a missing GPU a failure instead.
+//!
+//! Meshes (fixed seeds, well above warp size, ragged rows): a mixed box (hexahedra, prisms,
+//! pyramids, tetrahedra), the tetrahedral bracket, a builder mesh of hexahedra with free
+//! faces and a duplicated cell (non-manifold), a fan of tetrahedra around one axis (rows of
+//! more than 64 entries: the long-row path of the segmented sort), a box whose ∂2 rows are
+//! permuted out of loop order (the chained face-loop path), and the small non-manifold
+//! example. Topology must match exactly; positions within 1e-12 of the mesh extent.
+
+use tessera_core::Par;
+use tessera_gpu::Gpu;
+use tessera_mesh::boundary::extract_boundary;
+use tessera_mesh::cuda::DeviceMesh;
+use tessera_mesh::generate::{box_mesh, bracket, non_manifold_example, BoxKind};
+use tessera_mesh::smooth::smoothed_positions;
+use tessera_mesh::{CellType, PolyMesh, PolyMeshBuilder};
+use tessera_sparse::Tcsr;
+
+fn gpu() -> Option<Gpu> {
+    match Gpu::probe() {
+        Ok(g) => {
+            eprintln!("running on {}", g.describe());
+            Some(g)
+        }
+        Err(e) => {
+            if std::env::var_os("TESSERA_REQUIRE_GPU").is_some() {
+                panic!("TESSERA_REQUIRE_GPU is set but no GPU is usable: {e}");
+            }
+            eprintln!("skipped: no usable CUDA GPU ({e})");
+            None
+        }
+    }
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// Hexahedra on an n^3 grid with jittered positions, plus free faces on top (each used by no
+/// cell) and one cell added twice: non-manifold, ragged vertex valences.
+fn builder_mesh(n: usize, seed: u64) -> PolyMesh {
+    let mut r = Rng(seed);
+    let id = |i: usize, j: usize, k: usize| (i + (n + 1) * (j + (n + 1) * k)) as u32;
+    let mut pos = Vec::new();
+    for k in 0..=n {
+        for j in 0..=n {
+            for i in 0..=n {
+                let jit = |r: &mut Rng| ((r.next() >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 0.2;
+                pos.push([i as f64 + jit(&mut r), j as f64 + jit(&mut r), k as f64 + jit(&mut r)]);
+            }
+        }
+    }
+    let top = pos.len() as u32;
+    // a row of extra vertices above the top layer for the free faces
+    for i in 0..=n {
+        pos.push([i as f64, 0.0, n as f64 + 1.0]);
+    }
+    let mut b = PolyMeshBuilder::new(pos);
+    let hex = |b: &mut PolyMeshBuilder, i, j, k| {
+        let v = [id(i, j, k), id(i + 1, j, k), id(i + 1, j + 1, k), id(i, j + 1, k), id(i, j, k + 1), id(i + 1, j, k + 1), id(i + 1, j + 1, k + 1), id(i, j + 1, k + 1)];
+        b.add_typed_cell(CellType::Hexahedron, &v).unwrap();
+    };
+    for k in 0..n {
+        for j in 0..n {
+            for i in 0..n {
+                hex(&mut b, i, j, k);
+            }
+        }
+    }
+    hex(&mut b, n / 2, n / 2, n / 2); // the same cell again: its faces get 2 cells on one side
+    for i in 0..n {
+        // free quad standing on the top edge (i, 0, n) - (i+1, 0, n)
+        b.add_free_face(&[id(i, 0, n), id(i + 1, 0, n), top + i as u32 + 1, top + i as u32]).unwrap();
+    }
+    b.build(Par::Seq).unwrap()
+}
+
+/// Tetrahedra fanned around the z axis: the apex and the centre have one edge to every ring
+/// vertex (rows of ~100 entries in δ1; the axis edge has 100 faces in δ2).
+fn fan_mesh(m: usize) -> PolyMesh {
+    let mut pos = vec![[0.0, 0.0, 0.0], [0.0, 0.0, 1.0]];
+    for i in 0..m {
+        let t = i as f64 / m as f64 * std::f64::consts::TAU;
+        pos.push([t.cos(), t.sin(), 0.0]);
+    }
+    let mut b = PolyMeshBuilder::new(pos);
+    for i in 0..m {
+        let (a, c) = (2 + i as u32, 2 + ((i + 1) % m) as u32);
+        b.add_typed_cell(CellType::Tetrahedron, &[0, a, c, 1]).unwrap();
+    }
+    b.build(Par::Seq).unwrap()
+}
+
+/// A mixed box whose ∂2 rows are rotated / reversed for every third face, so the face
+/// loops must be chained (the rows stay valid: same signed edges, another order).
+fn permuted_box() -> PolyMesh {
+    let m = box_mesh(BoxKind::Mixed, [6, 5, 4], [1.0, 1.0, 1.0]);
+    let (pos, ev, fe, cf) = m.into_parts();
+    let (ncols, offs, mut cols) = fe.into_raw();
+    for f in 0..offs.len() - 1 {
+        let row = &mut cols[offs[f] as usize..offs[f + 1] as usize];
+        match f % 3 {
+            0 => row.reverse(),
+            1 => row.swap(0, 1),
+            _ => {}
+        }
+    }
+    PolyMesh::from_operators(pos, ev, Tcsr::new(ncols, offs, cols).unwrap(), cf).unwrap()
+}
+
+fn meshes() -> Vec<(&'static str, PolyMesh)> {
+    vec![
+        ("mixed box 9x8x7", box_mesh(BoxKind::Mixed, [9, 8, 7], [1.8, 1.6, 1.4])),
+        ("bracket(24)", bracket(24).unwrap()),
+        ("builder hexes + free faces + duplicate cell", builder_mesh(7, 42)),
+        ("fan of 100 tets", fan_mesh(100)),
+        ("mixed box with permuted face rows", permuted_box()),
+        ("non-manifold example", non_manifold_example()),
+        ("tet box 30x30x30", box_mesh(BoxKind::Tet, [30, 30, 30], [1.0, 1.0, 1.0])),
+    ]
+}
+
+fn same_tcsr(what: &str, mesh: &str, got: &Tcsr, want: &Tcsr) {
+    assert_eq!(got.ncols(), want.ncols(), "{what} on {mesh}: ncols");
+    assert_eq!(got.nrows(), want.nrows(), "{what} on {mesh}: nrows");
+    if let Some(r) = (0..want.nrows()).find(|&r| got.row(r) != want.row(r)) {
+        panic!("{what} on {mesh}: first differing row {r}: gpu {:?} != reference {:?}", got.row(r), want.row(r));
+    }
+    assert_eq!(got, want, "{what} on {mesh}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn device_mesh_matches_reference() {
+    let Some(g) = gpu() else { return };
+    for (name, m) in meshes() {
+        let mut dm = DeviceMesh::upload(&g, &m).unwrap();
+        assert_eq!((dm.num_vertices(), dm.num_edges(), dm.num_faces(), dm.num_cells()), (m.num_vertices(), m.num_edges(), m.num_faces(), m.num_cells()), "{name}");
+        let back = dm.download().unwrap();
+        assert_eq!(back.edge_vertices(), m.edge_vertices(), "{name}: ∂1 round trip");
+        same_tcsr("∂2 round trip", name, back.face_edges(), m.face_edges());
+        same_tcsr("∂3 round trip", name, back.cell_faces(), m.cell_faces());
+        assert_eq!(back.positions(), m.positions(), "{name}: positions round trip");
+        // derived relations are cached on the device
+        assert!(dm.cached().is_empty());
+        dm.require_face_cells().unwrap();
+        dm.require_cell_vertices().unwrap();
+        assert_eq!(dm.cached(), vec!["face_cells", "cell_vertices"], "{name}");
+        dm.purge_caches();
+        assert!(dm.cached().is_empty());
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn transpose_matches_reference() {
+    let Some(g) = gpu() else { return };
+    for (name, m) in meshes() {
+        let mut dm = DeviceMesh::upload(&g, &m).unwrap();
+        same_tcsr("δ3 (face_cells)", name, &dm.face_cells().unwrap().download(&g).unwrap(), m.face_cells());
+        same_tcsr("δ2 (edge_faces)", name, &dm.edge_faces().unwrap().download(&g).unwrap(), m.edge_faces());
+        same_tcsr("δ1 (vertex_edges, edge-pair variant)", name, &dm.vertex_edges().unwrap().download(&g).unwrap(), m.vertex_edges());
+        // the transpose of the transpose is the (column-sorted) original
+        let t = dm.kernels().transpose(dm.face_edges()).unwrap();
+        let tt = dm.kernels().transpose(&t).unwrap().download(&g).unwrap();
+        let mut want = m.face_edges().clone();
+        want.sort_rows(Par::Seq);
+        same_tcsr("(∂2ᵀ)ᵀ", name, &tt, &want);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn face_vertices_matches_reference() {
+    let Some(g) = gpu() else { return };
+    for (name, m) in meshes() {
+        let mut dm = DeviceMesh::upload(&g, &m).unwrap();
+        same_tcsr("face vertices", name, &dm.face_vertices().unwrap().download(&g).unwrap(), m.face_vertices());
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cell_edges_matches_reference() {
+    let Some(g) = gpu() else { return };
+    for (name, m) in meshes() {
+        let mut dm = DeviceMesh::upload(&g, &m).unwrap();
+        same_tcsr("cell edges", name, &dm.cell_edges().unwrap().download(&g).unwrap(), m.cell_edges());
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cell_vertices_matches_reference() {
+    let Some(g) = gpu() else { return };
+    for (name, m) in meshes() {
+        let mut dm = DeviceMesh::upload(&g, &m).unwrap();
+        same_tcsr("cell vertices", name, &dm.cell_vertices().unwrap().download(&g).unwrap(), m.cell_vertices());
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn boundary_matches_reference() {
+    let Some(g) = gpu() else { return };
+    let mut saw_non_manifold = false;
+    for (name, m) in meshes() {
+        let mut dm = DeviceMesh::upload(&g, &m).unwrap();
+        let got = dm.boundary().unwrap().download(&g).unwrap();
+        let want = extract_boundary(&m);
+        assert_eq!(got.manifold, want.manifold, "{name}: manifold flag");
+        saw_non_manifold |= !want.manifold;
+        for (what, a, b) in [("faces", got.faces.iter().map(|&x| x as i64).collect::<Vec<_>>(), want.faces.iter().map(|&x| x as i64).collect::<Vec<_>>()),
+                             ("edges", got.edges.iter().map(|&x| x as i64).collect(), want.edges.iter().map(|&x| x as i64).collect()),
+                             ("vertices", got.vertices.iter().map(|&x| x as i64).collect(), want.vertices.iter().map(|&x| x as i64).collect())] {
+            assert_eq!(a.len(), b.len(), "{name}: boundary {what} count");
+            if let Some(i) = (0..a.len()).find(|&i| a[i] != b[i]) {
+                panic!("{name}: boundary {what} differ first at {i}: gpu {} != reference {}", a[i], b[i]);
+            }
+        }
+    }
+    assert!(saw_non_manifold, "the mesh set must contain non-manifold meshes");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn laplacian_smoothing_matches_reference() {
+    let Some(g) = gpu() else { return };
+    for (name, m) in meshes() {
+        let iters = 10;
+        let want = smoothed_positions(&m, iters);
+        let mut dm = DeviceMesh::upload(&g, &m).unwrap();
+        dm.laplacian_smooth(iters).unwrap();
+        let got = dm.download_positions().unwrap();
+        assert_eq!(got.len(), want.len(), "{name}");
+        let extent = m.positions().iter().flat_map(|p| p.iter()).fold(0.0f64, |a, &x| a.max(x.abs())).max(1.0);
+        let tol = 1e-12 * extent;
+        let mut worst = (0.0f64, 0usize);
+        for (v, (a, b)) in got.iter().zip(&want).enumerate() {
+            for d in 0..3 {
+                assert!(a[d].is_finite(), "{name}: vertex {v} not finite");
+                let e = (a[d] - b[d]).abs();
+                if e > worst.0 {
+                    worst = (e, v);
+                }
+            }
+        }
+        eprintln!("{name}: largest position difference {:e} at vertex {} (tolerance {tol:e})", worst.0, worst.1);
+        assert!(worst.0 <= tol, "{name}: smoothed vertex {} differs by {:e} > {tol:e}", worst.1, worst.0);
+        // something moved (inner vertices exist in the larger meshes)
+        if m.num_cells() > 1000 {
+            assert!(got.iter().zip(m.positions()).any(|(a, b)| a != b), "{name}: smoothing moved nothing");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_mesh_bench_runs() {
+    let Some(g) = gpu() else { return };
+    let m = bracket(24).unwrap();
+    let rows = tessera_mesh::cuda::bench::run_gpu_mesh_bench(&g, &m, 20).unwrap();
+    assert_eq!(rows.len(), 8);
+    for (op, ms, bytes) in rows {
+        eprintln!("{op:32} {ms:9.4} ms {bytes:>12} B");
+        assert!(ms.is_finite() && ms >= 0.0 && bytes > 0, "{op}");
+    }
+}
+
+/// Runs everywhere: the test meshes build, are above warp size where they should be, and
+/// include both manifold and non-manifold inputs and rows longer than 64 entries.
+#[test]
+fn gpu_test_meshes_build() {
+    let ms = meshes();
+    for (name, m) in &ms {
+        if !name.starts_with("non-manifold") {
+            assert!(m.num_cells() > 32, "{name}: {} cells", m.num_cells());
+        }
+    }
+    let fan = &ms[3].1;
+    assert!((0..fan.num_vertices()).any(|v| fan.vertex_edges().row_len(v) > 64));
+    assert!(!extract_boundary(&ms[2].1).manifold);
+    assert!(extract_boundary(&ms[0].1).manifold);
+}
