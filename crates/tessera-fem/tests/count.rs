@@ -247,3 +247,23 @@ fn reproduces_table_4_1() {
     let last = block_nonzeros_from_totals(3, 3, [326_200, 2_100_000, 3_500_000, 1_700_000]) as f64;
     assert!((last / 1e6 - 378.6).abs() < 0.5, "{last}");
 }
+
+/// Optional: Eq. 4.6 equals brute force on the armadillo mesh of ../shared/meshes for
+/// p = 1..3 (skipped when absent).
+#[test]
+fn eq_4_6_on_shared_armadillo() {
+    let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/meshes/armadillo-3k.msh.gz"));
+    if !path.exists() {
+        eprintln!("skipping {}: not present", path.display());
+        return;
+    }
+    let poly = tessera_mesh::io::read_mesh(path).unwrap().mesh;
+    let m = SimplexMesh::from_poly(&poly).unwrap();
+    for p in 1..=3 {
+        let ho = HoMesh::new(m.clone(), p).unwrap();
+        let want = brute_force_rows(&ho);
+        assert_eq!(row_counts(&ho, Par::Rayon), want, "p = {p}");
+        let s = nonzero_summary(&ho, Par::Rayon);
+        eprintln!("armadillo-3k p = {p}: exact {} bound {} ratio {:.2}", s.exact, s.bound, s.ratio);
+    }
+}
