@@ -130,6 +130,51 @@ pub fn edge_vertices_tcsr(edge_vertices: &[[u32; 2]], nvertices: usize) -> Tcsr 
     Tcsr::from_raw_unchecked(nvertices, offsets, cols)
 }
 
+/// δ1 = ∂1ᵀ directly from the ordered pairs (dissertation §3.4.1: "the transposition of
+/// edges uses a modified version of TCSRtoTCSC, where the even indices correspond to
+/// positive values and odd indices to negative values"; here the pair's first vertex is the
+/// -1 and the second the +1 entry). Equal to `edge_vertices_tcsr(..).transpose(par)`: rows
+/// sorted by edge, identical for `Par::Seq` and `Par::Rayon`.
+pub fn transpose_edge_vertices(edge_vertices: &[[u32; 2]], nvertices: usize, par: Par) -> Tcsr {
+    let mut counts = vec![0u32; nvertices];
+    for &[a, b] in edge_vertices {
+        counts[a as usize] += 1;
+        counts[b as usize] += 1;
+    }
+    let offsets = offsets_from_counts(par, &counts).expect("2 * edges fits in u32");
+    let nnz = *offsets.last().unwrap() as usize;
+    match par {
+        Par::Seq => {
+            // edges in increasing order: every row comes out sorted by edge
+            let mut cursor = offsets[..nvertices].to_vec();
+            let mut out = vec![0i32; nnz];
+            for (e, &[a, b]) in edge_vertices.iter().enumerate() {
+                for (v, neg) in [(a, true), (b, false)] {
+                    let o = &mut cursor[v as usize];
+                    out[*o as usize] = encode(e as u32, neg);
+                    *o += 1;
+                }
+            }
+            Tcsr::from_raw_unchecked(edge_vertices.len(), offsets, out)
+        }
+        Par::Rayon => {
+            use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+            let cursor: Vec<AtomicU32> = offsets[..nvertices].par_iter().map(|&o| AtomicU32::new(o)).collect();
+            let slots: Vec<AtomicI32> = (0..nnz).into_par_iter().map(|_| AtomicI32::new(0)).collect();
+            edge_vertices.par_iter().enumerate().with_min_len(4096).for_each(|(e, &[a, b])| {
+                for (v, neg) in [(a, true), (b, false)] {
+                    let o = cursor[v as usize].fetch_add(1, Ordering::Relaxed);
+                    slots[o as usize].store(encode(e as u32, neg), Ordering::Relaxed);
+                }
+            });
+            let out: Vec<i32> = slots.into_par_iter().map(AtomicI32::into_inner).collect();
+            let mut t = Tcsr::from_raw_unchecked(edge_vertices.len(), offsets, out);
+            t.sort_rows(par);
+            t
+        }
+    }
+}
+
 /// The ordered vertex loop of face `f`: the start vertex of each signed edge, following
 /// the loop. Rows of ∂2 written by Tessera are in loop order; rows in any other order
 /// (such as column-sorted rows typed in from a figure) are chained here.
@@ -191,7 +236,7 @@ impl PolyMesh {
     pub fn vertex_edges(&self) -> &Tcsr {
         self.cache
             .vertex_edges
-            .get_or_init(|| edge_vertices_tcsr(&self.edge_vertices, self.nvertices).transpose(self.par))
+            .get_or_init(|| transpose_edge_vertices(&self.edge_vertices, self.nvertices, self.par))
     }
 
     /// δ2 = ∂2ᵀ: edge -> signed incident faces.

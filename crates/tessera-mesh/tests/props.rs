@@ -16,7 +16,7 @@ use proptest::prelude::*;
 use tessera_core::Par;
 use tessera_mesh::boundary::extract_boundary;
 use tessera_mesh::generate::{box_mesh, non_manifold_example, voxel_mesh, BoxKind};
-use tessera_mesh::relations::{compute_cell_edges, compute_cell_vertices, compute_face_vertices, edge_vertices_tcsr};
+use tessera_mesh::relations::{compute_cell_edges, compute_cell_vertices, compute_face_vertices, edge_vertices_tcsr, transpose_edge_vertices};
 use tessera_mesh::smooth::laplacian_smooth;
 use tessera_mesh::{PolyMesh, PolyMeshBuilder};
 use tessera_sparse::tcsr::{col, decode};
@@ -104,6 +104,7 @@ fn check_mesh(m: &PolyMesh, chi: i64, surface_chi: Option<i64>) {
         assert_eq!(&compute_cell_edges(m, par), m.cell_edges());
         assert_eq!(&compute_cell_vertices(m, par), m.cell_vertices());
         assert_eq!(&d1.transpose(par), m.vertex_edges());
+        assert_eq!(&transpose_edge_vertices(m.edge_vertices(), m.num_vertices(), par), m.vertex_edges());
         assert_eq!(&m.face_edges().transpose(par), m.edge_faces());
         assert_eq!(&m.cell_faces().transpose(par), m.face_cells());
     }
