@@ -18,14 +18,14 @@
 //! - every node of a cell has a multi-index `α ∈ N^{d+1}`, `|α| = p`, over the cell's
 //!   vertices in `cellVertices` order; its support (non-zero components) is the simplex it
 //!   lies on, and `β = α - 1` on the support sums to `p - 1 - k`;
-//! - for an **edge** `[a, b]` (`a < b`, global vertex indices) and a **face** `[a, b, c]`
-//!   (`a < b < c`), `β` is written over the simplex's vertices in increasing global index
-//!   order and `r` is its position in descending lexicographic order
+//! - `β` is written over the simplex's vertices in **increasing global vertex index** order
+//!   (edge `[a, b]`, `a < b`; face `[a, b, c]`, `a < b < c`; the cell's vertices sorted)
+//!   and `r` is its position in descending lexicographic order
 //!   ([`crate::multi_index::multi_indices`] order). This depends only on global indices, so
-//!   **every cell that sees an edge or face numbers its nodes the same way**
-//!   (for an edge: rank `r` is the node with `α_a = p - 1 - r`, `α_b = 1 + r`, i.e. the
-//!   nodes run from `a` to `b`);
-//! - for a **cell**, `β` is written over the cell's vertices in `cellVertices` order.
+//!   **every cell that sees an edge or face numbers its nodes the same way** (for an edge:
+//!   rank `r` is the node with `α_a = p - 1 - r`, `α_b = 1 + r`, i.e. the nodes run from
+//!   `a` to `b`), and the global numbering does not change when the vertices of a cell are
+//!   reordered (only the local order of [`HoMesh::cell_nodes`] does).
 //!
 //! The **local node order** of a cell ([`HoMesh::cell_nodes`]) is the order of
 //! [`crate::multi_index::multi_indices`]`(d, p)`: descending lexicographic multi-indices
@@ -70,8 +70,6 @@ struct LocalNode {
     alpha: [u8; 4],
     k: u8,
     sub: u8,
-    /// For cell nodes: the rank (independent of global indices).
-    cell_rank: u32,
 }
 
 /// Rank of `beta` (sum `s`) among all multi-indices of the same length and sum in
@@ -150,16 +148,13 @@ impl HoMesh {
             .map(|alpha| {
                 let support: Vec<usize> = (0..=d).filter(|&i| alpha[i] > 0).collect();
                 let k = support.len() - 1;
-                let (sub, cell_rank) = match k {
-                    0 => (support[0], 0),
-                    1 => (le.iter().position(|e| e[0] == support[0] && e[1] == support[1]).unwrap(), 0),
-                    _ if k == d => {
-                        let beta: Vec<u8> = alpha[..=d].iter().map(|&a| a - 1).collect();
-                        (0, rank_desc_lex(&beta))
-                    }
-                    _ => (TET_FACES.iter().position(|f| f[..] == support[..]).unwrap(), 0),
+                let sub = match k {
+                    0 => support[0],
+                    1 => le.iter().position(|e| e[0] == support[0] && e[1] == support[1]).unwrap(),
+                    _ if k == d => 0,
+                    _ => TET_FACES.iter().position(|f| f[..] == support[..]).unwrap(),
                 };
-                LocalNode { alpha, k: k as u8, sub: sub as u8, cell_rank }
+                LocalNode { alpha, k: k as u8, sub: sub as u8 }
             })
             .collect();
         let w = p.saturating_sub(2);
@@ -246,6 +241,12 @@ impl HoMesh {
         let cf: &[u32] = if p >= 3 && d == 3 { self.mesh.cell_faces(c) } else { &[] };
         let le = local_edges(d);
         let w = p.saturating_sub(2);
+        // cell nodes: the cell's local vertex positions sorted by global index
+        let mut sorted = [0usize, 1, 2, 3];
+        if p > d {
+            let s = &mut sorted[..=d];
+            s.sort_unstable_by_key(|&i| cv[i]);
+        }
         for (slot, ln) in out.iter_mut().zip(&self.locals) {
             let k = ln.k as usize;
             *slot = match k {
@@ -256,7 +257,14 @@ impl HoMesh {
                     let r = p - 1 - a_small;
                     (self.base[1] + ce[ln.sub as usize] as usize * self.per_simplex[1] + r) as u32
                 }
-                _ if k == d => (self.base[d] + c * self.per_simplex[d] + ln.cell_rank as usize) as u32,
+                _ if k == d => {
+                    let mut beta = [0u8; 4];
+                    for j in 0..=d {
+                        beta[j] = ln.alpha[sorted[j]] - 1;
+                    }
+                    let r = rank_desc_lex(&beta[..=d]) as usize;
+                    (self.base[d] + c * self.per_simplex[d] + r) as u32
+                }
                 _ => {
                     // face node (d = 3): β over the face's vertices sorted by global index
                     let f = TET_FACES[ln.sub as usize];
@@ -287,8 +295,8 @@ impl HoMesh {
         NodeLocation { dim: k as u8, simplex: (off / per) as u32, rank: (off % per) as u32 }
     }
 
-    /// The multi-index of a node over the vertices of its simplex (sorted by global index
-    /// for edges and faces, `cellVertices` order for cells), with those vertices.
+    /// The multi-index of a node over the vertices of its simplex (sorted by global index),
+    /// with those vertices.
     fn node_barycentric(&self, node: u32) -> ([u32; 4], [u8; 4], usize) {
         let loc = self.node_location(node);
         let p = self.order;
@@ -302,11 +310,11 @@ impl HoMesh {
             }
             k if k == self.dim() => {
                 let beta = multi_indices(k, p - k - 1)[r];
-                let cv = self.mesh.cell(s);
                 let mut verts = [0u32; 4];
+                verts[..=k].copy_from_slice(self.mesh.cell(s));
+                verts[..=k].sort_unstable();
                 let mut alpha = [0u8; 4];
                 for i in 0..=k {
-                    verts[i] = cv[i];
                     alpha[i] = beta[i] + 1;
                 }
                 (verts, alpha, k + 1)

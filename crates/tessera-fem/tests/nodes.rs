@@ -296,3 +296,33 @@ fn node_location_round_trip() {
         assert!(seen.insert((l.dim, l.simplex, l.rank), g).is_none());
     }
 }
+
+/// Reordering the vertices of every cell changes only the local order: the global nodes,
+/// their positions and each cell's node set stay the same (p = 1..6, so tetrahedra have
+/// cell-interior nodes too).
+#[test]
+fn global_numbering_is_invariant_to_cell_vertex_order() {
+    for m in meshes() {
+        let d = m.dim();
+        let mut cv = m.cell_vertices().to_vec();
+        let mut rng = Rng(99);
+        for t in cv.chunks_mut(d + 1) {
+            rng.shuffle(t);
+        }
+        let m2 = SimplexMesh::new(d, cv, m.positions().to_vec()).unwrap();
+        for p in 1..=6 {
+            let a = HoMesh::new(m.clone(), p).unwrap();
+            let b = HoMesh::new(m2.clone(), p).unwrap();
+            assert_eq!(a.num_nodes(), b.num_nodes());
+            assert_eq!(a.node_positions(), b.node_positions(), "d = {d}, p = {p}");
+            let (mut x, mut y) = (vec![0u32; a.nodes_per_cell()], vec![0u32; a.nodes_per_cell()]);
+            for c in 0..m.num_cells() {
+                a.cell_nodes(c, &mut x);
+                b.cell_nodes(c, &mut y);
+                x.sort_unstable();
+                y.sort_unstable();
+                assert_eq!(x, y, "cell {c}");
+            }
+        }
+    }
+}
