@@ -463,7 +463,7 @@ impl<T: Scalar> BinBcsr<T> {
         let e = p.e;
         let e2 = e * e;
         let base = p.bin_offsets[b] as usize;
-        let w32 = (p.bin_offsets[b + 1] as usize - base) as usize;
+        let w32 = p.bin_offsets[b + 1] as usize - base;
         let vbase = base * e2;
         let rows = yb.len() / e;
         for lane in 0..rows {

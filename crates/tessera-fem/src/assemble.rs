@@ -1,0 +1,573 @@
+//! Assembly of the stiffness and consistent mass matrices into Bin-BCSR* (dissertation
+//! §4.4.4, §4.5; Eq. 4.1: `K_ijkl = Σ_{T ∋ i, j} E_{T, L_T(i) L_T(j) kl}`).
+//!
+//! After the exact pattern ([`crate::pattern`]), the element matrices are summed in one of the
+//! three ways the dissertation compares (§4.4.4, §4.5.2):
+//!
+//! - [`Summation::PerNode`]: each block row `i` (one task per bin of 32 rows, lanes in order)
+//!   walks its node -> cells map; for every node `j` of every incident cell it looks up the
+//!   column by binary search and adds the precomputed element block `E_{T,ab}`. The diagonal is
+//!   summed in registers.
+//! - [`Summation::Inline`]: the same walk, but the element blocks of row `a` are computed inside
+//!   the summation from the cell's vertices (no element matrix array is allocated). The
+//!   dissertation implements this for p = 1 only (register pressure on the GPU); on the CPU
+//!   it works for every `p`.
+//! - [`Summation::PerEntry`]: per-entry contribution lists are precomputed (an
+//!   `(entries) × (element blocks)` sparse map with `m² |T|` entries in total); summation then
+//!   adds each entry's contributions in registers and writes it once.
+//!
+//! All three add the same contributions in the same order (cells ascending, then local node),
+//! so they agree to rounding; each is deterministic, and `Par::Seq` equals `Par::Rayon`
+//! bit for bit (every output entry is written by exactly one task).
+//!
+//! Element matrices are computed in `f64` ([`crate::element`]) and converted to `T` when stored
+//! or added; sums are accumulated in `T`.
+
+use crate::element::{num_sym_blocks, sym_index, CellGeometry, ElementTemplate};
+use crate::error::FemError;
+use crate::material::{Lame, Material};
+use crate::nodes::HoMesh;
+use crate::pattern::{build_pattern, time, zayer_bound, Stages};
+use rayon::prelude::*;
+use std::sync::Arc;
+use std::time::Instant;
+use tessera_core::{DeviceChoice, Par};
+use tessera_sparse::binbcsr::{BinBcsr, BinBcsrPattern, Scalar, BIN_SIZE};
+
+/// How element matrices are summed (dissertation §4.4.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Summation {
+    /// Node -> cells maps and precomputed element matrices ("per node" / "Simplex" in Table 4.3).
+    #[default]
+    PerNode,
+    /// Node -> cells maps, element matrices computed inside the summation ("Inline").
+    Inline,
+    /// Precomputed per-entry contribution lists ("Entry").
+    PerEntry,
+}
+
+impl Summation {
+    /// Command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Summation::PerNode => "per-node",
+            Summation::Inline => "inline",
+            Summation::PerEntry => "per-entry",
+        }
+    }
+}
+
+impl std::str::FromStr for Summation {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "per-node" | "node" => Ok(Summation::PerNode),
+            "inline" => Ok(Summation::Inline),
+            "per-entry" | "entry" => Ok(Summation::PerEntry),
+            _ => Err(format!("unknown summation `{s}`: expected per-node, inline or per-entry")),
+        }
+    }
+}
+
+/// Knobs of [`assemble_stiffness`] and [`assemble_mass`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AssembleOptions {
+    pub summation: Summation,
+    pub par: Par,
+    /// Where to assemble; `Auto` and `Cpu` run the CPU reference. CUDA assembly kernels are
+    /// not part of this crate yet, so `Cuda(_)` is an error.
+    pub device: DeviceChoice,
+}
+
+impl Default for AssembleOptions {
+    fn default() -> Self {
+        Self { summation: Summation::PerNode, par: Par::auto(), device: DeviceChoice::Cpu }
+    }
+}
+
+/// Sizes and stage times of one assembly.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct AssemblyStats {
+    /// Degrees of freedom `n e`.
+    pub dofs: u64,
+    /// Exact number of `e × e` blocks, diagonal included (Eq. 4.6 summed).
+    pub block_nonzeros: u64,
+    /// Zayer et al.'s upper bound on the blocks ([`zayer_bound`]).
+    pub zayer_bound: u64,
+    /// Bytes of the final Bin-BCSR* matrix (pattern, values, diagonal).
+    pub bytes_allocated: u64,
+    /// Off-diagonal slots that are bin padding.
+    pub padding_blocks: u64,
+    /// Bytes of temporary arrays of the summation (element matrices, per-entry maps).
+    pub aux_bytes: u64,
+    /// Stage times in ms (Table 4.2 rows: `alloc_element_matrices`, `count_contributions`,
+    /// `bin_offsets`, `alloc_final`, `column_indices`, `element_matrices`, `entry_maps`,
+    /// `summation`, and `total`).
+    pub stages_ms: Stages,
+}
+
+/// An assembled matrix and its statistics.
+#[derive(Clone, Debug)]
+pub struct Assembly<T: Scalar> {
+    pub matrix: BinBcsr<T>,
+    pub stats: AssemblyStats,
+}
+
+/// The bilinear form to assemble.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Operator {
+    /// Linear isotropic elasticity (Eq. 4.7).
+    Stiffness(Lame),
+    /// Consistent mass with density `ρ`.
+    Mass(f64),
+}
+
+/// Assemble the stiffness matrix `K` of linear isotropic elasticity (Eq. 4.7) for `mesh`
+/// (order `p` from the mesh) into Bin-BCSR* (dissertation §4.4).
+pub fn assemble_stiffness<T: Scalar>(mesh: &HoMesh, material: &Material, opts: &AssembleOptions) -> Result<Assembly<T>, FemError> {
+    let lame = material.lame()?;
+    assemble(mesh, Operator::Stiffness(lame), opts)
+}
+
+/// Assemble the consistent mass matrix `M` (density from `material`).
+pub fn assemble_mass<T: Scalar>(mesh: &HoMesh, material: &Material, opts: &AssembleOptions) -> Result<Assembly<T>, FemError> {
+    material.validate()?;
+    assemble(mesh, Operator::Mass(material.density), opts)
+}
+
+/// Pattern, then summation, with stage times.
+pub fn assemble<T: Scalar>(mesh: &HoMesh, op: Operator, opts: &AssembleOptions) -> Result<Assembly<T>, FemError> {
+    check_device(opts.device)?;
+    let t0 = Instant::now();
+    let mut asm = Assembler::new(mesh, opts.summation, opts.par)?;
+    let matrix = asm.assemble::<T>(op)?;
+    let mut stats = asm.stats.clone();
+    stats.bytes_allocated = matrix.bytes_allocated() as u64;
+    stats.aux_bytes = asm.aux_bytes::<T>();
+    stats.stages_ms.insert("total".into(), t0.elapsed().as_secs_f64() * 1e3);
+    Ok(Assembly { matrix, stats })
+}
+
+fn check_device(d: DeviceChoice) -> Result<(), FemError> {
+    match d {
+        DeviceChoice::Auto | DeviceChoice::Cpu => Ok(()),
+        DeviceChoice::Cuda(_) => Err(FemError::Device {
+            device: d.to_string(),
+            reason: "GPU assembly kernels are not available in this build; use --device cpu".into(),
+        }),
+    }
+}
+
+/// Per-entry contribution lists (dissertation §4.4.4, "per entry" maps): for every
+/// off-diagonal slot and every diagonal block, the element blocks that sum into it, encoded
+/// as `(cell · m(m+1)/2 + sym_index) << 1 | transposed`.
+#[derive(Clone, Debug)]
+struct EntryMaps {
+    off_offsets: Vec<u32>,
+    off: Vec<u32>,
+    diag_offsets: Vec<u32>,
+    diag: Vec<u32>,
+}
+
+/// A reusable assembler: the pattern (and per-entry maps) are computed once; values are
+/// summed again for each call of [`Assembler::assemble`] (dissertation §4.1: "when there are
+/// no changes to the topology, only the summation step must be repeated").
+pub struct Assembler<'a> {
+    mesh: &'a HoMesh,
+    tmpl: ElementTemplate,
+    summation: Summation,
+    par: Par,
+    pattern: Arc<BinBcsrPattern>,
+    maps: Option<EntryMaps>,
+    stats: AssemblyStats,
+}
+
+impl<'a> Assembler<'a> {
+    /// Build the exact pattern (and, for [`Summation::PerEntry`], the entry maps).
+    pub fn new(mesh: &'a HoMesh, summation: Summation, par: Par) -> Result<Self, FemError> {
+        let d = mesh.dim();
+        let tmpl = ElementTemplate::new(d, mesh.order())?;
+        let e = tmpl.dof_dim();
+        let mut stages = Stages::new();
+        let pattern = Arc::new(build_pattern(mesh, e, par, &mut stages)?);
+        let maps = if summation == Summation::PerEntry {
+            Some(time(&mut stages, "entry_maps", || build_entry_maps(mesh, &pattern, par))?)
+        } else {
+            None
+        };
+        let stats = AssemblyStats {
+            dofs: (pattern.num_block_rows() * e) as u64,
+            block_nonzeros: pattern.block_nonzeros(),
+            zayer_bound: zayer_bound(mesh),
+            bytes_allocated: 0,
+            padding_blocks: pattern.padding_blocks(),
+            aux_bytes: 0,
+            stages_ms: stages,
+        };
+        Ok(Self { mesh, tmpl, summation, par, pattern, maps, stats })
+    }
+
+    /// The exact pattern.
+    pub fn pattern(&self) -> &Arc<BinBcsrPattern> {
+        &self.pattern
+    }
+
+    /// Statistics so far (pattern stages, and those of the last summation).
+    pub fn stats(&self) -> &AssemblyStats {
+        &self.stats
+    }
+
+    fn aux_bytes<T: Scalar>(&self) -> u64 {
+        let elt = if self.summation == Summation::Inline {
+            0
+        } else {
+            (self.mesh.num_cells() * self.tmpl.sym_len() * std::mem::size_of::<T>()) as u64
+        };
+        let maps = self.maps.as_ref().map_or(0, |m| 4 * (m.off_offsets.len() + m.off.len() + m.diag_offsets.len() + m.diag.len()) as u64);
+        elt + maps
+    }
+
+    /// Sum the element matrices of `op` into a new matrix on the shared pattern.
+    pub fn assemble<T: Scalar>(&mut self, op: Operator) -> Result<BinBcsr<T>, FemError> {
+        let mut stages = std::mem::take(&mut self.stats.stages_ms);
+        for k in ["alloc_element_matrices", "element_matrices", "summation"] {
+            stages.remove(k);
+        }
+        let res = self.assemble_inner(op, &mut stages);
+        self.stats.stages_ms = stages;
+        res
+    }
+
+    fn assemble_inner<T: Scalar>(&self, op: Operator, stages: &mut Stages) -> Result<BinBcsr<T>, FemError> {
+        let mesh = self.mesh;
+        let par = self.par;
+        let mut matrix = BinBcsr::<T>::zeros(self.pattern.clone());
+        match self.summation {
+            Summation::Inline => {
+                time(stages, "summation", || sum_per_node(mesh, &self.tmpl, &mut matrix, par, Source::Inline(op)))?;
+            }
+            Summation::PerNode | Summation::PerEntry => {
+                let sym_len = self.tmpl.sym_len();
+                let ncells = mesh.num_cells();
+                let mut elts: Vec<T> = time(stages, "alloc_element_matrices", || vec![T::ZERO; ncells * sym_len]);
+                time(stages, "element_matrices", || element_matrices(mesh, &self.tmpl, op, par, &mut elts))?;
+                time(stages, "summation", || match &self.maps {
+                    Some(maps) => sum_per_entry(&self.tmpl, maps, &mut matrix, par, &elts),
+                    None => sum_per_node(mesh, &self.tmpl, &mut matrix, par, Source::Stored(&elts)),
+                })?;
+            }
+        }
+        Ok(matrix)
+    }
+}
+
+/// Geometry of cell `c` from its vertex positions.
+fn cell_geometry(mesh: &HoMesh, c: usize) -> Result<CellGeometry, FemError> {
+    let sm = mesh.mesh();
+    let pos = sm.positions();
+    let mut v = [[0.0; 3]; 4];
+    for (k, &vi) in sm.cell(c).iter().enumerate() {
+        v[k] = pos[vi as usize];
+    }
+    CellGeometry::new(mesh.dim(), &v[..mesh.dim() + 1], c)
+}
+
+/// The symmetric element matrices of all cells (`sym_len` scalars per cell).
+fn element_matrices<T: Scalar>(mesh: &HoMesh, tmpl: &ElementTemplate, op: Operator, par: Par, out: &mut [T]) -> Result<(), FemError> {
+    let sym_len = tmpl.sym_len();
+    let one = |(c, dst): (usize, &mut [T])| -> Result<(), FemError> {
+        let g = cell_geometry(mesh, c)?;
+        let mut buf = [0.0f64; 210 * 9];
+        let buf = &mut buf[..sym_len.min(210 * 9)];
+        if sym_len > 210 * 9 {
+            let mut big = vec![0.0; sym_len];
+            compute_sym(tmpl, &g, op, &mut big);
+            for (d, s) in dst.iter_mut().zip(&big) {
+                *d = T::from_f64(*s);
+            }
+        } else {
+            compute_sym(tmpl, &g, op, buf);
+            for (d, s) in dst.iter_mut().zip(buf.iter()) {
+                *d = T::from_f64(*s);
+            }
+        }
+        Ok(())
+    };
+    if sym_len == 0 {
+        return Ok(());
+    }
+    let res: Vec<Result<(), FemError>> = if par.is_parallel() {
+        out.par_chunks_mut(sym_len).enumerate().with_min_len(64).map(one).collect()
+    } else {
+        out.chunks_mut(sym_len).enumerate().map(one).collect()
+    };
+    res.into_iter().collect()
+}
+
+fn compute_sym(tmpl: &ElementTemplate, g: &CellGeometry, op: Operator, out: &mut [f64]) {
+    match op {
+        Operator::Stiffness(l) => tmpl.stiffness_sym(g, l, out),
+        Operator::Mass(rho) => tmpl.mass_sym(g, rho, out),
+    }
+}
+
+enum Source<'s, T> {
+    Stored(&'s [T]),
+    Inline(Operator),
+}
+
+/// Per-node (and inline) summation: one task per bin, lanes in order (dissertation §4.4.4).
+fn sum_per_node<T: Scalar>(mesh: &HoMesh, tmpl: &ElementTemplate, matrix: &mut BinBcsr<T>, par: Par, src: Source<'_, T>) -> Result<(), FemError> {
+    let pattern = matrix.pattern_arc().clone();
+    let p = &*pattern;
+    let n = p.num_block_rows();
+    let e = tmpl.dof_dim();
+    let e2 = e * e;
+    let m = tmpl.num_nodes();
+    let nsym = num_sym_blocks(m);
+    let nc = mesh.node_cells();
+    let run = |(b, vals, diag): (usize, &mut [T], &mut [T])| -> Result<(), FemError> {
+        let base = p.bin_offsets()[b] as usize;
+        let w32 = p.bin_offsets()[b + 1] as usize - base;
+        let mut nodes = vec![0u32; m];
+        let mut row_cols: Vec<u32> = Vec::new();
+        let mut row_buf = vec![0.0f64; m * e2];
+        let rows = BIN_SIZE.min(n - b * BIN_SIZE);
+        for lane in 0..rows {
+            let i = b * BIN_SIZE + lane;
+            // load the row's columns once (coalesced on the GPU)
+            row_cols.clear();
+            row_cols.extend((0..p.row_lengths()[i] as usize).map(|k| p.col_indices()[base + k * BIN_SIZE + lane]));
+            let mut dacc = [T::ZERO; 9];
+            for &c in nc.row(i as u32) {
+                let c = c as usize;
+                mesh.cell_nodes(c, &mut nodes);
+                let a = nodes.iter().position(|&x| x as usize == i).ok_or(FemError::PatternMismatch {
+                    row: i,
+                    expected: 0,
+                    found: 0,
+                })?;
+                if let Source::Inline(op) = src {
+                    let g = cell_geometry(mesh, c)?;
+                    match op {
+                        Operator::Stiffness(l) => tmpl.stiffness_row(&g, l, a, &mut row_buf),
+                        Operator::Mass(rho) => tmpl.mass_row(&g, rho, a, &mut row_buf),
+                    }
+                }
+                for (bl, &j) in nodes.iter().enumerate() {
+                    // block (a, bl) of the element matrix, e × e row-major
+                    let mut blk = [T::ZERO; 9];
+                    match &src {
+                        Source::Stored(elts) => {
+                            let (lo, hi, tr) = if a <= bl { (a, bl, false) } else { (bl, a, true) };
+                            let s = &elts[(c * nsym + sym_index(lo, hi, m)) * e2..][..e2];
+                            for k in 0..e {
+                                for l in 0..e {
+                                    blk[k * e + l] = if tr { s[l * e + k] } else { s[k * e + l] };
+                                }
+                            }
+                        }
+                        Source::Inline(_) => {
+                            for q in 0..e2 {
+                                blk[q] = T::from_f64(row_buf[bl * e2 + q]);
+                            }
+                        }
+                    }
+                    if j as usize == i {
+                        for q in 0..e2 {
+                            dacc[q] += blk[q];
+                        }
+                    } else {
+                        let k = row_cols.binary_search(&j).map_err(|_| FemError::PatternMismatch {
+                            row: i,
+                            expected: row_cols.len() as u32 + 1,
+                            found: row_cols.len() as u32 + 2,
+                        })?;
+                        let s = k * BIN_SIZE + lane;
+                        for q in 0..e2 {
+                            vals[q * w32 + s] += blk[q];
+                        }
+                    }
+                }
+            }
+            diag[lane * e2..(lane + 1) * e2].copy_from_slice(&dacc[..e2]);
+        }
+        Ok(())
+    };
+    let bins = matrix.bins_mut();
+    let res: Vec<Result<(), FemError>> = if par.is_parallel() {
+        bins.into_par_iter().map(run).collect()
+    } else {
+        bins.into_iter().map(run).collect()
+    };
+    res.into_iter().collect()
+}
+
+/// Build the per-entry contribution lists (count, scan, fill; one task per bin).
+fn build_entry_maps(mesh: &HoMesh, p: &BinBcsrPattern, par: Par) -> Result<EntryMaps, FemError> {
+    let n = p.num_block_rows();
+    let m = mesh.nodes_per_cell();
+    let nsym = num_sym_blocks(m);
+    if (mesh.num_cells() as u64) * (nsym as u64) * 2 > u32::MAX as u64 {
+        return Err(FemError::TooLarge("per-entry maps need more than 32-bit element block indices".into()));
+    }
+    let nc = mesh.node_cells();
+    // visit (row i, lane, contribution) in the per-node order, calling f(slot or diag, code)
+    let visit = |b: usize, f: &mut dyn FnMut(usize, Option<usize>, u32)| -> Result<(), FemError> {
+        let base = p.bin_offsets()[b] as usize;
+        let mut nodes = vec![0u32; m];
+        let mut row_cols: Vec<u32> = Vec::new();
+        for lane in 0..BIN_SIZE.min(n - b * BIN_SIZE) {
+            let i = b * BIN_SIZE + lane;
+            row_cols.clear();
+            row_cols.extend((0..p.row_lengths()[i] as usize).map(|k| p.col_indices()[base + k * BIN_SIZE + lane]));
+            for &c in nc.row(i as u32) {
+                let c = c as usize;
+                mesh.cell_nodes(c, &mut nodes);
+                let a = nodes.iter().position(|&x| x as usize == i).ok_or(FemError::PatternMismatch { row: i, expected: 0, found: 0 })?;
+                for (bl, &j) in nodes.iter().enumerate() {
+                    let (lo, hi, tr) = if a <= bl { (a, bl, 0) } else { (bl, a, 1) };
+                    let code = (((c * nsym + sym_index(lo, hi, m)) as u32) << 1) | tr;
+                    if j as usize == i {
+                        f(i, None, code);
+                    } else {
+                        let k = row_cols.binary_search(&j).map_err(|_| FemError::PatternMismatch {
+                            row: i,
+                            expected: row_cols.len() as u32 + 1,
+                            found: row_cols.len() as u32 + 2,
+                        })?;
+                        f(i, Some(base + k * BIN_SIZE + lane), code);
+                    }
+                }
+            }
+        }
+        Ok(())
+    };
+    let nb = p.num_bins();
+    // count
+    let count_bin = |b: usize| -> Result<(Vec<u32>, Vec<u32>), FemError> {
+        let base = p.bin_offsets()[b] as usize;
+        let mut off = vec![0u32; p.bin_offsets()[b + 1] as usize - base];
+        let mut dg = vec![0u32; BIN_SIZE.min(n - b * BIN_SIZE)];
+        visit(b, &mut |i, s, _| match s {
+            Some(s) => off[s - base] += 1,
+            None => dg[i - b * BIN_SIZE] += 1,
+        })?;
+        Ok((off, dg))
+    };
+    let counts: Vec<Result<(Vec<u32>, Vec<u32>), FemError>> =
+        if par.is_parallel() { (0..nb).into_par_iter().map(count_bin).collect() } else { (0..nb).map(count_bin).collect() };
+    let mut off_counts = Vec::with_capacity(p.num_slots());
+    let mut diag_counts = Vec::with_capacity(n);
+    for r in counts {
+        let (o, d) = r?;
+        off_counts.extend(o);
+        diag_counts.extend(d);
+    }
+    let too_large = || FemError::TooLarge("more than 2^32 - 1 per-entry contributions".into());
+    let off_offsets = tessera_core::scan::offsets_from_counts(par, &off_counts).ok_or_else(too_large)?;
+    let diag_offsets = tessera_core::scan::offsets_from_counts(par, &diag_counts).ok_or_else(too_large)?;
+    drop(off_counts);
+    drop(diag_counts);
+    let mut off = vec![0u32; *off_offsets.last().unwrap() as usize];
+    let mut diag = vec![0u32; *diag_offsets.last().unwrap() as usize];
+    // fill: split both arrays by bins
+    let off_splits: Vec<u32> = p.bin_offsets().iter().map(|&o| off_offsets[o as usize]).collect();
+    let diag_splits: Vec<u32> = (0..=nb).map(|b| diag_offsets[(b * BIN_SIZE).min(n)]).collect();
+    let off_pieces = split_mut(&mut off, &off_splits);
+    let diag_pieces = split_mut(&mut diag, &diag_splits);
+    let fill_bin = |(b, (op, dp)): (usize, (&mut [u32], &mut [u32]))| -> Result<(), FemError> {
+        let obase = off_splits[b] as usize;
+        let dbase = diag_splits[b] as usize;
+        let mut ocur: Vec<u32> = Vec::new();
+        let pbase = p.bin_offsets()[b] as usize;
+        ocur.extend((pbase..p.bin_offsets()[b + 1] as usize).map(|s| off_offsets[s] - obase as u32));
+        let mut dcur: Vec<u32> = (b * BIN_SIZE..((b + 1) * BIN_SIZE).min(n)).map(|i| diag_offsets[i] - dbase as u32).collect();
+        visit(b, &mut |i, s, code| match s {
+            Some(s) => {
+                let k = &mut ocur[s - pbase];
+                op[*k as usize] = code;
+                *k += 1;
+            }
+            None => {
+                let k = &mut dcur[i - b * BIN_SIZE];
+                dp[*k as usize] = code;
+                *k += 1;
+            }
+        })
+    };
+    let pieces: Vec<(&mut [u32], &mut [u32])> = off_pieces.into_iter().zip(diag_pieces).collect();
+    let res: Vec<Result<(), FemError>> = if par.is_parallel() {
+        pieces.into_par_iter().enumerate().map(fill_bin).collect()
+    } else {
+        pieces.into_iter().enumerate().map(fill_bin).collect()
+    };
+    res.into_iter().collect::<Result<(), FemError>>()?;
+    Ok(EntryMaps { off_offsets, off, diag_offsets, diag })
+}
+
+fn split_mut<'a>(mut data: &'a mut [u32], splits: &[u32]) -> Vec<&'a mut [u32]> {
+    let mut out = Vec::with_capacity(splits.len().saturating_sub(1));
+    for w in splits.windows(2) {
+        let (a, b) = std::mem::take(&mut data).split_at_mut((w[1] - w[0]) as usize);
+        out.push(a);
+        data = b;
+    }
+    out
+}
+
+/// Per-entry summation: every entry sums its contribution list in registers and is written
+/// once (dissertation §4.4.4).
+fn sum_per_entry<T: Scalar>(tmpl: &ElementTemplate, maps: &EntryMaps, matrix: &mut BinBcsr<T>, par: Par, elts: &[T]) -> Result<(), FemError> {
+    let pattern = matrix.pattern_arc().clone();
+    let p = &*pattern;
+    let n = p.num_block_rows();
+    let e = tmpl.dof_dim();
+    let e2 = e * e;
+    let gather = |list: &[u32]| -> [T; 9] {
+        let mut acc = [T::ZERO; 9];
+        for &code in list {
+            let s = &elts[(code >> 1) as usize * e2..][..e2];
+            if code & 1 == 0 {
+                for q in 0..e2 {
+                    acc[q] += s[q];
+                }
+            } else {
+                for k in 0..e {
+                    for l in 0..e {
+                        acc[k * e + l] += s[l * e + k];
+                    }
+                }
+            }
+        }
+        acc
+    };
+    let run = |(b, vals, diag): (usize, &mut [T], &mut [T])| {
+        let base = p.bin_offsets()[b] as usize;
+        let w32 = p.bin_offsets()[b + 1] as usize - base;
+        for s in 0..w32 {
+            let gs = base + s;
+            let list = &maps.off[maps.off_offsets[gs] as usize..maps.off_offsets[gs + 1] as usize];
+            if list.is_empty() {
+                continue;
+            }
+            let acc = gather(list);
+            for q in 0..e2 {
+                vals[q * w32 + s] = acc[q];
+            }
+        }
+        for lane in 0..BIN_SIZE.min(n - b * BIN_SIZE) {
+            let i = b * BIN_SIZE + lane;
+            let list = &maps.diag[maps.diag_offsets[i] as usize..maps.diag_offsets[i + 1] as usize];
+            let acc = gather(list);
+            diag[lane * e2..(lane + 1) * e2].copy_from_slice(&acc[..e2]);
+        }
+    };
+    let bins = matrix.bins_mut();
+    if par.is_parallel() {
+        bins.into_par_iter().for_each(run);
+    } else {
+        bins.into_iter().for_each(run);
+    }
+    Ok(())
+}
