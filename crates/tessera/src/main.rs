@@ -7,6 +7,7 @@ mod bench_mesh;
 mod cmd_bench;
 mod cmd_demo;
 mod cmd_mesh;
+mod cmd_query;
 mod device;
 mod util;
 
@@ -28,6 +29,8 @@ enum Cmd {
     Mesh(cmd_mesh::MeshArgs),
     /// Benchmarks that print the dissertation's figures beside ours and the hardware floor.
     Bench(cmd_bench::BenchArgs),
+    /// Derived-field queries: evaluate expressions (interp | cpu-jit | gpu) and benchmark them.
+    Query(cmd_query::QueryArgs),
 }
 
 fn main() {
@@ -36,6 +39,7 @@ fn main() {
         Cmd::Demo(a) => cmd_demo::run(a),
         Cmd::Mesh(a) => cmd_mesh::run(a),
         Cmd::Bench(a) => cmd_bench::run(a),
+        Cmd::Query(a) => cmd_query::run(a),
     };
     if let Err(e) = res {
         // one clear line (DESIGN.md principle 6)
