@@ -102,5 +102,28 @@ pub fn run_gpu_mesh_bench(gpu: &Gpu, mesh: &PolyMesh, runs: usize) -> Result<Vec
         }
         ms
     }, sbytes));
+    // simplex derivation (tetrahedral meshes only): sort + unique edges and faces, cell
+    // operators, Eq. 3.14 orientation; reads cellVertices, writes the derived arrays
+    if let Ok(sm) = crate::simplex::SimplexMesh::from_poly(mesh) {
+        if sm.dim() == 3 && sm.num_vertices() <= 1 << super::simplex::FACE_BITS {
+            let cv = gpu.upload(sm.cell_vertices())?;
+            let (ne, nf) = (sm.num_edges() as u64, sm.num_faces() as u64);
+            let c = sm.num_cells() as u64;
+            let bytes = 16 * c + 8 * ne + 8 * nf + (24 + 16 + 16) * c + 12 * nf;
+            let mut err = None;
+            let ms = gpu.median_ms(runs, warm, || match super::simplex::derive_device(gpu, &cv, 3, sm.num_vertices()) {
+                Ok(_) => Ok(()),
+                Err(MeshError::Gpu(e)) => Err(e),
+                Err(e) => {
+                    err = Some(e);
+                    Ok(())
+                }
+            })?;
+            if let Some(e) = err {
+                return Err(e);
+            }
+            rows.push(("simplex derivation (edges, faces, Eq. 3.14)", ms, bytes));
+        }
+    }
     Ok(rows)
 }

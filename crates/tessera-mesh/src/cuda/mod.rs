@@ -19,6 +19,7 @@
 //! report the largest difference).
 
 pub mod bench;
+pub mod simplex;
 
 use crate::boundary::Boundary;
 use crate::{MeshError, Point, PolyMesh};
