@@ -4,7 +4,7 @@
 
 use tessera_core::Par;
 use tessera_mesh::boundary::extract_boundary;
-use tessera_mesh::generate::{box_mesh, non_manifold_example, BoxKind};
+use tessera_mesh::generate::{box_mesh, bracket, bracket_geometry, non_manifold_example, BoxKind};
 use tessera_mesh::smooth::laplacian_smooth;
 use tessera_mesh::validate::{Entity, Violation};
 use tessera_mesh::{CellType, MeshError, Point, PolyMesh, PolyMeshBuilder};
@@ -471,4 +471,96 @@ fn generated_meshes_validate() {
     }
     non_manifold_example().validate().unwrap();
     fig_3_5().validate().unwrap();
+}
+
+/// Signed volume of cell `c` from its outward face loops (divergence theorem).
+fn cell_volume(m: &PolyMesh, c: usize) -> f64 {
+    let p = m.positions();
+    let mut v = 0.0;
+    for (f, s) in m.cell_faces().row_decoded(c) {
+        let l = m.face_vertices().row(f as usize);
+        let a = p[l[0] as usize];
+        for k in 1..l.len() - 1 {
+            let b = p[l[k] as usize];
+            let cc = p[l[k + 1] as usize];
+            let t = a[0] * (b[1] * cc[2] - b[2] * cc[1]) - a[1] * (b[0] * cc[2] - b[2] * cc[0])
+                + a[2] * (b[0] * cc[1] - b[1] * cc[0]);
+            v += s as f64 * t / 6.0;
+        }
+    }
+    v
+}
+
+#[test]
+fn generated_cells_have_positive_volume() {
+    for kind in [BoxKind::Tet, BoxKind::Hex, BoxKind::Mixed] {
+        let m = box_mesh(kind, [3, 3, 2], [3.0, 3.0, 2.0]);
+        let total: f64 = (0..m.num_cells()).map(|c| cell_volume(&m, c)).sum();
+        assert!((0..m.num_cells()).all(|c| cell_volume(&m, c) > 0.0), "{kind:?}");
+        assert!((total - 18.0).abs() < 1e-12, "{kind:?}: {total}");
+    }
+}
+
+#[test]
+fn bracket_is_a_valid_solid_with_five_tunnels() {
+    assert!(bracket(11).is_err());
+    assert!(bracket(1001).is_err());
+    let r = 24;
+    let m = bracket(r).unwrap();
+    let g = bracket_geometry(r);
+    let h = g.voxel_size;
+    assert_eq!(h, 5.0);
+    m.validate().unwrap();
+    // six Kuhn tetrahedra per voxel whose centre is inside the solid
+    let mut voxels = 0;
+    for k in 0..g.grid[2] {
+        for j in 0..g.grid[1] {
+            for i in 0..g.grid[0] {
+                voxels += g.keeps_voxel([i, j, k]) as usize;
+            }
+        }
+    }
+    assert_eq!(m.num_cells(), 6 * voxels);
+    assert_eq!(m.num_cells(), 10_848);
+    // every tetrahedron has volume h^3 / 6; the total is within 10% of the solid's
+    // 120*80*16 - 4*pi*6^2*16 + 80*16*60 - pi*12^2*16 mm^3
+    for c in 0..m.num_cells() {
+        assert!((cell_volume(&m, c) - h * h * h / 6.0).abs() < 1e-9);
+    }
+    let exact = 120.0 * 80.0 * 16.0 - 4.0 * std::f64::consts::PI * 36.0 * 16.0 + 80.0 * 16.0 * 60.0
+        - std::f64::consts::PI * 144.0 * 16.0;
+    let vol = voxels as f64 * h * h * h;
+    assert!((vol - exact).abs() < 0.1 * exact, "{vol} vs {exact}");
+    // a ball with 5 tunnels: χ = 1 - 5; its surface has genus 5: χ = 2 - 2 * 5
+    assert_eq!(m.euler_characteristic(), -4);
+    let b = extract_boundary(&m);
+    assert!(b.manifold);
+    let s = b.surface(&m);
+    assert!(s.surface_boundary().is_empty());
+    assert_eq!(s.euler_characteristic(), -8);
+    // boundary-condition faces can be selected geometrically: every bolt hole and the
+    // load hole have wall faces, and the selections do not overlap
+    let mut per_hole = [0usize; 4];
+    let mut load = 0;
+    for i in 0..s.num_polygons() {
+        let poly = s.polygon(i);
+        let mut c = [0.0; 3];
+        for &v in poly {
+            for d in 0..3 {
+                c[d] += s.positions[v as usize][d] / poly.len() as f64;
+            }
+        }
+        let bolt = g.bolt_hole_at(c, h);
+        if let Some(k) = bolt {
+            per_hole[k] += 1;
+        }
+        if g.on_load_hole(c, h) {
+            load += 1;
+            assert!(bolt.is_none());
+        }
+    }
+    assert!(per_hole.iter().all(|&n| n >= 8), "{per_hole:?}");
+    // the four holes are mirror images of each other
+    assert!(per_hole.iter().all(|&n| n == per_hole[0]), "{per_hole:?}");
+    assert!(load >= 16, "{load}");
 }
