@@ -585,6 +585,19 @@ impl Emitter {
         (sin, cos)
     }
 
+    /// Predicate: the sign bit of `x` is set (true for -0 and negative NaN payloads too).
+    fn signbit(&mut self, x: &str) -> String {
+        let p = self.p();
+        let (b, sh, bt, it) = match self.prec {
+            Precision::F32 => (self.r(), 31, "b32", "s32"),
+            Precision::F64 => (self.rd(), 63, "b64", "s64"),
+        };
+        self.i(format!("mov.{bt} {b}, {x}"));
+        self.i(format!("shr.u{} {b}, {b}, {sh}", &bt[1..]));
+        self.i(format!("setp.ne.{it} {p}, {b}, 0"));
+        p
+    }
+
     /// atan for any precision: `|x| > 1 -> π/2 - atan(1/|x|)`, `t > tan(π/12) -> π/6 +
     /// atan((t√3 - 1)/(t + √3))`, odd Taylor series on `|t| <= tan(π/12)`, sign restored.
     fn atan(&mut self, x: &str) -> String {
@@ -646,18 +659,7 @@ impl Emitter {
         self.i(format!("and.pred {z3}, {z1}, {z2}"));
         let a = self.sel(&z3, &zero, &a);
         // x < 0 (or x = -0): π - a
-        let pneg = self.p();
-        let (bx, sh) = match self.prec {
-            Precision::F32 => (self.r(), 31),
-            Precision::F64 => (self.rd(), 63),
-        };
-        let (it, bt) = match self.prec {
-            Precision::F32 => ("s32", "b32"),
-            Precision::F64 => ("s64", "b64"),
-        };
-        self.i(format!("mov.{bt} {bx}, {x}"));
-        self.i(format!("shr.u{} {bx}, {bx}, {sh}", &bt[1..]));
-        self.i(format!("setp.ne.{it} {pneg}, {bx}, 0"));
+        let pneg = self.signbit(x);
         let pi = self.cb(0x4049_0FDB, 0x4009_21FB_5444_2D18);
         let pa = self.op2("sub.rn", &pi, &a);
         let pnx = self.setp("nan", x, x);
@@ -665,8 +667,8 @@ impl Emitter {
         self.i(format!("not.pred {nn}, {pnx}"));
         self.i(format!("and.pred {pfix}, {pneg}, {nn}"));
         let a = self.sel(&pfix, &pa, &a);
-        // sign of y
-        let pny = self.setp("lt", y, &zero);
+        // sign of y (its sign bit, so atan2(-0, x) = -0 and atan2(-0, -1) = -π as in C)
+        let pny = self.signbit(y);
         let na = self.op1("neg", &a);
         self.sel(&pny, &na, &a)
     }
@@ -686,14 +688,20 @@ impl Emitter {
         let hi = self.f64r();
         self.i(format!("cvt.rzi.f64.f64 {hi}, {h}"));
         let podd = self.setp("neu", &hi, &h);
+        // sign bit of x and odd integer y: negate; finite x < 0 and non-integer y: NaN
         let zero = self.c(0.0);
-        let pxn = self.setp("lt", x, &zero);
+        let psx = self.signbit(x);
+        let (pneg, pnan, t1, t2) = (self.p(), self.p(), self.p(), self.p());
+        self.i(format!("and.pred {pneg}, {psx}, {podd}"));
+        self.i(format!("and.pred {pneg}, {pneg}, {pint}"));
         let nr = self.op1("neg", &r);
-        let sr = self.sel(&podd, &nr, &r);
-        let nan = "0d7FF8000000000000";
-        let neg_res = self.sel(&pint, &sr, nan);
-        let r = self.sel(&pxn, &neg_res, &r);
-        // x = -0 with odd negative/positive integer y keeps the sign
+        let r = self.sel(&pneg, &nr, &r);
+        let pxn = self.setp("lt", x, &zero);
+        let pfin = self.setp("ne", x, "0dFFF0000000000000");
+        self.i(format!("not.pred {t1}, {pint}"));
+        self.i(format!("and.pred {t2}, {pxn}, {pfin}"));
+        self.i(format!("and.pred {pnan}, {t2}, {t1}"));
+        let r = self.sel(&pnan, "0d7FF8000000000000", &r);
         // pow(x, ±0) = 1, pow(1, y) = 1, pow(-1, ±inf) = 1
         let one = self.c(1.0);
         let py0 = self.setp("eq", y, &zero);
