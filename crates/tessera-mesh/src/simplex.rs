@@ -112,6 +112,8 @@ pub fn facet_orientation(i: usize, global: &[u32]) -> i32 {
 struct SimplexCache {
     edges: OnceLock<Vec<[u32; 2]>>,
     faces: OnceLock<Vec<[u32; 3]>>,
+    edge_starts: OnceLock<Vec<u32>>,
+    face_starts: OnceLock<Vec<u32>>,
     cell_edges: OnceLock<Vec<u32>>,
     cell_faces: OnceLock<Vec<u32>>,
     cell_facets: OnceLock<Vec<i32>>,
@@ -297,6 +299,8 @@ impl SimplexMesh {
         let t = |o: &OnceLock<Tcsr>| o.get().map_or(0, |t| t.bytes());
         c.edges.get().map_or(0, |v| v.len() * 8)
             + c.faces.get().map_or(0, |v| v.len() * 12)
+            + v(&c.edge_starts)
+            + v(&c.face_starts)
             + v(&c.cell_edges)
             + v(&c.cell_faces)
             + i(&c.cell_facets)
@@ -319,18 +323,18 @@ impl SimplexMesh {
         self.cache.edges.get_or_init(|| {
             let m = self.dim + 1;
             let le = local_edges(self.dim);
-            let mut keys = vec![[0u32; 2]; self.num_cells() * le.len()];
+            // sorted pairs packed as u64 keys (a << 32 | b): lexicographic order of the pairs
+            let mut keys = vec![0u64; self.num_cells() * le.len()];
             fill_rows(self.par, &mut keys, le.len(), |c, out| {
                 let cv = &self.cell_vertices[c * m..(c + 1) * m];
                 for (k, &[i, j]) in le.iter().enumerate() {
                     let (a, b) = (cv[i], cv[j]);
-                    out[k] = [a.min(b), a.max(b)];
+                    out[k] = ((a.min(b) as u64) << 32) | a.max(b) as u64;
                 }
             });
             par_sort(self.par, &mut keys);
             keys.dedup();
-            keys.shrink_to_fit();
-            keys
+            keys.iter().map(|&k| [(k >> 32) as u32, k as u32]).collect()
         })
     }
 
@@ -342,38 +346,71 @@ impl SimplexMesh {
             if self.dim != 3 {
                 return Vec::new();
             }
-            let mut keys = vec![[0u32; 3]; self.num_cells() * 4];
+            // sorted triples packed as u128 keys (a << 64 | b << 32 | c)
+            let mut keys = vec![0u128; self.num_cells() * 4];
             fill_rows(self.par, &mut keys, 4, |c, out| {
                 let cv = self.cell(c);
                 for (k, f) in TET_FACES.iter().enumerate() {
                     let mut t = [cv[f[0]], cv[f[1]], cv[f[2]]];
                     t.sort_unstable();
-                    out[k] = t;
+                    out[k] = ((t[0] as u128) << 64) | ((t[1] as u128) << 32) | t[2] as u128;
                 }
             });
             par_sort(self.par, &mut keys);
             keys.dedup();
-            keys.shrink_to_fit();
-            keys
+            keys.iter().map(|&k| [(k >> 64) as u32, (k >> 32) as u32, k as u32]).collect()
         })
+    }
+
+    /// Offsets of the sorted edges by their first vertex: the edges `[v, *]` are
+    /// `edges()[s[v]..s[v + 1]]` (count -> scan). Narrows the binary searches of the
+    /// top-down operators to one vertex's edges.
+    fn edge_starts(&self) -> &[u32] {
+        self.cache.edge_starts.get_or_init(|| first_vertex_offsets(self.num_vertices(), self.edges().iter().map(|e| e[0])))
+    }
+    /// Offsets of the sorted faces by their first vertex (see `edge_starts`).
+    fn face_starts(&self) -> &[u32] {
+        self.cache.face_starts.get_or_init(|| first_vertex_offsets(self.num_vertices(), self.faces().iter().map(|f| f[0])))
+    }
+    /// Edge index of the sorted pair `a < b` (binary search among the edges of `a`).
+    #[inline]
+    fn edge_index(&self, a: u32, b: u32) -> Option<u32> {
+        let s = self.edge_starts();
+        let lo = s[a as usize] as usize;
+        let row = &self.edges()[lo..s[a as usize + 1] as usize];
+        row.binary_search_by_key(&b, |e| e[1]).ok().map(|i| (lo + i) as u32)
+    }
+    /// Face index of the sorted triple (binary search among the faces of its first vertex).
+    #[inline]
+    fn face_index(&self, t: [u32; 3]) -> Option<u32> {
+        let s = self.face_starts();
+        let lo = s[t[0] as usize] as usize;
+        let row = &self.faces()[lo..s[t[0] as usize + 1] as usize];
+        row.binary_search(&t).ok().map(|i| (lo + i) as u32)
     }
 
     /// Index of the edge `{a, b}` (either order), if it exists.
     pub fn find_edge(&self, a: u32, b: u32) -> Option<u32> {
-        self.edges().binary_search(&[a.min(b), a.max(b)]).ok().map(|e| e as u32)
+        if a.max(b) as usize >= self.num_vertices() {
+            return None;
+        }
+        self.edge_index(a.min(b), a.max(b))
     }
     /// Index of the face `{a, b, c}` (any order), if it exists (d = 3).
     pub fn find_face(&self, a: u32, b: u32, c: u32) -> Option<u32> {
         let mut t = [a, b, c];
         t.sort_unstable();
-        self.faces().binary_search(&t).ok().map(|f| f as u32)
+        if self.dim != 3 || t[2] as usize >= self.num_vertices() {
+            return None;
+        }
+        self.face_index(t)
     }
 
     /// d̂_d^1: the edges of every cell, `C(d+1, 2)` per cell (3 or 6) in the canonical local
     /// order [`local_edges`], unsigned, implicit offsets (Eq. 3.13).
     pub fn cell_edges_array(&self) -> &[u32] {
         self.cache.cell_edges.get_or_init(|| {
-            let edges = self.edges();
+            self.edge_starts();
             let m = self.dim + 1;
             let le = local_edges(self.dim);
             let mut out = vec![0u32; self.num_cells() * le.len()];
@@ -381,7 +418,7 @@ impl SimplexMesh {
                 let cv = &self.cell_vertices[c * m..(c + 1) * m];
                 for (k, &[i, j]) in le.iter().enumerate() {
                     let (a, b) = (cv[i], cv[j]);
-                    row[k] = edges.binary_search(&[a.min(b), a.max(b)]).expect("derived edge") as u32;
+                    row[k] = self.edge_index(a.min(b), a.max(b)).expect("derived edge");
                 }
             });
             out
@@ -403,24 +440,24 @@ impl SimplexMesh {
             let m = self.dim + 1;
             let mut out = vec![0i32; self.num_cells() * m];
             if self.dim == 3 {
-                let faces = self.faces();
+                self.face_starts();
                 fill_rows(self.par, &mut out, 4, |c, row| {
                     let cv = self.cell(c);
                     for (i, f) in TET_FACES.iter().enumerate() {
                         let g = [cv[f[0]], cv[f[1]], cv[f[2]]];
                         let mut t = g;
                         t.sort_unstable();
-                        let fi = faces.binary_search(&t).expect("derived face") as u32;
+                        let fi = self.face_index(t).expect("derived face");
                         row[i] = encode(fi, facet_orientation(i, &g) < 0);
                     }
                 });
             } else {
-                let edges = self.edges();
+                self.edge_starts();
                 fill_rows(self.par, &mut out, 3, |c, row| {
                     let cv = self.cell(c);
                     for (i, e) in TRI_EDGES.iter().enumerate() {
                         let g = [cv[e[0]], cv[e[1]]];
-                        let ei = edges.binary_search(&[g[0].min(g[1]), g[0].max(g[1])]).expect("derived edge") as u32;
+                        let ei = self.edge_index(g[0].min(g[1]), g[0].max(g[1])).expect("derived edge");
                         row[i] = encode(ei, facet_orientation(i, &g) < 0);
                     }
                 });
@@ -469,11 +506,11 @@ impl SimplexMesh {
                 return Vec::new();
             }
             let faces = self.faces();
-            let edges = self.edges();
+            self.edge_starts();
             let mut out = vec![0i32; faces.len() * 3];
             fill_rows(self.par, &mut out, 3, |f, row| {
                 let [a, b, c] = faces[f];
-                let find = |x: u32, y: u32| edges.binary_search(&[x, y]).expect("derived edge") as u32;
+                let find = |x: u32, y: u32| self.edge_index(x, y).expect("derived edge");
                 row[0] = encode(find(a, b), false);
                 row[1] = encode(find(a, c), true);
                 row[2] = encode(find(b, c), false);
@@ -679,6 +716,19 @@ impl SimplexMesh {
     }
 }
 
+/// Offsets `s` (length `nv + 1`) of a list sorted by first vertex: entries with first
+/// vertex `v` are `s[v]..s[v + 1]` (count, then exclusive scan).
+fn first_vertex_offsets(nv: usize, firsts: impl Iterator<Item = u32>) -> Vec<u32> {
+    let mut s = vec![0u32; nv + 1];
+    for v in firsts {
+        s[v as usize + 1] += 1;
+    }
+    for v in 0..nv {
+        s[v + 1] += s[v];
+    }
+    s
+}
+
 /// The vertex loop of a triangular face of a polyhedral mesh.
 fn triangle_loop(poly: &PolyMesh, f: usize) -> Result<[u32; 3], MeshError> {
     let n = poly.face_edges().row_len(f);
@@ -693,15 +743,12 @@ fn triangle_loop(poly: &PolyMesh, f: usize) -> Result<[u32; 3], MeshError> {
     }
     // the loop must close: the last edge ends at the first vertex
     let ev = poly.edge_vertices();
-    let mut pairs: Vec<[u32; 2]> = poly
-        .face_edges()
-        .row(f)
-        .iter()
-        .map(|&v| {
-            let [a, b] = ev[col(v) as usize];
-            [a.min(b), a.max(b)]
-        })
-        .collect();
+    let row = poly.face_edges().row(f);
+    let mut pairs = [[0u32; 2]; 3];
+    for (k, &v) in row.iter().enumerate() {
+        let [a, b] = ev[col(v) as usize];
+        pairs[k] = [a.min(b), a.max(b)];
+    }
     pairs.sort_unstable();
     let mut want = [[tri[0], tri[1]], [tri[1], tri[2]], [tri[2], tri[0]]].map(|[a, b]| [a.min(b), a.max(b)]);
     want.sort_unstable();
@@ -753,11 +800,13 @@ fn tet_from_poly(poly: &PolyMesh, c: usize) -> Result<[u32; 4], MeshError> {
     // w_j: the vertex that row face j misses
     let mut w = [0u32; 4];
     for j in 0..4 {
-        let missing: Vec<u32> = verts.iter().copied().filter(|v| !loops[j].contains(v)).collect();
-        if missing.len() != 1 {
-            return Err(MeshError::InvalidTopology(format!("cell {c} is not a tetrahedron (face {j} of its row)")));
+        let mut missing = verts.iter().copied().filter(|v| !loops[j].contains(v));
+        match (missing.next(), missing.next()) {
+            (Some(v), None) => w[j] = v,
+            _ => {
+                return Err(MeshError::InvalidTopology(format!("cell {c} is not a tetrahedron (face {j} of its row)")))
+            }
         }
-        w[j] = missing[0];
     }
     if (1..4).any(|j| w[..j].contains(&w[j])) {
         return Err(MeshError::InvalidTopology(format!("cell {c} is not a tetrahedron: it repeats a face")));
