@@ -360,3 +360,50 @@ fn simplex_test_meshes_build() {
     let neg: Vec<bool> = ms[1].1.cell_facets().iter().step_by(4).map(|&v| v < 0).collect();
     assert!(neg.iter().any(|&n| n) && neg.iter().any(|&n| !n), "facet 0 must have both signs");
 }
+
+/// Benchmark meshes of `../shared/meshes` (or `.device/data/` on the device machine, where
+/// `device-pack --data` puts them): the GPU columns of Tables 3.2-3.4 with the bytes each
+/// operation must move and the fraction of 3.0 TB/s, plus a conformance check of the
+/// relations and the boundary on the real meshes. Skips meshes that are absent.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_mesh_bench_shared_meshes() {
+    let Some(g) = gpu() else { return };
+    let dirs = [
+        std::path::PathBuf::from(".device/data"),
+        std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/meshes")),
+    ];
+    // dissertation GPU times (GTX 1080), Tables 3.2 and 3.3, in the order of the bench rows
+    let diss: [(&str, [f64; 3]); 8] = [
+        ("coboundary d3 (face_cells)", [0.22, 0.70, 14.0]),
+        ("coboundary d2 (edge_faces)", [0.20, 1.17, 7.02]),
+        ("coboundary d1 (vertex_edges)", [0.72, 0.58, 4.11]),
+        ("face_vertices", [0.12, 0.44, 1.88]),
+        ("cell_edges", [0.98, 22.2, 237.0]),
+        ("cell_vertices", [2.72, 25.1, 261.0]),
+        ("boundary", [1.13, 1.15, 2.83]),
+        ("laplacian smoothing x10", [f64::NAN, f64::NAN, f64::NAN]),
+    ];
+    for (mi, name) in ["armadillo-3k.msh.gz", "bunny-50k.msh.gz", "dragon-817k.msh.gz"].iter().enumerate() {
+        let Some(path) = dirs.iter().map(|d| d.join(name)).find(|p| p.exists()) else {
+            eprintln!("{name}: not present, skipped");
+            continue;
+        };
+        let m = tessera_mesh::io::read_mesh(&path).unwrap().mesh;
+        // conformance on the real mesh
+        let mut dm = DeviceMesh::upload(&g, &m).unwrap();
+        same_tcsr("δ3", name, &dm.face_cells().unwrap().download(&g).unwrap(), m.face_cells());
+        same_tcsr("cell vertices", name, &dm.cell_vertices().unwrap().download(&g).unwrap(), m.cell_vertices());
+        same_tcsr("cell edges", name, &dm.cell_edges().unwrap().download(&g).unwrap(), m.cell_edges());
+        assert_eq!(dm.boundary().unwrap().download(&g).unwrap(), extract_boundary(&m), "{name}: boundary");
+        drop(dm);
+        let rows = tessera_mesh::cuda::bench::run_gpu_mesh_bench(&g, &m, 30).unwrap();
+        eprintln!("\n{name}: V {} E {} F {} C {} on {}", m.num_vertices(), m.num_edges(), m.num_faces(), m.num_cells(), g.describe());
+        eprintln!("{:46} {:>10} {:>12} {:>9} {:>8} {:>14}", "op", "median ms", "bytes", "GB/s", "of 3TB/s", "diss. GPU ms");
+        for (op, ms, bytes) in rows {
+            let gbs = bytes as f64 / (ms * 1e-3) / 1e9;
+            let d = diss.iter().find(|x| x.0 == op).map(|x| x.1[mi]).unwrap_or(f64::NAN);
+            eprintln!("{op:46} {ms:10.4} {bytes:12} {gbs:9.1} {:7.2}% {d:14.2}", 100.0 * gbs / 3000.0);
+        }
+    }
+}
