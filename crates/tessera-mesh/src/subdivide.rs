@@ -72,7 +72,6 @@ use crate::{MeshError, Point, PolyMesh};
 use rayon::prelude::*;
 use serde::Serialize;
 use std::time::Instant;
-use tessera_core::scan::offsets_from_counts;
 use tessera_core::Par;
 use tessera_sparse::tcsr::{decode, encode};
 use tessera_sparse::Tcsr;
@@ -400,6 +399,22 @@ fn check_manifold(mesh: &PolyMesh) -> Result<(), MeshError> {
     if let Some(c) = find_first(par, mesh.num_cells(), |c| mesh.cell_faces.row_len(c) == 0) {
         return Err(MeshError::Unsupported(format!("cell {c} has no faces")));
     }
+    // invalid topology the cell-cell construction relies on not being present
+    let ev = &mesh.edge_vertices;
+    if let Some(e) = find_first(par, mesh.num_edges(), |e| ev[e][0] == ev[e][1]) {
+        return Err(MeshError::InvalidTopology(format!("edge {e} connects vertex {} to itself", ev[e][0])));
+    }
+    let fv = mesh.face_vertices();
+    let pinched = |f: usize| {
+        let l = fv.row(f);
+        (1..l.len()).find(|&i| l[..i].contains(&l[i])).map(|i| l[i])
+    };
+    if let Some(f) = find_first(par, mesh.num_faces(), |f| pinched(f).is_some()) {
+        return Err(MeshError::InvalidTopology(format!(
+            "face {f} passes vertex {} twice",
+            pinched(f).unwrap_or_default()
+        )));
+    }
     Ok(())
 }
 
@@ -477,6 +492,14 @@ fn midpoint(pos: &[Point], [a, b]: [u32; 2]) -> Point {
     [0.5 * (p[0] + q[0]), 0.5 * (p[1] + q[1]), 0.5 * (p[2] + q[2])]
 }
 
+/// Per-edge data shared by the edge and vertex rules.
+#[derive(Clone, Copy, Default)]
+struct EdgeAcc {
+    face_sum: Point,
+    nfaces: u32,
+    boundary: bool,
+}
+
 /// Positions of all new vertices (dissertation §3.4.3 rules, Eqs. 3.5-3.8).
 fn new_positions(mesh: &PolyMesh, t: &Topology) -> Result<Vec<Point>, MeshError> {
     let par = mesh.par();
@@ -515,79 +538,76 @@ fn new_positions(mesh: &PolyMesh, t: &Topology) -> Result<Vec<Point>, MeshError>
             [0.5 * (p[0] + c[0]), 0.5 * (p[1] + c[1]), 0.5 * (p[2] + c[2])]
         }
     });
-    // boundary edges: an incident face is a boundary face
-    let mut edge_boundary = vec![false; t.ne];
-    fill_map(par, &mut edge_boundary, |e| ef.row(e).iter().any(|&v| face_boundary(decode(v).0)));
-    let edge_boundary = &edge_boundary;
+    // per edge: whether it is on the boundary (an incident face is) and the sum of the
+    // centroids of the faces its rule averages (the boundary faces of a boundary edge, all
+    // faces of an interior edge); the vertex rule reuses these sums, so each vertex reads
+    // its edges once instead of every face around every edge
+    let mut eacc = vec![EdgeAcc::default(); t.ne];
+    fill_map(par, &mut eacc, |e| {
+        let faces = ef.row(e);
+        let boundary = faces.iter().any(|&v| face_boundary(decode(v).0));
+        let mut sum = [0.0; 3];
+        let mut n = 0u32;
+        for &x in faces {
+            let f = decode(x).0;
+            if !boundary || face_boundary(f) {
+                add(&mut sum, &fcen[f as usize]);
+                n += 1;
+            }
+        }
+        EdgeAcc { face_sum: sum, nfaces: n, boundary }
+    });
+    let eacc = &eacc;
     // edge points
     fill_map(par, eblock, |e| {
         let m = midpoint(pos, ev[e]);
-        let faces = ef.row(e);
-        if edge_boundary[e] {
-            let fa = average(fcen, faces.iter().map(|&v| decode(v).0).filter(|&f| face_boundary(f)));
+        let EdgeAcc { face_sum, nfaces, boundary } = eacc[e];
+        let fa = scale(face_sum, 1.0 / nfaces as f64);
+        if boundary {
             [0.5 * (fa[0] + m[0]), 0.5 * (fa[1] + m[1]), 0.5 * (fa[2] + m[2])]
         } else {
-            let n = faces.len() as f64;
+            let n = nfaces as f64;
             let ca = average(cc, ec.row(e).iter().map(|&v| v as u32));
-            let fa = average(fcen, faces.iter().map(|&v| decode(v).0));
-            let w = (n - 3.0) / n;
             let mut p = scale(ca, 1.0 / n);
             add(&mut p, &scale(fa, 2.0 / n));
-            add(&mut p, &scale(m, w));
+            add(&mut p, &scale(m, (n - 3.0) / n));
             p
         }
     });
-    // vertex points; the faces at v are reached through v's edges (each face twice)
+    // vertex points; the faces at v are reached through v's edges, each face twice
     fill_map(par, vblock, |v| {
         let p = pos[v];
         let edges = ve.row(v);
         if edges.is_empty() {
             return p;
         }
-        let boundary = edges.iter().any(|&x| edge_boundary[decode(x).0 as usize]);
-        if boundary {
-            let mut fs = [0.0; 3];
-            let mut nf = 0usize;
-            let mut es = [0.0; 3];
-            let mut ne = 0usize;
-            for &x in edges {
-                let e = decode(x).0 as usize;
-                if !edge_boundary[e] {
-                    continue;
-                }
-                add(&mut es, &midpoint(pos, ev[e]));
-                ne += 1;
-                for &y in ef.row(e) {
-                    let f = decode(y).0;
-                    if face_boundary(f) {
-                        add(&mut fs, &fcen[f as usize]);
-                        nf += 1;
-                    }
-                }
+        let boundary = edges.iter().any(|&x| eacc[decode(x).0 as usize].boundary);
+        let mut fs = [0.0; 3];
+        let mut nf = 0u32;
+        let mut es = [0.0; 3];
+        let mut ne = 0u32;
+        for &x in edges {
+            let e = decode(x).0 as usize;
+            let acc = &eacc[e];
+            if boundary && !acc.boundary {
+                continue;
             }
-            // each boundary face at v was reached through its two boundary edges at v
+            add(&mut es, &midpoint(pos, ev[e]));
+            ne += 1;
+            add(&mut fs, &acc.face_sum);
+            nf += acc.nfaces;
+        }
+        let fa = scale(fs, 1.0 / nf as f64);
+        let ea = scale(es, 1.0 / ne as f64);
+        if boundary {
+            // n boundary faces at v, each reached through its two boundary edges at v
             let n = nf as f64 / 2.0;
-            let fa = scale(fs, 1.0 / nf as f64);
-            let ea = scale(es, 1.0 / ne as f64);
             let mut q = scale(fa, 1.0 / n);
             add(&mut q, &scale(ea, 2.0 / n));
             add(&mut q, &scale(p, (n - 3.0) / n));
             q
         } else {
-            let mut fs = [0.0; 3];
-            let mut nf = 0usize;
-            let mut es = [0.0; 3];
-            for &x in edges {
-                let e = decode(x).0 as usize;
-                add(&mut es, &midpoint(pos, ev[e]));
-                for &y in ef.row(e) {
-                    add(&mut fs, &fcen[decode(y).0 as usize]);
-                    nf += 1;
-                }
-            }
             let ca = average(cc, vc.row(v).iter().map(|&c| c as u32));
-            let fa = scale(fs, 1.0 / nf as f64);
-            let ea = scale(es, 1.0 / edges.len() as f64);
             let mut q = scale(ca, 0.125);
             add(&mut q, &scale(fa, 0.375));
             add(&mut q, &scale(ea, 0.375));
@@ -712,77 +732,99 @@ fn new_faces(mesh: &PolyMesh, t: &Topology) -> Result<Tcsr, MeshError> {
     Ok(Tcsr::from_raw_unchecked(t.counts.edges, offsets, cols))
 }
 
-/// New ∂3 by count-scan-fill: the cell-cell of (cell c, vertex v) uses the face-faces of v
-/// in c's faces (sign of the face in c) and the cell-faces of c's edges at v (+1 where the
-/// edge starts at v).
+/// New ∂3: the cell-cell of (cell c, vertex v) uses the face-faces of v in c's faces (with
+/// the sign of the face in c) and the cell-faces of c's edges at v (+1 where the edge starts
+/// at v).
+///
+/// Counts: in a closed cell (checked while the cell-faces are filled) every edge is used by
+/// two face corners at each of its ends and every corner at v uses two edges at v, so the
+/// cell-cell of v has `2 x (corners at v)` faces and all cell-cells of c together
+/// `4 |edges of c|`: the rows of cell c start at `4 off(∂̂3¹)[c]` without a global scan. Each
+/// cell counts, scans and fills its own rows in one visit (count-scan-fill per cell), using
+/// its slice of the output offsets as cursors.
 fn new_cells(mesh: &PolyMesh, t: &Topology) -> Result<Tcsr, MeshError> {
     let par = mesh.par();
     let nc = mesh.num_cells();
     let (cfr, fvr, cer, cvr) = (&mesh.cell_faces, mesh.face_vertices(), mesh.cell_edges(), mesh.cell_vertices());
     let ev = &mesh.edge_vertices;
     let (off2, off31, off32) = (t.off2, t.off31, t.off32);
+    let nnz = 4 * t.off31[nc] as usize;
     let local = |verts: &[i32], v: u32, c: usize| -> Result<usize, MeshError> {
         verts.binary_search(&(v as i32)).map_err(|_| {
             MeshError::InvalidTopology(format!("vertex {v} of cell {c} is missing from its vertex list"))
         })
     };
-    // count
-    let mut counts = vec![0u32; t.nnz32];
-    for_segments1(par, nc, &mut counts, &|c| off32[c] as usize, &|c, seg: &mut [u32]| {
-        let verts = cvr.row(c);
-        for &x in cfr.row(c) {
-            for &v in fvr.row(decode(x).0 as usize) {
-                seg[local(verts, v as u32, c)?] += 1;
-            }
-        }
-        for &e in cer.row(c) {
-            for v in ev[e as usize] {
-                seg[local(verts, v, c)?] += 1;
-            }
-        }
-        Ok(())
-    })?;
-    // scan
-    let offsets = offsets_from_counts(par, &counts)
-        .ok_or_else(|| MeshError::Unsupported("the subdivided ∂3 exceeds 2^32 entries".into()))?;
-    let mut cols = vec![0i32; *offsets.last().unwrap_or(&0) as usize];
-    // fill; `counts` becomes the per-cell-cell cursor
-    let offs = &offsets;
+    let mut offsets = vec![0u32; t.nnz32 + 1];
+    offsets[t.nnz32] = nnz as u32;
+    let mut cols = vec![0i32; nnz];
     let cf_base = t.nnz2 as u32;
     for_segments(
         par,
         0,
         nc,
-        &mut counts,
+        &mut offsets[..t.nnz32],
         &|c| off32[c] as usize,
         &mut cols,
-        &|c| offs[off32[c] as usize] as usize,
+        &|c| 4 * off31[c] as usize,
         &|c, cursor: &mut [u32], seg: &mut [i32]| {
-            let k0 = off32[c] as usize;
-            let b0 = offs[k0];
-            for (l, cur) in cursor.iter_mut().enumerate() {
-                *cur = offs[k0 + l] - b0;
-            }
             let verts = cvr.row(c);
+            let base = 4 * off31[c];
+            let mismatch = || {
+                MeshError::InvalidTopology(format!(
+                    "cell {c}: its face corners and edges do not pair up at its vertices"
+                ))
+            };
+            // count
+            cursor.fill(0);
+            for &x in cfr.row(c) {
+                for &v in fvr.row(decode(x).0 as usize) {
+                    cursor[local(verts, v as u32, c)?] += 2;
+                }
+            }
+            // scan (exclusive, absolute)
+            let mut acc = base;
+            for k in cursor.iter_mut() {
+                let n = *k;
+                *k = acc;
+                acc += n;
+            }
+            if acc as usize != base as usize + seg.len() {
+                return Err(mismatch());
+            }
+            // fill
+            let mut put = |l: usize, val: i32| -> Result<(), MeshError> {
+                let i = (cursor[l] - base) as usize;
+                if i >= seg.len() {
+                    return Err(mismatch());
+                }
+                seg[i] = val;
+                cursor[l] += 1;
+                Ok(())
+            };
             for &x in cfr.row(c) {
                 let (f, sf) = decode(x);
                 for (i, &v) in fvr.row(f as usize).iter().enumerate() {
-                    let l = local(verts, v as u32, c)?;
-                    seg[cursor[l] as usize] = encode(off2[f as usize] + i as u32, sf < 0);
-                    cursor[l] += 1;
+                    put(local(verts, v as u32, c)?, encode(off2[f as usize] + i as u32, sf < 0))?;
                 }
             }
             for (j, &e) in cer.row(c).iter().enumerate() {
                 let face = cf_base + off31[c] + j as u32;
                 let [a, b] = ev[e as usize];
-                for (v, neg) in [(a, false), (b, true)] {
-                    let l = local(verts, v, c)?;
-                    seg[cursor[l] as usize] = encode(face, neg);
-                    cursor[l] += 1;
-                }
+                put(local(verts, a, c)?, encode(face, false))?;
+                put(local(verts, b, c)?, encode(face, true))?;
+            }
+            // every cursor now sits at the start of the next row: shift back into offsets
+            for l in (1..cursor.len()).rev() {
+                cursor[l] = cursor[l - 1];
+            }
+            if let Some(first) = cursor.first_mut() {
+                *first = base;
             }
             Ok(())
         },
     )?;
+    if offsets.windows(2).any(|w| w[0] > w[1]) {
+        return Err(MeshError::InvalidTopology("cell-cell rows of the subdivided mesh overlap".into()));
+    }
     Ok(Tcsr::from_raw_unchecked(t.counts.faces, offsets, cols))
 }
