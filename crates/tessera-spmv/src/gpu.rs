@@ -246,7 +246,7 @@ pub struct GpuTimer<'a, T: Scalar> {
     pub a: &'a CsrMatrix<T>,
     pub runs: usize,
     pub warmup: usize,
-    /// Every layout's matrix bytes (filled as layouts are converted).
+    /// The input vector (natural AoS), packed per layout before timing.
     pub x: Vec<T>,
 }
 

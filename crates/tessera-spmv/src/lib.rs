@@ -11,6 +11,7 @@
 //! - [`tuning`]: the autotuner (full joint and fast diagonal search) and its persistent database.
 //! - [`gpu`]: running generated variants on a CUDA device through `tessera-gpu`.
 
+pub mod bench;
 pub mod codegen;
 pub mod entry;
 pub mod error;

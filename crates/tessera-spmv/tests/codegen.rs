@@ -96,3 +96,19 @@ fn dump_all_variants_when_asked() {
         }
     }
 }
+
+/// Writes one module with the diagonal schedules to `$TESSERA_SPMV_DUMP_DIAG` (compile-time probe).
+#[test]
+fn dump_diagonal_module_when_asked() {
+    let Some(dir) = std::env::var_os("TESSERA_SPMV_DUMP_DIAG") else { return };
+    std::fs::create_dir_all(&dir).unwrap();
+    let lim = tessera_spmv::DeviceLimits::h100();
+    let d = lim.diagonal_schedules();
+    let a = lim.all_schedules();
+    let spec = EntrySpec::builtin("block3").unwrap();
+    let src = generate(&spec, Precision::F64, "sell32-aos-soa".parse().unwrap(), &d).unwrap();
+    std::fs::write(std::path::Path::new(&dir).join("diag.cu"), src).unwrap();
+    let src = generate(&spec, Precision::F64, "sell32-aos-soa".parse().unwrap(), &a).unwrap();
+    std::fs::write(std::path::Path::new(&dir).join("all.cu"), src).unwrap();
+    eprintln!("diagonal {} all {}", d.len(), a.len());
+}
