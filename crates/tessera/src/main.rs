@@ -7,6 +7,7 @@ mod bench_mesh;
 mod cmd_bench;
 mod cmd_demo;
 mod cmd_mesh;
+mod cmd_spmv;
 mod cmd_query;
 mod device;
 mod util;
@@ -29,6 +30,8 @@ enum Cmd {
     Mesh(cmd_mesh::MeshArgs),
     /// Benchmarks that print the dissertation's figures beside ours and the hardware floor.
     Bench(cmd_bench::BenchArgs),
+    /// SpMV code generator and joint schedule/layout autotuner for compound entries (dissertation Chapter 5).
+    Spmv(cmd_spmv::SpmvArgs),
     /// Derived-field queries: evaluate expressions (interp | cpu-jit | gpu) and benchmark them.
     Query(cmd_query::QueryArgs),
 }
@@ -39,6 +42,7 @@ fn main() {
         Cmd::Demo(a) => cmd_demo::run(a),
         Cmd::Mesh(a) => cmd_mesh::run(a),
         Cmd::Bench(a) => cmd_bench::run(a),
+        Cmd::Spmv(a) => cmd_spmv::run(a),
         Cmd::Query(a) => cmd_query::run(a),
     };
     if let Err(e) = res {
