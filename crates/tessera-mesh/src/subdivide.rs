@@ -23,8 +23,9 @@
 //! - **cells** (Eq. 3.4, `nnz(∂̂3²)`): the cell-cell of ∂̂3² entry `k` (cell `c`, vertex `v`)
 //!   is cell `k`, bounded by the face-faces of `v` in the faces of `c` (with the sign of the
 //!   face in `c`) and the cell-faces of the edges of `c` at `v` (+1 where the edge starts
-//!   at `v`, -1 where it ends there). A pyramid thus gives four hexahedra and one cell with
-//!   ten vertices and eight faces (Fig. 3.3).
+//!   at `v`, -1 where it ends there), listed in that order (faces of `c` in ∂3 row order,
+//!   corners in loop order, then edges of `c` in ∂̂3¹ order). A pyramid thus gives four
+//!   hexahedra and one cell with ten vertices and eight faces (Fig. 3.3).
 //!
 //! Rows of the new ∂2 are in loop order and the new ∂3 is consistently oriented, so
 //! `validate()` holds for the output whenever it held for the input.
@@ -58,6 +59,8 @@
 //! a face with fewer than three edges or whose edges do not chain into one closed loop, a
 //! cell that is not closed (an edge of it not used exactly once in each direction by its
 //! faces), an edge in no face, and a boundary edge with other than two boundary faces.
+//! Invalid topology that `validate()` also rejects (an edge from a vertex to itself, a face
+//! loop passing a vertex twice) gives [`MeshError::InvalidTopology`].
 //! Vertices whose boundary is pinched (cells meeting only at a vertex) are subdivided with
 //! the boundary vertex rule over all their boundary faces. Isolated vertices (in no edge)
 //! keep their positions. Meshes whose ∂2 rows are not in loop order are accepted: the
