@@ -287,6 +287,31 @@ fn single_tetrahedron_and_prism() {
     check_levels(&prism, 2);
 }
 
+#[test]
+fn general_polyhedron_hexagonal_prism() {
+    // a hexagonal prism given by its face loops (no standard cell type): every vertex has
+    // three faces, so it splits into 12 hexahedra
+    let mut pos = Vec::new();
+    for z in [0.0, 1.0] {
+        for i in 0..6 {
+            let a = i as f64 * std::f64::consts::PI / 3.0;
+            pos.push([a.cos(), a.sin(), z]);
+        }
+    }
+    let bottom: Vec<u32> = (0..6).rev().collect();
+    let top: Vec<u32> = (6..12).collect();
+    let sides: Vec<Vec<u32>> = (0..6u32).map(|i| vec![i, (i + 1) % 6, 6 + (i + 1) % 6, 6 + i]).collect();
+    let mut faces: Vec<&[u32]> = vec![&bottom, &top];
+    faces.extend(sides.iter().map(|s| s.as_slice()));
+    let mut b = PolyMeshBuilder::new(pos);
+    b.add_cell(&faces).unwrap();
+    let m = b.build(Par::Seq).unwrap();
+    let s = catmull_clark(&m).unwrap();
+    assert_eq!(s.num_cells(), 12);
+    assert!((0..12).all(|c| s.cell_faces().row_len(c) == 6 && s.cell_vertices().row_len(c) == 8));
+    check_levels(&m, 2);
+}
+
 // ------------------------------------------------------------------------------------
 // orientation (Figs. 3.8, 3.9)
 
@@ -637,19 +662,8 @@ fn thread_cpu_ns() -> Option<u64> {
     std::fs::read_to_string("/proc/thread-self/schedstat").ok()?.split_whitespace().next()?.parse().ok()
 }
 
-/// `cargo test --release -p tessera-mesh --test subdivide -- --ignored --nocapture timing`
-#[test]
-#[ignore = "timing; run in release"]
-fn timing_half_million_tets() {
-    let m = box_mesh(Kind::Tet, [44, 44, 44], 0.1, 1);
-    eprintln!(
-        "input: {} vertices, {} edges, {} faces, {} tets; rayon threads: {}",
-        m.num_vertices(),
-        m.num_edges(),
-        m.num_faces(),
-        m.num_cells(),
-        rayon::current_num_threads()
-    );
+/// Times precompute and one level with thread CPU time for `Par::Seq`, wall time for both.
+fn time_levels(m: &PolyMesh) {
     for par in [Par::Seq, Par::Rayon] {
         let mut mm = m.clone();
         mm.purge_caches();
@@ -673,4 +687,34 @@ fn timing_half_million_tets() {
             s.num_cells()
         );
     }
+}
+
+/// `cargo test --release -p tessera-mesh --test subdivide -- --ignored --nocapture timing`
+#[test]
+#[ignore = "timing; run in release"]
+fn timing_half_million_tets() {
+    let m = box_mesh(Kind::Tet, [44, 44, 44], 0.1, 1);
+    eprintln!(
+        "input: {} vertices, {} edges, {} faces, {} tets; rayon threads: {}",
+        m.num_vertices(),
+        m.num_edges(),
+        m.num_faces(),
+        m.num_cells(),
+        rayon::current_num_threads()
+    );
+    time_levels(&m);
+}
+
+/// The dissertation's Table 3.4 dragon row (level 1), if `../shared/meshes` has it.
+#[test]
+#[ignore = "timing; run in release"]
+fn timing_dragon_level_1() {
+    let path = shared_meshes().join("dragon-817k.msh.gz");
+    if !path.exists() {
+        eprintln!("skipping: {} not present", path.display());
+        return;
+    }
+    let m = tessera_mesh::io::read_mesh(&path).unwrap().mesh;
+    eprintln!("dragon: {} cells; rayon threads: {}", m.num_cells(), rayon::current_num_threads());
+    time_levels(&m);
 }
