@@ -156,7 +156,6 @@ impl PolyMeshBuilder {
             }
         }
         let ncells = self.num_cells();
-        let nuses = self.loop_offsets.len() - 1;
         let lo = std::mem::take(&mut self.loop_offsets);
         let mut lv = std::mem::take(&mut self.loop_verts);
 
@@ -184,25 +183,8 @@ impl PolyMeshBuilder {
             }
         }
 
-        // 2. faces: sort uses by sorted vertex tuple
-        let mut sorted = lv.clone();
-        for u in 0..nuses {
-            sorted[lo[u] as usize..lo[u + 1] as usize].sort_unstable();
-        }
-        let key = |u: u32| &sorted[lo[u as usize] as usize..lo[u as usize + 1] as usize];
-        let mut order: Vec<u32> = (0..nuses as u32).collect();
-        match par {
-            Par::Seq => order.sort_by(|&a, &b| key(a).cmp(key(b)).then(a.cmp(&b))),
-            Par::Rayon => order.par_sort_by(|&a, &b| key(a).cmp(key(b)).then(a.cmp(&b))),
-        }
-        let mut face_of_use = vec![0u32; nuses];
-        let mut first_use: Vec<u32> = Vec::new();
-        for (i, &u) in order.iter().enumerate() {
-            if i == 0 || key(order[i - 1]) != key(u) {
-                first_use.push(u);
-            }
-            face_of_use[u as usize] = (first_use.len() - 1) as u32;
-        }
+        // 2. faces: sort uses by (sorted vertex tuple, use index); equal tuples are one face
+        let (face_of_use, first_use) = group_uses(par, &lv, &lo, self.positions.len());
         let nfaces = first_use.len();
         // canonical loops and use signs
         let loop_of = |u: usize| &lv[lo[u] as usize..lo[u + 1] as usize];
@@ -227,7 +209,6 @@ impl PolyMeshBuilder {
                 out[k] = if fwd { l[(i + k) % n] } else { l[(i + n - k) % n] };
             }
         }
-        drop(sorted);
 
         // 3. edges: unique sorted vertex pairs
         let pair = |a: u32, b: u32| -> u64 { ((a.min(b) as u64) << 32) | a.max(b) as u64 };
@@ -271,19 +252,74 @@ impl PolyMeshBuilder {
             cf_offsets.push(cf_cols.len() as u32);
         }
         // a cell must not use the same face twice
-        for c in 0..ncells {
-            let row = &mut cf_cols[cf_offsets[c] as usize..cf_offsets[c + 1] as usize];
-            let mut fs: Vec<u32> = row.iter().map(|&v| tessera_sparse::tcsr::col(v)).collect();
-            fs.sort_unstable();
-            if fs.windows(2).any(|w| w[0] == w[1]) {
-                return Err(MeshError::InvalidTopology(format!("cell {c} uses a face twice")));
-            }
+        let twice = maybe_par_map(par, ncells, |c| {
+            let row = &cf_cols[cf_offsets[c] as usize..cf_offsets[c + 1] as usize];
+            let col = tessera_sparse::tcsr::col;
+            (1..row.len()).any(|i| row[..i].iter().any(|&v| col(v) == col(row[i])))
+        });
+        if let Some(c) = twice.iter().position(|&t| t) {
+            return Err(MeshError::InvalidTopology(format!("cell {c} uses a face twice")));
         }
         let cell_faces = Tcsr::new(nfaces, cf_offsets, cf_cols)?;
         let mut mesh = PolyMesh::from_operators(self.positions, edge_vertices, face_edges, cell_faces)?;
         mesh.set_par(par);
         Ok(mesh)
     }
+}
+
+/// Group face uses into faces: returns the face of every use and the first use of every
+/// face, faces numbered by their sorted vertex tuple (ties by use index, so the result
+/// is the same for `Par::Seq` and `Par::Rayon`). When every loop has at most 4 vertices
+/// and the tuple plus the use index fit in 128 bits, the tuples are packed into `u128`
+/// keys (a sorted tuple padded with 0 compares like the shorter slice, since every entry
+/// after the first is at least 1) and sorted directly; otherwise uses are sorted by slice.
+fn group_uses(par: Par, lv: &[u32], lo: &[u32], nvertices: usize) -> (Vec<u32>, Vec<u32>) {
+    let nuses = lo.len() - 1;
+    let bits = |n: usize| (usize::BITS - n.leading_zeros()).max(1);
+    let (vb, ub) = (bits(nvertices), bits(nuses));
+    let short = (0..nuses).all(|u| lo[u + 1] - lo[u] <= 4);
+    let mut face_of_use = vec![0u32; nuses];
+    let mut first_use: Vec<u32> = Vec::new();
+    if short && 4 * vb + ub <= 128 {
+        let mut keys: Vec<u128> = maybe_par_map(par, nuses, |u| {
+            let l = &lv[lo[u] as usize..lo[u + 1] as usize];
+            let mut t = [0u32; 4];
+            t[..l.len()].copy_from_slice(l);
+            t[..l.len()].sort_unstable();
+            let k = t.iter().fold(0u128, |k, &v| (k << vb) | v as u128);
+            (k << ub) | u as u128
+        });
+        match par {
+            Par::Seq => keys.sort_unstable(),
+            Par::Rayon => keys.par_sort_unstable(),
+        }
+        let umask = (1u128 << ub) - 1;
+        for (i, &k) in keys.iter().enumerate() {
+            let u = (k & umask) as u32;
+            if i == 0 || (k >> ub) != (keys[i - 1] >> ub) {
+                first_use.push(u);
+            }
+            face_of_use[u as usize] = (first_use.len() - 1) as u32;
+        }
+        return (face_of_use, first_use);
+    }
+    let mut sorted = lv.to_vec();
+    for u in 0..nuses {
+        sorted[lo[u] as usize..lo[u + 1] as usize].sort_unstable();
+    }
+    let key = |u: u32| &sorted[lo[u as usize] as usize..lo[u as usize + 1] as usize];
+    let mut order: Vec<u32> = (0..nuses as u32).collect();
+    match par {
+        Par::Seq => order.sort_by(|&a, &b| key(a).cmp(key(b)).then(a.cmp(&b))),
+        Par::Rayon => order.par_sort_by(|&a, &b| key(a).cmp(key(b)).then(a.cmp(&b))),
+    }
+    for (i, &u) in order.iter().enumerate() {
+        if i == 0 || key(order[i - 1]) != key(u) {
+            first_use.push(u);
+        }
+        face_of_use[u as usize] = (first_use.len() - 1) as u32;
+    }
+    (face_of_use, first_use)
 }
 
 fn maybe_par_map<T: Send, F: Fn(usize) -> T + Sync + Send>(par: Par, n: usize, f: F) -> Vec<T> {
