@@ -12,10 +12,13 @@ pub struct BenchArgs {
 enum BenchCmd {
     /// Mesh operations (dissertation Tables 3.1-3.4).
     Mesh(crate::bench_mesh::BenchMeshArgs),
+    /// FEM assembly (dissertation Tables 4.1-4.3).
+    Fem(crate::bench_fem::BenchFemArgs),
 }
 
 pub fn run(a: BenchArgs) -> anyhow::Result<()> {
     match a.cmd {
         BenchCmd::Mesh(a) => crate::bench_mesh::run(a),
+        BenchCmd::Fem(a) => crate::bench_fem::run(a),
     }
 }

@@ -3,9 +3,11 @@
 //! Each command family lives in its own module (`cmd_*.rs`); benchmarks live under
 //! `tessera bench` (`bench_*.rs`).
 
+mod bench_fem;
 mod bench_mesh;
 mod cmd_bench;
 mod cmd_demo;
+mod cmd_fem;
 mod cmd_mesh;
 mod cmd_spmv;
 mod cmd_query;
@@ -28,6 +30,8 @@ enum Cmd {
     Demo(cmd_demo::DemoArgs),
     /// Volumetric mesh commands (info, convert, boundary, smooth, generate, ...).
     Mesh(cmd_mesh::MeshArgs),
+    /// Higher-order simplex FEM: assembly into Bin-BCSR* (dissertation Chapter 4).
+    Fem(cmd_fem::FemArgs),
     /// Benchmarks that print the dissertation's figures beside ours and the hardware floor.
     Bench(cmd_bench::BenchArgs),
     /// SpMV code generator and joint schedule/layout autotuner for compound entries (dissertation Chapter 5).
@@ -41,6 +45,7 @@ fn main() {
     let res = match cli.cmd {
         Cmd::Demo(a) => cmd_demo::run(a),
         Cmd::Mesh(a) => cmd_mesh::run(a),
+        Cmd::Fem(a) => cmd_fem::run(a),
         Cmd::Bench(a) => cmd_bench::run(a),
         Cmd::Spmv(a) => cmd_spmv::run(a),
         Cmd::Query(a) => cmd_query::run(a),
