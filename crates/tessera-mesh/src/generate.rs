@@ -327,9 +327,20 @@ impl BracketGeometry {
 /// (x, 120 mm) and cubic voxels, each voxel whose centre lies in the solid split into six
 /// Kuhn tetrahedra (conforming across neighbours).
 ///
-/// Size: about `0.75 * resolution^3` tetrahedra and `0.13 * resolution^3` vertices (the
-/// solid fills 216,000 mm³ of the 120 x 80 x 76 mm box). Measured: resolution 12 -> 1,284
-/// tets, 24 -> 10,524, 50 -> 92,976, 110 -> 1,001,184, 236 -> 9,870,972.
+/// Size: `6 * (voxels inside)`, about `0.75 * resolution^3` tetrahedra for resolution >= 24
+/// (the solid fills about 216,000 mm³; a voxel is `(120 / resolution)^3` mm³; coarser grids
+/// overshoot the holes' volume) and 0.13-0.19 `resolution^3` vertices. Measured:
+///
+/// | resolution | vertices | tetrahedra |
+/// |---:|---:|---:|
+/// | 12 | 510 | 1,632 |
+/// | 24 | 2,664 | 10,848 |
+/// | 50 | 20,048 | 98,364 |
+/// | 110 | 187,232 | 1,020,240 |
+/// | 232 | 1,638,464 | 9,378,120 |
+///
+/// Generation runs on rayon (voxel slabs, then the builder's parallel sorts); 1M
+/// tetrahedra take about 1.3 s of CPU time in release builds, 9.4M about 11 s and 3.2 GB.
 /// Resolutions outside [`BRACKET_RESOLUTION`] are an error (below 12 the bolt holes vanish).
 pub fn bracket(resolution: usize) -> Result<PolyMesh, MeshError> {
     if !BRACKET_RESOLUTION.contains(&resolution) {

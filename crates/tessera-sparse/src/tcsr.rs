@@ -225,8 +225,8 @@ impl Tcsr {
                 // deterministic order. Rows of the transpose hold distinct columns (a TCSR
                 // row never repeats a column), so sorting by column is a total order.
                 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
-                let cursor: Vec<AtomicU32> = offsets[..ncols].iter().map(|&o| AtomicU32::new(o)).collect();
-                let slots: Vec<AtomicI32> = (0..self.columns.len()).map(|_| AtomicI32::new(0)).collect();
+                let cursor: Vec<AtomicU32> = offsets[..ncols].par_iter().map(|&o| AtomicU32::new(o)).collect();
+                let slots: Vec<AtomicI32> = (0..self.columns.len()).into_par_iter().map(|_| AtomicI32::new(0)).collect();
                 let chunk = par.chunk_len(nrows).min(1 << 14).max(1);
                 (0..nrows).into_par_iter().with_min_len(chunk).for_each(|r| {
                     for &v in self.row(r) {
@@ -255,14 +255,26 @@ impl Tcsr {
                 }
             }
             Par::Rayon => {
-                let mut rows: Vec<&mut [i32]> = Vec::with_capacity(offs.len() - 1);
+                // split into blocks of whole rows (few splits), sort the rows of each block
+                let nrows = offs.len() - 1;
+                let block = par.chunk_len(nrows).min(1 << 12);
+                let mut blocks: Vec<(usize, &mut [i32])> = Vec::with_capacity(nrows / block + 1);
                 let mut rest: &mut [i32] = &mut self.columns;
-                for r in 0..offs.len() - 1 {
-                    let (h, t) = std::mem::take(&mut rest).split_at_mut((offs[r + 1] - offs[r]) as usize);
-                    rows.push(h);
+                let mut r0 = 0;
+                while r0 < nrows {
+                    let r1 = (r0 + block).min(nrows);
+                    let (h, t) = std::mem::take(&mut rest).split_at_mut((offs[r1] - offs[r0]) as usize);
+                    blocks.push((r0, h));
                     rest = t;
+                    r0 = r1;
                 }
-                rows.into_par_iter().for_each(|row| row.sort_unstable_by_key(key));
+                blocks.into_par_iter().for_each(|(r0, cols)| {
+                    let base = offs[r0];
+                    let r1 = (r0 + block).min(nrows);
+                    for r in r0..r1 {
+                        cols[(offs[r] - base) as usize..(offs[r + 1] - base) as usize].sort_unstable_by_key(key);
+                    }
+                });
             }
         }
     }
