@@ -23,8 +23,9 @@
 //! - **cells** (Eq. 3.4, `nnz(∂̂3²)`): the cell-cell of ∂̂3² entry `k` (cell `c`, vertex `v`)
 //!   is cell `k`, bounded by the face-faces of `v` in the faces of `c` (with the sign of the
 //!   face in `c`) and the cell-faces of the edges of `c` at `v` (+1 where the edge starts
-//!   at `v`, -1 where it ends there), listed in that order (faces of `c` in ∂3 row order,
-//!   corners in loop order, then edges of `c` in ∂̂3¹ order). A pyramid thus gives four
+//!   at `v`, -1 where it ends there), in the order of the face corners (faces of `c` in ∂3
+//!   row order, corners in loop order), each cell-face after the corner whose outgoing edge
+//!   runs along `c`'s outward orientation. A pyramid thus gives four
 //!   hexahedra and one cell with ten vertices and eight faces (Fig. 3.3).
 //!
 //! Rows of the new ∂2 are in loop order and the new ∂3 is consistently oriented, so
@@ -159,8 +160,7 @@ pub fn catmull_clark(mesh: &PolyMesh) -> Result<PolyMesh, MeshError> {
     let topo = Topology::new(mesh)?;
     let positions = new_positions(mesh, &topo)?;
     let edge_vertices = new_edges(mesh, &topo)?;
-    let face_edges = new_faces(mesh, &topo)?;
-    let cell_faces = new_cells(mesh, &topo)?;
+    let (face_edges, cell_faces) = new_faces_and_cells(mesh, &topo)?;
     Ok(PolyMesh {
         nvertices: positions.len(),
         positions,
@@ -247,56 +247,59 @@ fn fill_map<T: Send, F: Fn(usize) -> T + Sync>(par: Par, out: &mut [T], f: F) {
     }
 }
 
-/// Calls `f(i, a_i, b_i)` for every item `i` in `lo..hi`, where `a_i = a[sa(i)..sa(i+1)]`
-/// and `b_i = b[sb(i)..sb(i+1)]` (offsets relative to `sa(lo)`, `sb(lo)`): the fill step of
+/// Calls `f(i, a_i, b_i, c_i)` for every item `i` in `lo..hi`, where `a_i = a[sa(i)..sa(i+1)]`
+/// and likewise for `b` and `c` (offsets relative to the values at `lo`): the fill step of
 /// count-scan-fill, splitting the output arrays recursively without allocating. The
 /// returned error is the one of the smallest failing item for both `Par` variants.
-#[allow(clippy::too_many_arguments)]
-fn for_segments<A, B, SA, SB, F>(
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn for_segments3<A, B, C, SA, SB, SC, F>(
     par: Par,
     lo: usize,
     hi: usize,
-    a: &mut [A],
-    sa: &SA,
-    b: &mut [B],
-    sb: &SB,
+    (a, sa): (&mut [A], &SA),
+    (b, sb): (&mut [B], &SB),
+    (c, sc): (&mut [C], &SC),
     f: &F,
 ) -> Result<(), MeshError>
 where
     A: Send,
     B: Send,
+    C: Send,
     SA: Fn(usize) -> usize + Sync,
     SB: Fn(usize) -> usize + Sync,
-    F: Fn(usize, &mut [A], &mut [B]) -> Result<(), MeshError> + Sync,
+    SC: Fn(usize) -> usize + Sync,
+    F: Fn(usize, &mut [A], &mut [B], &mut [C]) -> Result<(), MeshError> + Sync,
 {
     if par == Par::Seq || hi - lo <= GRAIN {
-        let (a0, b0) = (sa(lo), sb(lo));
+        let (a0, b0, c0) = (sa(lo), sb(lo), sc(lo));
         for i in lo..hi {
             let ra = sa(i) - a0..sa(i + 1) - a0;
             let rb = sb(i) - b0..sb(i + 1) - b0;
-            f(i, &mut a[ra], &mut b[rb])?;
+            let rc = sc(i) - c0..sc(i + 1) - c0;
+            f(i, &mut a[ra], &mut b[rb], &mut c[rc])?;
         }
         return Ok(());
     }
     let mid = lo + (hi - lo) / 2;
     let (al, ar) = a.split_at_mut(sa(mid) - sa(lo));
     let (bl, br) = b.split_at_mut(sb(mid) - sb(lo));
+    let (cl, cr) = c.split_at_mut(sc(mid) - sc(lo));
     let (l, r) = rayon::join(
-        || for_segments(par, lo, mid, al, sa, bl, sb, f),
-        || for_segments(par, mid, hi, ar, sa, br, sb, f),
+        || for_segments3(par, lo, mid, (al, sa), (bl, sb), (cl, sc), f),
+        || for_segments3(par, mid, hi, (ar, sa), (br, sb), (cr, sc), f),
     );
     l.and(r)
 }
 
-/// [`for_segments`] over one array.
+/// [`for_segments3`] over one array.
 fn for_segments1<A, SA, F>(par: Par, n: usize, a: &mut [A], sa: &SA, f: &F) -> Result<(), MeshError>
 where
     A: Send,
     SA: Fn(usize) -> usize + Sync,
     F: Fn(usize, &mut [A]) -> Result<(), MeshError> + Sync,
 {
-    let mut none: [u8; 0] = [];
-    for_segments(par, 0, n, a, sa, &mut none, &|_| 0, &|i, s, _| f(i, s))
+    let (mut b, mut c): ([u8; 0], [u8; 0]) = ([], []);
+    for_segments3(par, 0, n, (a, sa), (&mut b, &|_| 0), (&mut c, &|_| 0), &|i, s, _, _| f(i, s))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -657,17 +660,37 @@ fn new_edges(mesh: &PolyMesh, t: &Topology) -> Result<Vec<[u32; 2]>, MeshError> 
     Ok(out)
 }
 
-/// New ∂2 (all quadrilaterals, rows in loop order): face-faces then cell-faces (Fig. 3.9).
-fn new_faces(mesh: &PolyMesh, t: &Topology) -> Result<Tcsr, MeshError> {
+/// New ∂2 (all quadrilaterals, rows in loop order: face-faces then cell-faces, Fig. 3.9) and
+/// new ∂3 (cell-cells).
+///
+/// The face-faces are filled per face. Everything else is filled per cell in one visit, so
+/// that the rows of the cell's faces are read from memory once:
+/// 1. the cell-faces of c's edges: the face `f_b` of c that runs against `e` (outward from
+///    c) gives `ep(e) -> fp(f_b) -> cp(c)`, the face `f_a` that runs along `e` gives
+///    `cp(c) -> fp(f_a) -> ep(e)`; a slot written twice or left empty means c is not closed;
+/// 2. count: in a closed cell every edge is used by two face corners at each of its ends
+///    and every corner at v uses two edges at v, so the cell-cell of v has
+///    `2 x (corners at v)` faces and all cell-cells of c together `4 |edges of c|`: the rows
+///    of cell c start at `4 off(∂̂3¹)[c]` without a global scan;
+/// 3. scan the cell's counts in its slice of the new ∂3 offsets and fill, using that slice
+///    as cursors: the face-face of each corner (sign of the face in c), then for the use of
+///    each edge along the outward orientation its cell-face at the edge's start (+1) and end
+///    (-1) vertex, taken from the face loop.
+fn new_faces_and_cells(mesh: &PolyMesh, t: &Topology) -> Result<(Tcsr, Tcsr), MeshError> {
     let par = mesh.par();
+    let nc = mesh.num_cells();
     let nfaces = t.counts.faces;
-    let mut offsets = vec![0u32; nfaces + 1];
-    fill_map(par, &mut offsets, |i| 4 * i as u32);
-    let mut cols = vec![0i32; 4 * nfaces];
-    let (ff, cf) = cols.split_at_mut(4 * t.nnz2);
-    let (off2, off3, off31) = (t.off2, t.off3, t.off31);
+    let (cfr, fer, fvr, cer, cvr) =
+        (&mesh.cell_faces, &mesh.face_edges, mesh.face_vertices(), mesh.cell_edges(), mesh.cell_vertices());
+    let (off2, off3, off31, off32) = (t.off2, t.off3, t.off31, t.off32);
     let e2 = 2 * t.ne as u32;
-    let fer = &mesh.face_edges;
+    let e3 = e2 + t.nnz2 as u32;
+    let cf_base = t.nnz2 as u32;
+
+    let mut offsets2 = vec![0u32; nfaces + 1];
+    fill_map(par, &mut offsets2, |i| 4 * i as u32);
+    let mut cols2 = vec![0i32; 4 * nfaces];
+    let (ff, cf) = cols2.split_at_mut(4 * t.nnz2);
     // face-faces: corner i of f is v_i -> ep(e_i) -> fp(f) -> ep(e_{i-1})
     for_segments1(par, t.nf, ff, &|f| 4 * off2[f] as usize, &|f, seg: &mut [i32]| {
         let row = fer.row(f);
@@ -687,104 +710,71 @@ fn new_faces(mesh: &PolyMesh, t: &Topology) -> Result<Tcsr, MeshError> {
         }
         Ok(())
     })?;
-    // cell-faces: ep(e) -> fp(f_b) -> cp(c) -> fp(f_a), normal along e
-    let cer = mesh.cell_edges();
-    let cfr = &mesh.cell_faces;
-    let e3 = e2 + t.nnz2 as u32;
-    for_segments1(par, mesh.num_cells(), cf, &|c| 4 * off31[c] as usize, &|c, seg: &mut [i32]| {
-        seg.fill(UNSET);
-        let edges = cer.row(c);
-        for (k, &x) in cfr.row(c).iter().enumerate() {
-            let (f, sf) = decode(x);
-            let cell_edge = e3 + off3[c] + k as u32;
-            let o2 = off2[f as usize];
-            for (i, &y) in fer.row(f as usize).iter().enumerate() {
-                let (e, se) = decode(y);
-                let face_edge = e2 + o2 + i as u32;
-                let not_closed = || {
-                    MeshError::Unsupported(format!(
-                        "cell {c} is not closed: its faces do not use edge {e} exactly once in each direction"
-                    ))
-                };
-                let j = edges.binary_search(&(e as i32)).map_err(|_| not_closed())?;
-                let q = &mut seg[4 * j..4 * j + 4];
-                if sf * se < 0 {
-                    // f runs against e (outward from c): f_b
-                    if q[0] != UNSET {
-                        return Err(not_closed());
-                    }
-                    q[0] = encode(face_edge, false);
-                    q[1] = encode(cell_edge, false);
-                } else {
-                    if q[2] != UNSET {
-                        return Err(not_closed());
-                    }
-                    q[2] = encode(cell_edge, true);
-                    q[3] = encode(face_edge, true);
-                }
-            }
-        }
-        if let Some(j) = seg.iter().position(|&x| x == UNSET) {
-            return Err(MeshError::Unsupported(format!(
-                "cell {c} is not closed: its faces do not use edge {} exactly once in each direction",
-                edges[j / 4]
-            )));
-        }
-        Ok(())
-    })?;
-    Ok(Tcsr::from_raw_unchecked(t.counts.edges, offsets, cols))
-}
 
-/// New ∂3: the cell-cell of (cell c, vertex v) uses the face-faces of v in c's faces (with
-/// the sign of the face in c) and the cell-faces of c's edges at v (+1 where the edge starts
-/// at v).
-///
-/// Counts: in a closed cell (checked while the cell-faces are filled) every edge is used by
-/// two face corners at each of its ends and every corner at v uses two edges at v, so the
-/// cell-cell of v has `2 x (corners at v)` faces and all cell-cells of c together
-/// `4 |edges of c|`: the rows of cell c start at `4 off(∂̂3¹)[c]` without a global scan. Each
-/// cell counts, scans and fills its own rows in one visit (count-scan-fill per cell), using
-/// its slice of the output offsets as cursors.
-fn new_cells(mesh: &PolyMesh, t: &Topology) -> Result<Tcsr, MeshError> {
-    let par = mesh.par();
-    let nc = mesh.num_cells();
-    let (cfr, fvr, cer, cvr) = (&mesh.cell_faces, mesh.face_vertices(), mesh.cell_edges(), mesh.cell_vertices());
-    let ev = &mesh.edge_vertices;
-    let (off2, off31, off32) = (t.off2, t.off31, t.off32);
-    let nnz = 4 * t.off31[nc] as usize;
-    let local = |verts: &[i32], v: u32, c: usize| -> Result<usize, MeshError> {
-        verts.binary_search(&(v as i32)).map_err(|_| {
+    let nnz3 = 4 * off31[nc] as usize;
+    let mut offsets3 = vec![0u32; t.nnz32 + 1];
+    offsets3[t.nnz32] = nnz3 as u32;
+    let mut cols3 = vec![0i32; nnz3];
+    let local = |verts: &[i32], v: i32, c: usize| -> Result<usize, MeshError> {
+        verts.binary_search(&v).map_err(|_| {
             MeshError::InvalidTopology(format!("vertex {v} of cell {c} is missing from its vertex list"))
         })
     };
-    let mut offsets = vec![0u32; t.nnz32 + 1];
-    offsets[t.nnz32] = nnz as u32;
-    let mut cols = vec![0i32; nnz];
-    let cf_base = t.nnz2 as u32;
-    for_segments(
+    for_segments3(
         par,
         0,
         nc,
-        &mut offsets[..t.nnz32],
-        &|c| off32[c] as usize,
-        &mut cols,
-        &|c| 4 * off31[c] as usize,
-        &|c, cursor: &mut [u32], seg: &mut [i32]| {
+        (cf, &|c| 4 * off31[c] as usize),
+        (&mut offsets3[..t.nnz32], &|c| off32[c] as usize),
+        (&mut cols3, &|c| 4 * off31[c] as usize),
+        &|c, cfseg: &mut [i32], cursor: &mut [u32], seg: &mut [i32]| {
+            let edges = cer.row(c);
             let verts = cvr.row(c);
-            let base = 4 * off31[c];
-            let mismatch = || {
-                MeshError::InvalidTopology(format!(
-                    "cell {c}: its face corners and edges do not pair up at its vertices"
+            // 1. cell-faces: ep(e) -> fp(f_b) -> cp(c) -> fp(f_a), normal along e
+            cfseg.fill(UNSET);
+            let not_closed = |e: u32| {
+                MeshError::Unsupported(format!(
+                    "cell {c} is not closed: its faces do not use edge {e} exactly once in each direction"
                 ))
             };
-            // count
+            for (k, &x) in cfr.row(c).iter().enumerate() {
+                let (f, sf) = decode(x);
+                let cell_edge = e3 + off3[c] + k as u32;
+                let o2 = off2[f as usize];
+                for (i, &y) in fer.row(f as usize).iter().enumerate() {
+                    let (e, se) = decode(y);
+                    let face_edge = e2 + o2 + i as u32;
+                    let j = edges.binary_search(&(e as i32)).map_err(|_| not_closed(e))?;
+                    let q = &mut cfseg[4 * j..4 * j + 4];
+                    if sf * se < 0 {
+                        if q[0] != UNSET {
+                            return Err(not_closed(e));
+                        }
+                        q[0] = encode(face_edge, false);
+                        q[1] = encode(cell_edge, false);
+                    } else {
+                        if q[2] != UNSET {
+                            return Err(not_closed(e));
+                        }
+                        q[2] = encode(cell_edge, true);
+                        q[3] = encode(face_edge, true);
+                    }
+                }
+            }
+            if let Some(j) = cfseg.iter().position(|&x| x == UNSET) {
+                return Err(not_closed(edges[j / 4] as u32));
+            }
+            // 2. count
+            let base = 4 * off31[c];
+            let mismatch =
+                || MeshError::InvalidTopology(format!("cell {c}: its face corners and edges do not pair up at its vertices"));
             cursor.fill(0);
             for &x in cfr.row(c) {
                 for &v in fvr.row(decode(x).0 as usize) {
-                    cursor[local(verts, v as u32, c)?] += 2;
+                    cursor[local(verts, v, c)?] += 2;
                 }
             }
-            // scan (exclusive, absolute)
+            // 3. scan (exclusive, absolute) and fill
             let mut acc = base;
             for k in cursor.iter_mut() {
                 let n = *k;
@@ -794,7 +784,6 @@ fn new_cells(mesh: &PolyMesh, t: &Topology) -> Result<Tcsr, MeshError> {
             if acc as usize != base as usize + seg.len() {
                 return Err(mismatch());
             }
-            // fill
             let mut put = |l: usize, val: i32| -> Result<(), MeshError> {
                 let i = (cursor[l] - base) as usize;
                 if i >= seg.len() {
@@ -806,15 +795,24 @@ fn new_cells(mesh: &PolyMesh, t: &Topology) -> Result<Tcsr, MeshError> {
             };
             for &x in cfr.row(c) {
                 let (f, sf) = decode(x);
-                for (i, &v) in fvr.row(f as usize).iter().enumerate() {
-                    put(local(verts, v as u32, c)?, encode(off2[f as usize] + i as u32, sf < 0))?;
+                let o2 = off2[f as usize];
+                let lp = fvr.row(f as usize);
+                let row = fer.row(f as usize);
+                let n = lp.len();
+                for i in 0..n {
+                    let vi = lp[i];
+                    put(local(verts, vi, c)?, encode(o2 + i as u32, sf < 0))?;
+                    let (e, se) = decode(row[i]);
+                    if sf * se > 0 {
+                        // the use of e along c's outward orientation: once per edge of c
+                        let j = edges.binary_search(&(e as i32)).map_err(|_| not_closed(e))?;
+                        let face = cf_base + off31[c] + j as u32;
+                        let vn = lp[(i + 1) % n];
+                        let (from, to) = if se > 0 { (vi, vn) } else { (vn, vi) };
+                        put(local(verts, from, c)?, encode(face, false))?;
+                        put(local(verts, to, c)?, encode(face, true))?;
+                    }
                 }
-            }
-            for (j, &e) in cer.row(c).iter().enumerate() {
-                let face = cf_base + off31[c] + j as u32;
-                let [a, b] = ev[e as usize];
-                put(local(verts, a, c)?, encode(face, false))?;
-                put(local(verts, b, c)?, encode(face, true))?;
             }
             // every cursor now sits at the start of the next row: shift back into offsets
             for l in (1..cursor.len()).rev() {
@@ -826,8 +824,11 @@ fn new_cells(mesh: &PolyMesh, t: &Topology) -> Result<Tcsr, MeshError> {
             Ok(())
         },
     )?;
-    if offsets.windows(2).any(|w| w[0] > w[1]) {
+    if offsets3.windows(2).any(|w| w[0] > w[1]) {
         return Err(MeshError::InvalidTopology("cell-cell rows of the subdivided mesh overlap".into()));
     }
-    Ok(Tcsr::from_raw_unchecked(t.counts.faces, offsets, cols))
+    Ok((
+        Tcsr::from_raw_unchecked(t.counts.edges, offsets2, cols2),
+        Tcsr::from_raw_unchecked(nfaces, offsets3, cols3),
+    ))
 }
