@@ -448,7 +448,7 @@ impl<'a> Topology<'a> {
         let (nv, ne, nf, nc) = (mesh.num_vertices(), mesh.num_edges(), mesh.num_faces(), mesh.num_cells());
         let counts = subdivision_counts(mesh);
         let limit = u32::MAX as usize;
-        // the new ∂2 holds 4 entries per face (the new ∂3 is checked by its scan)
+        // the new ∂2 holds 4 entries per face, the new ∂3 4 nnz(∂̂3¹) <= 4 |F_CC| entries
         if counts.vertices > limit || counts.edges > limit || 4 * counts.faces > limit || counts.cells > limit {
             return Err(MeshError::Unsupported(format!(
                 "subdividing a mesh of {nv} vertices, {ne} edges, {nf} faces and {nc} cells exceeds 32-bit indices"
