@@ -322,7 +322,7 @@ fn simplex_meshes() -> Vec<(&'static str, SimplexMesh)> {
         for i in 0..nx {
             let v = |a: usize, b: usize| (a + (nx + 1) * b) as u32;
             for mut t in [[v(i, j), v(i + 1, j), v(i + 1, j + 1)], [v(i, j), v(i + 1, j + 1), v(i, j + 1)]] {
-                if r.next() % 2 == 0 {
+                if r.next() & 1 == 0 {
                     t.swap(0, 1);
                 }
                 tris.extend_from_slice(&t);

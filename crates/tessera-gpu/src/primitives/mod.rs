@@ -357,7 +357,7 @@ impl<'g> Primitives<'g> {
     pub fn radix_sort<K: Key, V: Bits32>(
         &self,
         keys: &mut DeviceBuffer<K>,
-        mut values: Option<&mut DeviceBuffer<V>>,
+        values: Option<&mut DeviceBuffer<V>>,
         bits: Option<u32>,
     ) -> GpuResult<()> {
         let n = keys.len();
@@ -410,7 +410,7 @@ impl<'g> Primitives<'g> {
         }
         if !in_orig {
             std::mem::swap(keys, &mut alt_k);
-            if let Some(v) = values.as_deref_mut() {
+            if let Some(v) = values {
                 std::mem::swap(v, &mut alt_v);
             }
         }
