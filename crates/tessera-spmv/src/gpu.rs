@@ -84,6 +84,27 @@ impl SpmvGpu {
         Ok(CompiledLayout { layout, module, kernels })
     }
 
+    /// Generates and NVRTC-compiles the given layouts' modules in parallel (rayon) into the
+    /// persistent kernel cache of `tessera-gpu`, so that the later [`SpmvGpu::compile`] calls
+    /// only load PTX. Does nothing when the kernel cache is disabled.
+    pub fn prewarm(&self, spec: &EntrySpec, p: Precision, work: &[(Layout, Vec<Schedule>)]) -> Result<()> {
+        use rayon::prelude::*;
+        let Some(dir) = tessera_gpu::compile::cache_dir() else { return Ok(()) };
+        let sm = self.gpu.sm();
+        let ver = self.gpu.nvrtc_version();
+        work.par_iter().try_for_each(|(layout, scheds)| -> Result<()> {
+            let src = generate(spec, p, *layout, scheds)?;
+            let opts = CompileOptions::named(format!("spmv_{}_{}_{}.cu", spec.name, p, layout));
+            let args = opts.to_args(sm);
+            let key = tessera_gpu::compile::cache_key(&src, &args, sm, ver);
+            if tessera_gpu::compile::cache_read(&dir, &key).is_none() {
+                let ptx = tessera_gpu::compile::compile_to_ptx(&src, &opts.name, &args)?;
+                let _ = tessera_gpu::compile::cache_write(&dir, &key, &ptx);
+            }
+            Ok(())
+        })
+    }
+
     /// Uploads a layout matrix.
     pub fn upload<T: Scalar>(&self, m: &LayoutMatrix<T>) -> Result<GpuMatrix<T>> {
         Ok(GpuMatrix {
