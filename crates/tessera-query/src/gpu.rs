@@ -28,7 +28,7 @@ fn gerr(e: tessera_gpu::GpuError) -> QueryError {
 impl Query {
     /// Loads the PTX kernel of this query on `gpu` (cached by the driver-module cache).
     pub fn gpu_kernel(&self, gpu: &Gpu, p: Precision) -> Result<GpuKernel, QueryError> {
-        let m = crate::ptx::emit(self.ir(p));
+        let m = crate::ptx::emit_for(self.ir(p), gpu.sm().max(crate::ptx::DEFAULT_SM));
         let module = gpu.load_ptx(&m.text, &m.name).map_err(gerr)?;
         let kernel = module.function(&m.name).map_err(gerr)?;
         Ok(GpuKernel { kernel, precision: p, n_fields: self.fields().len() })

@@ -10,9 +10,9 @@
 //! - PTX transcendental functions: the per-function bounds of the table in `src/ptx.rs`,
 //!   measured on sweeps (`ptx_math_accuracy_matches_reference`);
 //! - random expressions with transcendental functions: relative 1e-9 or absolute 1e-9 in
-//!   f64 (PTX) and 1e-10 (NVRTC); for f32, relative or absolute 2e-4. Elements whose value
-//!   depends discontinuously on a rounding difference (a comparison, `floor` or `select`
-//!   deciding differently) may exceed it: at most 0.2% of elements per expression.
+//!   f64 (PTX) and 1e-10 (NVRTC); for f32, relative or absolute 2e-4; checked on the
+//!   well-conditioned elements (the reference is stable under a small input perturbation),
+//!   with at most 1e-5 (f64) / 1e-3 (f32) of those allowed outside.
 
 mod common;
 use common::*;
@@ -124,26 +124,62 @@ fn conformance(g: &Gpu, path: Path) {
             assert!(same(g64[k], r64[k]) || (g64[k] == 0.0 && r64[k] == 0.0), "{name} f64 `{}` at {x:?}: {} vs {}", q.source(), g64[k], r64[k]);
         }
     }
-    // 3. random expressions with transcendental functions: stated tolerance, few discontinuity flips
+    // 3. random expressions with transcendental functions: stated tolerance on the elements
+    //    where the expression is well conditioned. An element is ill conditioned when the
+    //    reference itself moves by more than a quarter of the tolerance if the inputs are
+    //    perturbed by a relative 1e-13 (f64) / 1e-6 (f32) (discontinuities such as a flipped
+    //    comparison, tan of a huge argument, cancellation); those are counted and skipped.
     let tr = expressions(300, false);
     let (tol64, tol32) = if path == Path::Ptx { (1e-9, 2e-4) } else { (1e-10, 2e-4) };
-    let mut worst = (0.0f64, String::new());
+    let ok = |a: f64, b: f64, t: f64| (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= t * (1.0f64).max(a.abs().max(b.abs()));
+    let (mut checked, mut skipped, mut bad_total) = (0usize, 0usize, 0usize);
+    let (mut checked32, mut bad32) = (0usize, 0usize);
+    let mut first_bad = None;
     for (i, q) in tr.iter().enumerate() {
         let c64 = inputs(5000 + i as u64, 3, n);
         let c32: Vec<Vec<f32>> = c64.iter().map(|c| c.iter().map(|&v| v as f32).collect()).collect();
         let (g32, r32) = (run_gpu(g, q, path, &c32), reference(q, &c32));
         let (g64, r64) = (run_gpu(g, q, path, &c64), reference(q, &c64));
-        let ok = |a: f64, b: f64, t: f64| (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= t * (1.0f64).max(a.abs().max(b.abs()));
-        let bad64 = (0..n).filter(|&k| !ok(g64[k], r64[k], tol64)).count();
-        let bad32 = (0..n).filter(|&k| !ok(g32[k] as f64, r32[k] as f64, tol32)).count();
-        let frac = bad64.max(bad32) as f64 / n as f64;
-        if frac > worst.0 {
-            worst = (frac, q.source().to_string());
+        let signs = [[1.0, 1.0, 1.0], [-1.0, -1.0, -1.0], [1.0, -1.0, 1.0], [-1.0, 1.0, -1.0]];
+        let p64: Vec<Vec<f64>> = signs
+            .iter()
+            .map(|sg| reference(q, &(0..3).map(|f| c64[f].iter().map(|&v| v * (1.0 + sg[f] * 1e-13)).collect()).collect::<Vec<Vec<f64>>>()))
+            .collect();
+        let p32: Vec<Vec<f32>> = signs
+            .iter()
+            .map(|sg| reference(q, &(0..3).map(|f| c32[f].iter().map(|&v| v * (1.0 + sg[f] as f32 * 1e-6)).collect()).collect::<Vec<Vec<f32>>>()))
+            .collect();
+        for k in 0..n {
+            let well64 = p64.iter().all(|p| ok(p[k], r64[k], tol64 / 4.0));
+            let well32 = p32.iter().all(|p| ok(p[k] as f64, r32[k] as f64, tol32 / 4.0));
+            for (well, gv, rv, t, is32) in [(well64, g64[k], r64[k], tol64, false), (well32, g32[k] as f64, r32[k] as f64, tol32, true)] {
+                if !well {
+                    skipped += 1;
+                    continue;
+                }
+                checked += 1;
+                checked32 += is32 as usize;
+                if !ok(gv, rv, t) {
+                    bad_total += 1;
+                    bad32 += is32 as usize;
+                    if first_bad.is_none() {
+                        first_bad = Some(format!("`{}` at {:?}: {gv} vs {rv}", q.source(), (c64[0][k], c64[1][k], c64[2][k])));
+                    }
+                }
+            }
         }
-        assert!(frac <= 0.002, "{name} `{}`: {bad64} f64 and {bad32} f32 of {n} elements outside tolerance; e.g. {:?}", q.source(),
-            (0..n).find(|&k| !ok(g64[k], r64[k], tol64)).map(|k| (c64[0][k], c64[1][k], c64[2][k], g64[k], r64[k])));
     }
-    eprintln!("{name}: {} exact expressions bit-identical; {} transcendental expressions within tolerance (worst flip fraction {:.5} for `{}`)", exact.len(), tr.len(), worst.0, worst.1);
+    eprintln!(
+        "{name}: {} exact expressions bit-identical; {} transcendental expressions: {checked} well-conditioned values checked, {bad_total} outside tolerance, {skipped} ill-conditioned skipped; first: {first_bad:?}",
+        exact.len(),
+        tr.len()
+    );
+    // f64: at most 1e-5 of the values; f32 (approximate PTX sin/cos/ex2/lg2 whose absolute
+    // errors can flip a later comparison without the input perturbation showing it): 1e-3
+    let (bad64, checked64) = (bad_total - bad32, checked - checked32);
+    assert!(bad64 as f64 <= 1e-5 * checked64 as f64, "{name}: f64 {bad64} of {checked64} well-conditioned values outside tolerance; first {first_bad:?}");
+    assert!(bad32 as f64 <= 1e-3 * checked32 as f64, "{name}: f32 {bad32} of {checked32} well-conditioned values outside tolerance; first {first_bad:?}");
+    assert!(skipped * 4 <= checked + skipped, "{name}: too many ill-conditioned values skipped: {skipped}");
 }
 
 #[test]
@@ -203,8 +239,8 @@ fn ptx_math_accuracy_matches_reference() {
         Case { expr: "asin(a)", xs: lin(-1.0, 1.0), ys: vec![0.0; n], b32: |g, w, u, _| (g - w).abs() <= 4.0 * u, b64: |g, w, u, _| (g - w).abs() <= 8.0 * u, want: |x, _| x.asin() },
         Case { expr: "acos(a)", xs: lin(-1.0, 1.0), ys: vec![0.0; n], b32: |g, w, u, _| (g - w).abs() <= 4.0 * u, b64: |g, w, u, _| (g - w).abs() <= 8.0 * u, want: |x, _| x.acos() },
         Case { expr: "atan2(a, b)", xs: lin(-10.0, 10.0), ys: lin(-7.0, 13.0).into_iter().rev().collect(), b32: |g, w, u, _| (g - w).abs() <= 4.0 * u, b64: |g, w, u, _| (g - w).abs() <= 8.0 * u, want: |y, x| y.atan2(x) },
-        Case { expr: "pow(a, b)", xs: lin(1e-3, 50.0), ys: lin(-12.0, 12.0), b32: |g, w, u, _| (g - w).abs() <= 1.0 * u, b64: |g, w, u, _| (g - w).abs() <= 64.0 * u, want: |x, y| x.powf(y) },
-        Case { expr: "pow(a, b)", xs: lin(-5.0, 5.0), ys: (0..n).map(|k| (k % 9) as f64 - 4.0).collect(), b32: |g, w, u, _| (g - w).abs() <= 1.0 * u, b64: |g, w, u, _| (g - w).abs() <= 16.0 * u, want: |x, y| x.powf(y) },
+        Case { expr: "pow(a, b)", xs: lin(1e-3, 50.0), ys: lin(-12.0, 12.0), b32: |g, w, u, _| (g - w).abs() <= 1.0 * u, b64: |g, w, _, _| (g - w).abs() <= 4e-16 * (2.0 + (w.abs().ln()).abs()) * w.abs(), want: |x, y| x.powf(y) },
+        Case { expr: "pow(a, b)", xs: lin(-5.0, 5.0), ys: (0..n).map(|k| (k % 9) as f64 - 4.0).collect(), b32: |g, w, u, _| (g - w).abs() <= 1.0 * u, b64: |g, w, _, _| (g - w).abs() <= 4e-16 * (2.0 + (w.abs().ln()).abs()) * w.abs(), want: |x, y| x.powf(y) },
     ];
     let mut report = Vec::new();
     for c in &cases {
@@ -264,7 +300,9 @@ fn ptx_math_accuracy_matches_reference() {
         let r32 = reference(&q, &[x32.clone(), y32.clone()]);
         let class = |v: f64| if v.is_nan() { 0 } else if v == f64::INFINITY { 1 } else if v == f64::NEG_INFINITY { 2 } else { 3 };
         for k in 0..xs.len() {
-            let near = |a: f64, b: f64, t: f64| class(a) != 3 || (a - b).abs() <= t * (1.0f64).max(b.abs());
+            // trigonometric functions of |x| > 1e15 are documented as inaccurate (no Payne-Hanek)
+            let huge_trig = ["sin(a)", "cos(a)", "tan(a)"].contains(&e) && xs[k].abs() > 1e15;
+            let near = |a: f64, b: f64, t: f64| class(a) != 3 || huge_trig || (a - b).abs() <= t * (1.0f64).max(b.abs());
             if class(g64[k]) != class(r64[k]) || !near(g64[k], r64[k], 1e-12) {
                 special_fail.push(format!("f64 {e} at ({}, {}): {} vs {}", xs[k], ys[k], g64[k], r64[k]));
             }
