@@ -2,7 +2,7 @@
 //! Each needs a CUDA GPU (`#[ignore]`d; run on the device machine with
 //! `../shared/tools/device-pack -p tessera-gpu`) and skips with a message when none is found.
 //! Inputs are pseudo-random with fixed seeds; sizes 0, 1, 31, 33, 1000, 2^20 + 17, and one
-//! above 2^27 for scan and sort.
+//! above 2^27 for scan and sort. Set `TESSERA_REQUIRE_GPU=1` to make a missing GPU a failure.
 
 use tessera_gpu::primitives::{cpu, SegOrder};
 use tessera_gpu::{CompileOptions, Gpu, GpuError, LaunchConfig};
@@ -17,6 +17,9 @@ fn gpu() -> Option<Gpu> {
             Some(g)
         }
         Err(e) => {
+            if std::env::var_os("TESSERA_REQUIRE_GPU").is_some() {
+                panic!("TESSERA_REQUIRE_GPU is set but no GPU is usable: {e}");
+            }
             eprintln!("skipped: no usable CUDA GPU ({e})");
             None
         }

@@ -493,3 +493,46 @@ impl<'g> Primitives<'g> {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs without a GPU: every kernel the Rust side launches is defined in the source
+    /// (a misspelt name would otherwise surface only on the device).
+    #[test]
+    fn every_launched_kernel_is_defined() {
+        for n in [
+            "reduce_sum_u32", "reduce_sum_u64", "reduce_sum_f64", "reduce_max_u32", "row_len_max",
+            "compact_scatter_b32", "compact_scatter_b64", "compact_indices", "flags_to_01", "histogram_shared",
+            "histogram_global", "segsort_rows", "segsort_keys", "unique_flags_u32", "unique_flags_u64", "unique_ids",
+            "iota_u32", "fill_u32",
+        ] {
+            // `void name(` or, with launch bounds, `__launch_bounds__(BLOCK) name(`
+            let defined = SOURCE.contains(&format!("void {n}(")) || SOURCE.contains(&format!("__launch_bounds__(BLOCK) {n}("));
+            assert!(defined, "kernel {n} is not defined in primitives.cu");
+        }
+        for base in ["scan_tile_sums_", "scan_tiles_", "radix_count_", "radix_scatter_"] {
+            assert!(SOURCE.contains(&format!("{base}##S(")), "kernel family {base}* is not defined");
+        }
+        for inst in ["SCAN_INSTANCES(u32, u32)", "SCAN_INSTANCES(u64, u64)", "RADIX_INSTANCES(u32, u32)", "RADIX_INSTANCES(u64, u64)"] {
+            assert!(SOURCE.contains(inst), "{inst} missing");
+        }
+        assert_eq!(<u32 as Key>::SUFFIX, "u32");
+        assert_eq!(<u64 as Key>::SUFFIX, "u64");
+    }
+
+    #[test]
+    fn seg_keys_order_like_the_cpu_reference() {
+        use tessera_core::Idx;
+        // TCSR order: by decoded column, -c before +c
+        let enc = |c: Idx, neg: bool| ((c as i32) ^ -(neg as i32)) as u32;
+        let mut v = vec![enc(5, false), enc(2, true), enc(5, true), enc(0, false), enc(2, false)];
+        let n = v.len() as u32;
+        cpu::segmented_sort(&mut v, &[0, n], SegOrder::TcsrColumn);
+        assert_eq!(v, vec![enc(0, false), enc(2, true), enc(2, false), enc(5, true), enc(5, false)]);
+        let mut s = vec![3u32, (-1i32) as u32, 0, (-7i32) as u32];
+        cpu::segmented_sort(&mut s, &[0, 4], SegOrder::Signed);
+        assert_eq!(s, vec![(-7i32) as u32, (-1i32) as u32, 0, 3]);
+    }
+}

@@ -493,3 +493,27 @@ impl<'g> DeviceMesh<'g> {
         PolyMesh::from_operators(self.download_positions()?, ev, self.face_edges.download(g)?, self.cell_faces.download(g)?)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// Runs without a GPU: every kernel the Rust side launches is defined in the sources.
+    #[test]
+    fn every_launched_kernel_is_defined() {
+        for (src, names) in [
+            (
+                super::SOURCE,
+                &[
+                    "tcsr_count_cols", "tcsr_fill_transpose", "edge_count_vertices", "edge_fill_transpose",
+                    "face_vertices_fill", "cell_edges_count", "cell_edges_fill", "cell_vertices_count",
+                    "cell_vertices_fill", "dedup_rows", "compact_rows", "boundary_face_flags", "boundary_faces_fill",
+                    "boundary_mark_edges", "boundary_mark_vertices", "laplace_step",
+                ][..],
+            ),
+            (super::simplex::SOURCE, &["simplex_edge_keys", "simplex_face_keys", "scatter_ids", "simplex_facets", "simplex_face_edges"][..]),
+        ] {
+            for n in names {
+                assert!(src.contains(&format!("extern \"C\" __global__ void {n}(")), "kernel {n} is not defined");
+            }
+        }
+    }
+}
