@@ -107,6 +107,8 @@ fn check_mesh(m: &PolyMesh, chi: i64, surface_chi: Option<i64>) {
         assert_eq!(&transpose_edge_vertices(m.edge_vertices(), m.num_vertices(), par), m.vertex_edges());
         assert_eq!(&m.face_edges().transpose(par), m.edge_faces());
         assert_eq!(&m.cell_faces().transpose(par), m.face_cells());
+        assert_eq!(&m.cell_vertices().transpose(par), m.vertex_cells());
+        assert_eq!(&m.cell_edges().transpose(par), m.edge_cells());
     }
 
     // boundary and surface: Seq == Rayon; the surface is closed

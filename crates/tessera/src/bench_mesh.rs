@@ -7,7 +7,9 @@
 //! `tessera_mesh::relations`, never the mesh's cache). Surface extraction and smoothing
 //! start from a mesh with δ3 (and δ1 for smoothing) already computed, as in the
 //! dissertation ("the set of boundary faces is trivial to compute" from δ3; δ1 "is also
-//! computed once beforehand"); their time includes the boundary masks. One thread runs
+//! computed once beforehand"); their time includes the boundary masks. Our surface
+//! extraction also lists the boundary edges and vertices (the dissertation's figure is the
+//! list of boundary faces), and smoothing allocates its two position buffers. One thread runs
 //! the sequential path (`Par::Seq`) in a one-thread rayon pool, all threads the parallel
 //! path (`Par::Rayon`) in a pool of all cores. Each figure is the median of `--runs` runs
 //! after one warm-up run.
