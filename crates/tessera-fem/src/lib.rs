@@ -1,12 +1,19 @@
 //! Higher-order simplex FEM assembly (dissertation Chapter 4; paper: seed 001).
 
 pub mod assemble;
+pub mod cholesky;
 pub mod element;
+pub mod loads;
 pub mod error;
 pub mod material;
 pub mod count;
+pub mod cuda;
 pub mod multi_index;
 pub mod nodes;
 pub mod pattern;
+pub mod problem;
 pub mod quadrature;
+pub mod results;
 pub mod solve;
+pub mod static_solve;
+pub mod vtk_ho;

@@ -97,6 +97,8 @@ pub enum SolveError {
     Unconstrained,
     #[error("the system is singular on the free DOFs (cᵀAc = {value:e} at iteration {iteration}): the constraints do not remove all rigid-body modes, or the material is invalid")]
     Singular { iteration: usize, value: f64 },
+    #[error("the stiffness matrix on the free DOFs is not positive definite (Cholesky pivot {index}): the constraints do not remove all rigid-body modes")]
+    NotPositiveDefinite { index: usize },
     #[error("diagonal block of node {node} is singular: a node with no stiffness (unused node or zero material)")]
     SingularBlock { node: usize },
     #[error("non-finite value in the {what} at iteration {iteration}")]

@@ -1,0 +1,290 @@
+//! The static linear-elasticity simulation end to end (dissertation §4.1: "the static
+//! simulation to convergence"): load the mesh, build the order-`p` mesh, select boundary
+//! regions, build constraints and the load vector, assemble `K` into Bin-BCSR* (§4.4), and
+//! solve `K u = f` with the filtered block-Jacobi PCG of [`crate::solve`] running directly on
+//! Bin-BCSR* (SpMV of [`BinBcsr::spmv`], preconditioner from the separate block diagonal), or
+//! with the direct sparse Cholesky of [`crate::cholesky`].
+//!
+//! The solution vector holds Bernstein-Bézier coefficients (see [`crate::loads`]).
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Instant;
+
+use tessera_core::{DeviceChoice, Par};
+use tessera_mesh::simplex::SimplexMesh;
+use tessera_mesh::MeshError;
+use tessera_sparse::binbcsr::BinBcsr;
+
+use crate::assemble::{assemble_stiffness, AssembleOptions, AssemblyStats, Summation};
+use crate::error::FemError;
+use crate::loads::{add_body_force, add_traction, boundary_faces, face_nodes, BoundaryFace};
+use crate::nodes::HoMesh;
+use crate::problem::{Load, MeshSource, Problem, ProblemError, Selector, SolverMethod};
+use crate::solve::{pcg, BlockOperator, Constraints, PcgParams, SolveError, SolveReport};
+
+/// Bin-BCSR* as the PCG's operator: `apply` is the bin-parallel CPU SpMV, the diagonal
+/// blocks come from the separately stored dense block diagonal (dissertation §4.4.2).
+impl BlockOperator for BinBcsr<f64> {
+    fn num_block_rows(&self) -> usize {
+        self.pattern().num_block_rows()
+    }
+    fn block_size(&self) -> usize {
+        self.pattern().block_dim()
+    }
+    fn apply(&self, x: &[f64], y: &mut [f64]) {
+        self.spmv(Par::Rayon, x, y).expect("PCG vectors have the operator's length");
+    }
+    fn diagonal_block(&self, i: usize, out: &mut [f64]) {
+        let e = self.pattern().block_dim();
+        out[..e * e].copy_from_slice(&self.diag()[i * e * e..(i + 1) * e * e]);
+    }
+}
+
+/// Failures of a static solve.
+#[derive(Debug, thiserror::Error)]
+pub enum StaticError {
+    #[error(transparent)]
+    Problem(#[from] ProblemError),
+    #[error("mesh: {0}")]
+    Mesh(#[from] MeshError),
+    #[error(transparent)]
+    Fem(#[from] FemError),
+    #[error(transparent)]
+    Solve(#[from] SolveError),
+    /// A selector that names a missing group or selects no boundary face.
+    #[error("`{key}`: {message}")]
+    Selection { key: String, message: String },
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// A surface physical group of the mesh file, as sorted vertex triples.
+#[derive(Clone, Debug)]
+pub struct SurfaceGroup {
+    pub name: String,
+    pub tag: i32,
+    pub dim: u8,
+    pub faces: HashSet<[u32; 3]>,
+}
+
+/// A loaded tetrahedral mesh with its physical groups.
+pub struct LoadedMesh {
+    pub mesh: SimplexMesh,
+    pub groups: Vec<SurfaceGroup>,
+}
+
+/// Load (read or generate) the problem's mesh and convert it to a [`SimplexMesh`].
+pub fn load_mesh(source: &MeshSource, par: Par) -> Result<LoadedMesh, StaticError> {
+    use tessera_mesh::generate::{box_mesh, bracket, BoxKind};
+    let (poly, file_groups) = match source {
+        MeshSource::File(p) => {
+            let mf = tessera_mesh::io::read_mesh(p)?;
+            (mf.mesh, mf.groups)
+        }
+        MeshSource::Bracket(r) => (bracket(*r)?, Vec::new()),
+        MeshSource::Box { cells, size } => (box_mesh(BoxKind::Tet, *cells, *size), Vec::new()),
+    };
+    let mut groups = Vec::new();
+    for g in file_groups {
+        let mut faces = HashSet::new();
+        if g.dim == 2 {
+            let fe = poly.face_edges();
+            let ev = poly.edge_vertices();
+            for &f in &g.entities {
+                let mut vs: Vec<u32> = fe.row(f as usize).iter().flat_map(|&e| ev[tessera_sparse::tcsr::col(e) as usize]).collect();
+                vs.sort_unstable();
+                vs.dedup();
+                if vs.len() == 3 {
+                    faces.insert([vs[0], vs[1], vs[2]]);
+                }
+            }
+        }
+        groups.push(SurfaceGroup { name: g.name, tag: g.tag, dim: g.dim, faces });
+    }
+    let mut mesh = SimplexMesh::from_poly(&poly).map_err(|e| StaticError::Unsupported(format!("static solve needs a tetrahedral mesh: {e}")))?;
+    if mesh.dim() != 3 || mesh.num_cells() == 0 {
+        return Err(StaticError::Unsupported("static solve needs a tetrahedral mesh with at least one cell".into()));
+    }
+    mesh.set_par(par);
+    Ok(LoadedMesh { mesh, groups })
+}
+
+/// The boundary faces selected by `sel` (`key` names the selector in messages). Errors for a
+/// group that does not exist or is not a surface group, and for an empty selection.
+pub fn select_faces(ho: &HoMesh, faces: &[BoundaryFace], groups: &[SurfaceGroup], sel: &Selector, key: &str) -> Result<Vec<BoundaryFace>, StaticError> {
+    let err = |message: String| StaticError::Selection { key: key.to_string(), message };
+    let available = || {
+        if groups.is_empty() {
+            "the mesh has no physical groups".to_string()
+        } else {
+            format!(
+                "the mesh has: {}",
+                groups.iter().map(|g| format!("{} (tag {}, dim {})", if g.name.is_empty() { "<unnamed>" } else { &g.name }, g.tag, g.dim)).collect::<Vec<_>>().join(", ")
+            )
+        }
+    };
+    let group = match sel {
+        Selector::GroupName(n) => Some(groups.iter().find(|g| &g.name == n).ok_or_else(|| err(format!("no physical group named `{n}`; {}", available())))?),
+        Selector::GroupTag(t) => Some(
+            groups.iter().find(|g| g.tag == *t && g.dim == 2).or_else(|| groups.iter().find(|g| g.tag == *t)).ok_or_else(|| err(format!("no physical group with tag {t}; {}", available())))?,
+        ),
+        _ => None,
+    };
+    let pos = ho.mesh().positions();
+    let out: Vec<BoundaryFace> = if let Some(g) = group {
+        if g.dim != 2 {
+            return Err(err(format!("physical group `{}` (tag {}) has dimension {}; fixed regions and loads need a surface group (dimension 2)", g.name, g.tag, g.dim)));
+        }
+        faces.iter().filter(|f| g.faces.contains(&f.vertices)).copied().collect()
+    } else {
+        faces.iter().filter(|f| f.vertices.iter().all(|&v| sel.contains(pos[v as usize]) == Some(true))).copied().collect()
+    };
+    if out.is_empty() {
+        let mut lo = [f64::INFINITY; 3];
+        let mut hi = [f64::NEG_INFINITY; 3];
+        for p in pos {
+            for k in 0..3 {
+                lo[k] = lo[k].min(p[k]);
+                hi[k] = hi[k].max(p[k]);
+            }
+        }
+        return Err(err(format!("selects no boundary face (the mesh spans {lo:?} .. {hi:?})")));
+    }
+    Ok(out)
+}
+
+/// Options of [`solve_problem`].
+#[derive(Clone, Debug)]
+pub struct StaticOptions {
+    pub par: Par,
+    pub device: DeviceChoice,
+    pub summation: Summation,
+}
+
+impl Default for StaticOptions {
+    fn default() -> Self {
+        StaticOptions { par: Par::auto(), device: DeviceChoice::Auto, summation: Summation::PerNode }
+    }
+}
+
+/// A solved static problem.
+pub struct StaticSolution {
+    pub ho: HoMesh,
+    /// Displacement BB coefficients, 3 per node, node-major.
+    pub u: Vec<f64>,
+    /// The load vector.
+    pub f: Vec<f64>,
+    pub constraints: Constraints,
+    pub report: SolveReport,
+    pub assembly: AssemblyStats,
+    /// The stiffness matrix (kept for checks and the bench).
+    pub matrix: BinBcsr<f64>,
+    /// Milliseconds per stage: load, preprocess, assemble, solve.
+    pub stages_ms: BTreeMap<String, f64>,
+    /// Scalar stored nonzeros of `K` (diagonal blocks included, padding excluded).
+    pub nonzeros: u64,
+}
+
+/// Constraints and load vector of a problem on an order-`p` mesh.
+pub fn constraints_and_loads(problem: &Problem, ho: &HoMesh, groups: &[SurfaceGroup]) -> Result<(Constraints, Vec<f64>), StaticError> {
+    let n = ho.num_nodes() * 3;
+    let faces = boundary_faces(ho);
+    let mut sel_iter = problem.selector_keys.iter();
+    let mut cons = Constraints::none(n);
+    let mut nodes = Vec::new();
+    for fr in &problem.fixed {
+        let (key, sel) = sel_iter.next().expect("one key per selector");
+        let chosen = select_faces(ho, &faces, groups, sel, key)?;
+        for bf in &chosen {
+            face_nodes(ho, bf, &mut nodes);
+            for &v in &nodes {
+                for k in 0..3 {
+                    if fr.components[k] {
+                        cons.fix(v as usize, 3, k, fr.displacement[k]);
+                    }
+                }
+            }
+        }
+    }
+    let mut f = vec![0.0; n];
+    for load in &problem.loads {
+        match load {
+            Load::Traction { selector, traction } => {
+                let (key, _) = sel_iter.next().expect("one key per selector");
+                let chosen = select_faces(ho, &faces, groups, selector, key)?;
+                add_traction(ho, &chosen, |_| *traction, &mut f);
+            }
+            Load::Pressure { selector, pressure } => {
+                let (key, _) = sel_iter.next().expect("one key per selector");
+                let chosen = select_faces(ho, &faces, groups, selector, key)?;
+                add_traction(ho, &chosen, |bf| bf.normal.map(|c| -pressure * c), &mut f);
+            }
+            Load::Gravity { acceleration } => {
+                let rho = problem.material.density;
+                add_body_force(ho, acceleration.map(|a| rho * a), &mut f)?;
+            }
+        }
+    }
+    Ok((cons, f))
+}
+
+/// Run the whole static simulation. `progress` is called with each stage's name as it starts.
+pub fn solve_problem(problem: &Problem, opts: &StaticOptions, progress: &mut dyn FnMut(&str)) -> Result<StaticSolution, StaticError> {
+    let mut stages = BTreeMap::new();
+    let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
+    if let DeviceChoice::Cuda(_) = opts.device {
+        return Err(FemError::Device { device: opts.device.to_string(), reason: "GPU assembly and PCG kernels are not available in this build; use --device cpu".into() }.into());
+    }
+    problem.material.validate()?;
+
+    progress("load");
+    let t = Instant::now();
+    let loaded = load_mesh(&problem.mesh, opts.par)?;
+    stages.insert("load".to_string(), ms(t));
+
+    progress("preprocess");
+    let t = Instant::now();
+    let ho = HoMesh::new(loaded.mesh, problem.order)?;
+    let (constraints, f) = constraints_and_loads(problem, &ho, &loaded.groups)?;
+    stages.insert("preprocess".to_string(), ms(t));
+
+    progress("assemble");
+    let t = Instant::now();
+    let asm = assemble_stiffness::<f64>(&ho, &problem.material, &AssembleOptions { summation: opts.summation, par: opts.par, device: opts.device })?;
+    stages.insert("assemble".to_string(), ms(t));
+
+    progress("solve");
+    let t = Instant::now();
+    let mut u = Vec::new();
+    let report = match problem.solver.method {
+        SolverMethod::Pcg => {
+            let params = PcgParams { tolerance: problem.solver.tolerance, max_iterations: problem.solver.max_iterations, ..Default::default() };
+            pcg(&asm.matrix, &f, &constraints, &params, &mut u)?
+        }
+        SolverMethod::Cholesky => {
+            u = crate::cholesky::solve_constrained(&asm.matrix, &f, &constraints)?;
+            let res = relative_residual(&asm.matrix, &f, &constraints, &u);
+            SolveReport { iterations: 1, final_residual: res, history: vec![1.0, res] }
+        }
+    };
+    stages.insert("solve".to_string(), ms(t));
+    let e = 3u64;
+    let nonzeros = asm.stats.block_nonzeros * e * e;
+    Ok(StaticSolution { ho, u, f, constraints, report, assembly: asm.stats, matrix: asm.matrix, stages_ms: stages, nonzeros })
+}
+
+/// `‖S(f − K u)‖ / ‖S(f − K z)‖` with `z` the prescribed values (the PCG's measure).
+pub fn relative_residual<A: BlockOperator + ?Sized>(a: &A, f: &[f64], cons: &Constraints, u: &[f64]) -> f64 {
+    let n = f.len();
+    let mut y = vec![0.0; n];
+    a.apply(u, &mut y);
+    let r: f64 = (0..n).filter(|&i| !cons.fixed[i]).map(|i| (f[i] - y[i]).powi(2)).sum::<f64>().sqrt();
+    let z: Vec<f64> = (0..n).map(|i| if cons.fixed[i] { cons.values[i] } else { 0.0 }).collect();
+    a.apply(&z, &mut y);
+    let r0: f64 = (0..n).filter(|&i| !cons.fixed[i]).map(|i| (f[i] - y[i]).powi(2)).sum::<f64>().sqrt();
+    if r0 == 0.0 {
+        r
+    } else {
+        r / r0
+    }
+}
