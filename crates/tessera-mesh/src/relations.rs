@@ -167,7 +167,7 @@ pub fn transpose_edge_vertices(edge_vertices: &[[u32; 2]], nvertices: usize, par
                     slots[o as usize].store(encode(e as u32, neg), Ordering::Relaxed);
                 }
             });
-            let out: Vec<i32> = slots.into_par_iter().map(AtomicI32::into_inner).collect();
+            let out: Vec<i32> = slots.into_iter().map(AtomicI32::into_inner).collect(); // reuses the allocation (same layout)
             let mut t = Tcsr::from_raw_unchecked(edge_vertices.len(), offsets, out);
             t.sort_rows(par);
             t

@@ -235,7 +235,7 @@ impl Tcsr {
                         slots[o as usize].store(encode_signed(r as u32, s), Ordering::Relaxed);
                     }
                 });
-                out = slots.into_par_iter().map(AtomicI32::into_inner).collect();
+                out = slots.into_iter().map(AtomicI32::into_inner).collect(); // reuses the allocation (same layout)
                 let mut t = Tcsr { ncols: nrows, offsets, columns: out };
                 t.sort_rows(par);
                 return t;
