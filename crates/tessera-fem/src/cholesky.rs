@@ -128,7 +128,7 @@ pub fn solve_constrained(k: &BinBcsr<f64>, b: &[f64], cons: &Constraints) -> Res
         let i = inv[f];
         for p in csr.row_ptr[r] as usize..csr.row_ptr[r + 1] as usize {
             let c = csr.col_idx[p] as usize;
-            if cons.fixed[c] {
+            if cons.fixed[c] || (c != r && csr.values[p] == 0.0) {
                 continue;
             }
             let j = inv[fidx[c]];
