@@ -178,6 +178,19 @@ fn exact_allocation_only_bin_padding() {
             for (i, &c) in counts.iter().enumerate() {
                 assert_eq!(pat.row_lengths()[i] + 1, c, "row {i}");
             }
+            // the columns equal the brute-force set of nodes sharing a cell (diagonal excluded)
+            let nc = h.node_cells();
+            let mut buf = vec![0u32; h.nodes_per_cell()];
+            for i in 0..h.num_nodes() {
+                let mut all = Vec::new();
+                for &c in nc.row(i as u32) {
+                    h.cell_nodes(c as usize, &mut buf);
+                    all.extend(buf.iter().copied().filter(|&j| j as usize != i));
+                }
+                all.sort_unstable();
+                all.dedup();
+                assert_eq!(pat.row_cols(i).collect::<Vec<_>>(), all, "row {i} columns");
+            }
             if p == 3 && h.dim() == 3 {
                 // the sorted insertion leaves the 63-slot local buffer for some rows
                 assert!(pat.row_lengths().iter().any(|&l| l > 63));
