@@ -411,6 +411,10 @@ fn writes_are_atomic_and_polyhedra_are_refused_by_msh() {
 
 /// A hexagonal prism (8 faces: a general polyhedron) glued to a tetrahedron.
 fn hex_prism_mesh() -> PolyMesh {
+    hex_prism(true)
+}
+
+fn hex_prism(with_tet: bool) -> PolyMesh {
     let mut pos = Vec::new();
     for z in [0.0, 1.0] {
         for k in 0..6 {
@@ -426,7 +430,9 @@ fn hex_prism_mesh() -> PolyMesh {
     faces.extend(sides.iter().map(|s| s.as_slice()));
     let mut b = PolyMeshBuilder::new(pos);
     b.add_cell(&faces).unwrap();
-    b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 7, 12]).unwrap();
+    if with_tet {
+        b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 7, 12]).unwrap();
+    }
     b.build(Par::Seq).unwrap()
 }
 
@@ -564,7 +570,7 @@ fn check_vtu(v: &Vtu, m: &PolyMesh) -> PolyMesh {
         match types[c] {
             10 => b.add_typed_cell(CellType::Tetrahedron, &gmsh(CellType::Tetrahedron, &[0, 1, 2, 3])).unwrap(),
             12 => b.add_typed_cell(CellType::Hexahedron, &gmsh(CellType::Hexahedron, &[0, 1, 2, 3, 4, 5, 6, 7])).unwrap(),
-            13 => b.add_typed_cell(CellType::Prism, &gmsh(CellType::Prism, &[0, 2, 1, 3, 5, 4])).unwrap(),
+            13 => b.add_typed_cell(CellType::Prism, &gmsh(CellType::Prism, &[0, 1, 2, 3, 4, 5])).unwrap(),
             14 => b.add_typed_cell(CellType::Pyramid, &gmsh(CellType::Pyramid, &[0, 1, 2, 3, 4])).unwrap(),
             42 => {
                 assert_eq!(want, None);
@@ -607,6 +613,7 @@ fn vtu_passes_an_independent_structural_check() {
     let meshes = vec![
         ("mixed", read(&fixture("mixed-v41.msh")).mesh),
         ("poly", hex_prism_mesh()),
+        ("polyonly", hex_prism(false)),
         ("boxmix", {
             // normalise the generator's cell orders once through MSH (see every_format_round_trips)
             let p = dir.path().join("boxmix.msh");
@@ -645,8 +652,14 @@ fn vtu_passes_an_independent_structural_check() {
     assert!(e.to_string().contains("expected 12"), "{e}");
 }
 
-/// Read with meshio when it is installed (skips with a message otherwise).
+/// Read with meshio when it is installed (skips with a message otherwise). meshio 5
+/// cannot read grids that mix VTK_POLYHEDRON with other cell types, so those are skipped.
 fn meshio_check(p: &Path, m: &PolyMesh) {
+    let types = cell_types(m);
+    if types.iter().any(|t| t.is_none()) && types.iter().any(|t| t.is_some()) {
+        eprintln!("skipping the meshio check of {}: meshio cannot mix polyhedra with other cells", p.display());
+        return;
+    }
     let ok = std::process::Command::new("python3").args(["-c", "import meshio"]).output().map(|o| o.status.success());
     if !matches!(ok, Ok(true)) {
         eprintln!("skipping the meshio check: python3 with meshio is not available");

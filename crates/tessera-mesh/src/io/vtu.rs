@@ -105,8 +105,11 @@ fn volume_cells(mesh: &PolyMesh) -> Cells {
                 let (vt, order): (u8, &[usize]) = match ty {
                     CellType::Tetrahedron => (VTK_TETRA, &[0, 1, 2, 3]),
                     CellType::Hexahedron => (VTK_HEXAHEDRON, &[0, 1, 2, 3, 4, 5, 6, 7]),
-                    // VTK's wedge has triangle 0,1,2 facing away from 3,4,5: mirror Gmsh's order
-                    CellType::Prism => (VTK_WEDGE, &[0, 2, 1, 3, 5, 4]),
+                    // VTK's wedge has Gmsh's vertex order: its parametric coordinates put
+                    // triangle 0,1,2 at z = 0 with its right-hand normal toward 3,4,5
+                    // (vtkWedge.cxx; the "points outward" sentence of its header disagrees
+                    // with its own parametric coordinates)
+                    CellType::Prism => (VTK_WEDGE, &[0, 1, 2, 3, 4, 5]),
                     CellType::Pyramid => (VTK_PYRAMID, &[0, 1, 2, 3, 4]),
                     CellType::Polyhedron => unreachable!("typed cells are standard"),
                 };
