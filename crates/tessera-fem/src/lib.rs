@@ -7,6 +7,7 @@ pub mod loads;
 pub mod error;
 pub mod material;
 pub mod count;
+pub mod cuda;
 pub mod multi_index;
 pub mod nodes;
 pub mod pattern;
