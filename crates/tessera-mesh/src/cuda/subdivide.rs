@@ -1,0 +1,496 @@
+//! Volumetric Catmull-Clark subdivision on the GPU (dissertation §3.4.3, Eqs. 3.1-3.10;
+//! GPU column of Table 3.4).
+//!
+//! Produces exactly the topology of the CPU reference [`crate::subdivide::catmull_clark`]
+//! (same numbering of new vertices, edges, faces and cells, same row order and signs) and
+//! its positions with the sums formed in the same order (kernels compiled with
+//! `--fmad=false`, so the results agree to rounding of the last bits at most).
+//!
+//! Algorithm: every output array size is known from the input operators and the derived
+//! relations (Eqs. 3.1-3.4: `|V|+|E|+|F|+|C|` vertices, `nnz(∂1)+nnz(∂2)+nnz(∂3)` edges,
+//! `nnz(∂̂2¹)+nnz(∂̂3¹)` faces, `nnz(∂̂3²)` cells), and every output row starts at an offset
+//! of an input relation (new ∂2 entries of face `k` at `4k`, the cell-cell rows of cell
+//! `c` inside `4 off(∂̂3¹)[c]..`), so each kernel fills its slots with one thread per input
+//! element after the counts and scans of the [`precompute`] step (count-scan-fill). The
+//! pre-computation derives on the device ∂̂2¹, δ3, δ2, δ1 (cached on the [`DeviceMesh`] when
+//! computed through it), ∂̂3¹, ∂̂3², and edge -> cells, vertex -> cells as the transposes of
+//! ∂̂3¹ and ∂̂3² (Listing 3.1).
+//!
+//! Non-manifold or otherwise unsupported input is detected on the device (the checks of the
+//! CPU reference: faces with fewer than 3 edges or not in one cell or two oppositely
+//! oriented cells, pinched faces, edges in no face or with other than 0 or 2 boundary
+//! faces, self-loop edges, cells without faces or not closed). When a check fires, the
+//! mesh is downloaded once and the CPU reference names the first offending element, so the
+//! error kind and message are exactly the CPU's ([`MeshError::Unsupported`] or
+//! [`MeshError::InvalidTopology`]). ∂2 rows not in loop order are reordered on the device
+//! first, as the CPU reference does.
+
+use super::{DeviceMesh, DeviceRelations, DeviceTcsr, MeshKernels};
+use crate::{MeshError, PolyMesh};
+use std::ops::Deref;
+use std::sync::Arc;
+use tessera_gpu::{CompileOptions, Gpu, Kernel, LaunchConfig, Module};
+
+/// CUDA source of the subdivision kernels (deterministic: a constant).
+pub const SOURCE: &str = include_str!("kernels/subdivide.cu");
+
+const BLOCK: u32 = 256;
+
+/// The kernel names launched by this module (checked against [`SOURCE`] without a GPU).
+pub const KERNELS: &[&str] = &[
+    "cc_loop_order_flags",
+    "cc_loop_order_fix",
+    "cc_check_faces",
+    "cc_check_edges",
+    "cc_cell_points",
+    "cc_face_centroids",
+    "cc_face_points",
+    "cc_edge_acc",
+    "cc_edge_points",
+    "cc_vertex_points",
+    "cc_edge_edges",
+    "cc_face_edges",
+    "cc_cell_edges",
+    "cc_iota4",
+    "cc_face_faces",
+    "cc_cells",
+];
+
+fn module(gpu: &Gpu) -> Result<Arc<Module>, MeshError> {
+    let mut opts = CompileOptions::named("tessera_subdivide.cu");
+    // same rounding as the CPU reference: no contraction of a * b + c into FMA
+    opts.extra.push("--fmad=false".into());
+    Ok(gpu.compile(SOURCE, &opts)?)
+}
+
+fn cfg(n: usize) -> Result<LaunchConfig, MeshError> {
+    Ok(LaunchConfig::for_items(n, BLOCK)?)
+}
+
+/// A relation either borrowed from the device mesh's cache or computed for one call.
+pub enum Rel<'a> {
+    Cached(&'a DeviceTcsr),
+    Owned(DeviceTcsr),
+}
+
+impl Deref for Rel<'_> {
+    type Target = DeviceTcsr;
+    fn deref(&self) -> &DeviceTcsr {
+        match self {
+            Rel::Cached(r) => r,
+            Rel::Owned(r) => r,
+        }
+    }
+}
+
+/// Every derived relation one subdivision level reads (the "Pre." column of Table 3.4).
+pub struct SubdivisionRelations<'a> {
+    /// ∂̂2¹ face -> vertex loop.
+    pub face_vertices: Rel<'a>,
+    /// δ3 face -> cells.
+    pub face_cells: Rel<'a>,
+    /// δ2 edge -> faces.
+    pub edge_faces: Rel<'a>,
+    /// δ1 vertex -> edges.
+    pub vertex_edges: Rel<'a>,
+    /// ∂̂3¹ cell -> edges (sorted).
+    pub cell_edges: Rel<'a>,
+    /// ∂̂3² cell -> vertices (sorted).
+    pub cell_vertices: Rel<'a>,
+    /// edge -> cells, the transpose of ∂̂3¹.
+    pub edge_cells: DeviceTcsr,
+    /// vertex -> cells, the transpose of ∂̂3².
+    pub vertex_cells: DeviceTcsr,
+}
+
+impl SubdivisionRelations<'_> {
+    /// Bytes of all relations.
+    pub fn bytes(&self) -> usize {
+        [
+            &*self.face_vertices,
+            &*self.face_cells,
+            &*self.edge_faces,
+            &*self.vertex_edges,
+            &*self.cell_edges,
+            &*self.cell_vertices,
+            &self.edge_cells,
+            &self.vertex_cells,
+        ]
+        .iter()
+        .map(|r| r.bytes())
+        .sum()
+    }
+}
+
+/// Pre-computation of one level (dissertation Table 3.4, "Pre."): the relations of
+/// [`SubdivisionRelations`], taken from the device cache of `dm` where present, else
+/// computed on the device (and not cached: `dm` is borrowed shared).
+pub fn precompute<'a>(dm: &'a DeviceMesh<'_>) -> Result<SubdivisionRelations<'a>, MeshError> {
+    let k = &dm.kernels;
+    let c: &DeviceRelations = &dm.cache;
+    let get = |cached: &'a Option<DeviceTcsr>, f: &dyn Fn() -> Result<DeviceTcsr, MeshError>| -> Result<Rel<'a>, MeshError> {
+        Ok(match cached {
+            Some(r) => Rel::Cached(r),
+            None => Rel::Owned(f()?),
+        })
+    };
+    let face_vertices = get(&c.face_vertices, &|| k.face_vertices(&dm.face_edges, &dm.edge_vertices, dm.nvertices))?;
+    let face_cells = get(&c.face_cells, &|| k.transpose(&dm.cell_faces))?;
+    let edge_faces = get(&c.edge_faces, &|| k.transpose(&dm.face_edges))?;
+    let vertex_edges = get(&c.vertex_edges, &|| k.transpose_edge_pairs(&dm.edge_vertices, dm.nvertices))?;
+    let cell_edges = get(&c.cell_edges, &|| k.cell_edges(&dm.cell_faces, &dm.face_edges))?;
+    let cell_vertices =
+        get(&c.cell_vertices, &|| k.cell_vertices(&dm.cell_faces, &dm.face_edges, &dm.edge_vertices, dm.nvertices))?;
+    let edge_cells = k.transpose(&cell_edges)?;
+    let vertex_cells = k.transpose(&cell_vertices)?;
+    Ok(SubdivisionRelations {
+        face_vertices,
+        face_cells,
+        edge_faces,
+        vertex_edges,
+        cell_edges,
+        cell_vertices,
+        edge_cells,
+        vertex_cells,
+    })
+}
+
+/// One level of volumetric Catmull-Clark subdivision on the device (dissertation §3.4.3):
+/// [`precompute`] then [`catmull_clark_gpu_with`]. The result lives on the same device.
+pub fn catmull_clark_gpu<'g>(dm: &DeviceMesh<'g>) -> Result<DeviceMesh<'g>, MeshError> {
+    let gpu = dm.gpu();
+    let m = module(gpu)?;
+    if let Some(ordered) = loop_ordered(dm, &m)? {
+        return catmull_clark_gpu(&ordered);
+    }
+    let rel = precompute(dm)?;
+    subdivide(dm, &rel, &m)
+}
+
+/// One level from relations computed by [`precompute`] (for timing the two phases apart).
+/// If some ∂2 row of `dm` is not in loop order, the rows are reordered and the relations
+/// recomputed for the reordered mesh.
+pub fn catmull_clark_gpu_with<'g>(dm: &DeviceMesh<'g>, rel: &SubdivisionRelations<'_>) -> Result<DeviceMesh<'g>, MeshError> {
+    let m = module(dm.gpu())?;
+    if let Some(ordered) = loop_ordered(dm, &m)? {
+        return catmull_clark_gpu(&ordered);
+    }
+    subdivide(dm, rel, &m)
+}
+
+/// `levels` levels of [`catmull_clark_gpu`] (`levels = 0` returns a copy on the device).
+pub fn catmull_clark_levels_gpu<'g>(dm: &DeviceMesh<'g>, levels: usize) -> Result<DeviceMesh<'g>, MeshError> {
+    if levels == 0 {
+        let g = dm.gpu();
+        return Ok(DeviceMesh {
+            kernels: clone_kernels(&dm.kernels)?,
+            nvertices: dm.nvertices,
+            edge_vertices: g.duplicate(&dm.edge_vertices)?,
+            face_edges: dup_tcsr(g, &dm.face_edges)?,
+            cell_faces: dup_tcsr(g, &dm.cell_faces)?,
+            positions: g.duplicate(&dm.positions)?,
+            cache: DeviceRelations::default(),
+        });
+    }
+    let mut cur = catmull_clark_gpu(dm)?;
+    for _ in 1..levels {
+        cur = catmull_clark_gpu(&cur)?;
+    }
+    Ok(cur)
+}
+
+fn dup_tcsr(g: &Gpu, t: &DeviceTcsr) -> Result<DeviceTcsr, MeshError> {
+    Ok(DeviceTcsr { offsets: g.duplicate(&t.offsets)?, columns: g.duplicate(&t.columns)?, ncols: t.ncols })
+}
+
+fn clone_kernels<'g>(k: &MeshKernels<'g>) -> Result<MeshKernels<'g>, MeshError> {
+    Ok(MeshKernels { gpu: k.gpu, prims: k.gpu.primitives()?, module: k.module.clone() })
+}
+
+/// The error of the CPU reference for input a device check rejected (downloads the mesh
+/// once; only on the error path).
+fn explain(dm: &DeviceMesh<'_>) -> MeshError {
+    match dm.download() {
+        Err(e) => e,
+        Ok(m) => match crate::subdivide::catmull_clark(&m) {
+            Err(e) => e,
+            Ok(_) => MeshError::Unsupported(
+                "GPU Catmull-Clark: a device check rejected the mesh that the CPU reference accepts".into(),
+            ),
+        },
+    }
+}
+
+/// A copy of `dm` with ∂2 rows in loop order when some row is not (`None` otherwise).
+fn loop_ordered<'g>(dm: &DeviceMesh<'g>, m: &Module) -> Result<Option<DeviceMesh<'g>>, MeshError> {
+    let g = dm.gpu();
+    let k = |n: &str| -> Result<Kernel, MeshError> { Ok(m.function(n)?) };
+    let nf = dm.num_faces();
+    let n = nf as u64;
+    let flag = g.zeros::<u32>(1)?;
+    g.launch(&k("cc_loop_order_flags")?, cfg(nf)?)
+        .arg(&dm.face_edges.offsets)
+        .arg(&dm.face_edges.columns)
+        .arg(&dm.edge_vertices)
+        .arg(&n)
+        .arg(&flag)
+        .run()?;
+    if g.download_at(&flag, 0)? == 0 {
+        return Ok(None);
+    }
+    let cols = g.duplicate(&dm.face_edges.columns)?;
+    let err = g.zeros::<u32>(1)?;
+    g.launch(&k("cc_loop_order_fix")?, cfg(nf)?)
+        .arg(&dm.face_edges.offsets)
+        .arg(&cols)
+        .arg(&dm.edge_vertices)
+        .arg(&n)
+        .arg(&err)
+        .run()?;
+    if g.download_at(&err, 0)? != 0 {
+        return Err(explain(dm));
+    }
+    Ok(Some(DeviceMesh {
+        kernels: clone_kernels(&dm.kernels)?,
+        nvertices: dm.nvertices,
+        edge_vertices: g.duplicate(&dm.edge_vertices)?,
+        face_edges: DeviceTcsr { offsets: g.duplicate(&dm.face_edges.offsets)?, columns: cols, ncols: dm.face_edges.ncols },
+        cell_faces: dup_tcsr(g, &dm.cell_faces)?,
+        positions: g.duplicate(&dm.positions)?,
+        cache: DeviceRelations::default(),
+    }))
+}
+
+/// The subdivision proper (rows of ∂2 in loop order, relations precomputed).
+fn subdivide<'g>(dm: &DeviceMesh<'g>, rel: &SubdivisionRelations<'_>, m: &Module) -> Result<DeviceMesh<'g>, MeshError> {
+    let g = dm.gpu();
+    let k = |n: &str| -> Result<Kernel, MeshError> { Ok(m.function(n)?) };
+    let (nv, ne, nf, nc) = (dm.num_vertices(), dm.num_edges(), dm.num_faces(), dm.num_cells());
+    let nnz2 = dm.face_edges.nnz();
+    let nnz3 = dm.cell_faces.nnz();
+    let nnz21 = rel.face_vertices.nnz();
+    let nnz31 = rel.cell_edges.nnz();
+    let nnz32 = rel.cell_vertices.nnz();
+    // Eqs. 3.1-3.4
+    let (v_cc, e_cc, f_cc, c_cc) = (nv + ne + nf + nc, 2 * ne + nnz2 + nnz3, nnz21 + nnz31, nnz32);
+    let limit = u32::MAX as usize;
+    if v_cc > limit || e_cc > limit || 4 * f_cc > limit || c_cc > limit {
+        return Err(MeshError::Unsupported(format!(
+            "subdividing a mesh of {nv} vertices, {ne} edges, {nf} faces and {nc} cells exceeds 32-bit indices"
+        )));
+    }
+    let (fe, cf, ev) = (&dm.face_edges, &dm.cell_faces, &dm.edge_vertices);
+    let (fv, fc, ef, ve, ce, cv) =
+        (&*rel.face_vertices, &*rel.face_cells, &*rel.edge_faces, &*rel.vertex_edges, &*rel.cell_edges, &*rel.cell_vertices);
+    let (ec, vc) = (&rel.edge_cells, &rel.vertex_cells);
+
+    // manifold checks (faces, edges; cells in cc_cells)
+    let err = g.zeros::<u32>(1)?;
+    let (nf64, ne64, nc64, nv64) = (nf as u64, ne as u64, nc as u64, nv as u64);
+    g.launch(&k("cc_check_faces")?, cfg(nf)?)
+        .arg(&fe.offsets)
+        .arg(&fc.offsets)
+        .arg(&fc.columns)
+        .arg(&fv.offsets)
+        .arg(&fv.columns)
+        .arg(&nf64)
+        .arg(&err)
+        .run()?;
+    g.launch(&k("cc_check_edges")?, cfg(ne)?)
+        .arg(&ef.offsets)
+        .arg(&ef.columns)
+        .arg(&fc.offsets)
+        .arg(ev)
+        .arg(&ne64)
+        .arg(&err)
+        .run()?;
+    if g.download_at(&err, 0)? != 0 {
+        return Err(explain(dm));
+    }
+
+    // topology: new ∂2 and ∂3 (cells also check closedness)
+    let (e2, e3) = ((2 * ne) as u32, (2 * ne + nnz2) as u32);
+    let nnz2_u = nnz2 as u32;
+    let offsets2 = g.alloc::<u32>(f_cc + 1)?;
+    let nf1 = (f_cc + 1) as u64;
+    g.launch(&k("cc_iota4")?, cfg(f_cc + 1)?).arg(&nf1).arg(&offsets2).run()?;
+    let cols2 = g.alloc::<i32>(4 * f_cc)?;
+    g.launch(&k("cc_face_faces")?, cfg(nf)?).arg(&fe.offsets).arg(&fe.columns).arg(&nf64).arg(&e2).arg(&cols2).run()?;
+    let offsets3 = g.zeros::<u32>(c_cc + 1)?;
+    let cols3 = g.alloc::<i32>(4 * nnz31)?;
+    let nnz32_64 = nnz32 as u64;
+    g.launch(&k("cc_cells")?, cfg(nc)?)
+        .arg(&cf.offsets)
+        .arg(&cf.columns)
+        .arg(&fe.offsets)
+        .arg(&fe.columns)
+        .arg(&fv.offsets)
+        .arg(&fv.columns)
+        .arg(&ce.offsets)
+        .arg(&ce.columns)
+        .arg(&cv.offsets)
+        .arg(&cv.columns)
+        .arg(&nc64)
+        .arg(&e2)
+        .arg(&e3)
+        .arg(&nnz2_u)
+        .arg(&cols2)
+        .arg(&offsets3)
+        .arg(&nnz32_64)
+        .arg(&cols3)
+        .arg(&err)
+        .run()?;
+
+    // new ∂1
+    let new_ev = g.alloc::<u32>(2 * e_cc)?;
+    let (nv32, ne32, nf32) = (nv as u32, ne as u32, nf as u32);
+    g.launch(&k("cc_edge_edges")?, cfg(2 * ne)?).arg(ev).arg(&ne64).arg(&nv32).arg(&new_ev).run()?;
+    g.launch(&k("cc_face_edges")?, cfg(nf)?)
+        .arg(&fe.offsets)
+        .arg(&fe.columns)
+        .arg(&nf64)
+        .arg(&nv32)
+        .arg(&ne32)
+        .arg(&new_ev)
+        .run()?;
+    let base = e3 as u64;
+    g.launch(&k("cc_cell_edges")?, cfg(nc)?)
+        .arg(&cf.offsets)
+        .arg(&cf.columns)
+        .arg(&nc64)
+        .arg(&nv32)
+        .arg(&ne32)
+        .arg(&nf32)
+        .arg(&base)
+        .arg(&new_ev)
+        .run()?;
+
+    // positions (rules 1-5 and the boundary rules, Eqs. 3.5-3.8)
+    let pos = &dm.positions;
+    let out = g.alloc::<f64>(3 * v_cc)?;
+    let (at_e, at_f, at_c) = (nv as u64, (nv + ne) as u64, (nv + ne + nf) as u64);
+    g.launch(&k("cc_cell_points")?, cfg(nc)?).arg(&cv.offsets).arg(&cv.columns).arg(pos).arg(&nc64).arg(&at_c).arg(&out).run()?;
+    let fcen = g.alloc::<f64>(3 * nf)?;
+    g.launch(&k("cc_face_centroids")?, cfg(nf)?).arg(&fv.offsets).arg(&fv.columns).arg(pos).arg(&nf64).arg(&fcen).run()?;
+    g.launch(&k("cc_face_points")?, cfg(nf)?)
+        .arg(&fc.offsets)
+        .arg(&fc.columns)
+        .arg(&fcen)
+        .arg(&nf64)
+        .arg(&at_f)
+        .arg(&at_c)
+        .arg(&out)
+        .run()?;
+    let esum = g.alloc::<f64>(3 * ne)?;
+    let enf = g.alloc::<u32>(ne)?;
+    let ebnd = g.alloc::<u32>(ne)?;
+    g.launch(&k("cc_edge_acc")?, cfg(ne)?)
+        .arg(&ef.offsets)
+        .arg(&ef.columns)
+        .arg(&fc.offsets)
+        .arg(&fcen)
+        .arg(&ne64)
+        .arg(&esum)
+        .arg(&enf)
+        .arg(&ebnd)
+        .run()?;
+    g.launch(&k("cc_edge_points")?, cfg(ne)?)
+        .arg(ev)
+        .arg(pos)
+        .arg(&esum)
+        .arg(&enf)
+        .arg(&ebnd)
+        .arg(&ec.offsets)
+        .arg(&ec.columns)
+        .arg(&ne64)
+        .arg(&at_e)
+        .arg(&at_c)
+        .arg(&out)
+        .run()?;
+    g.launch(&k("cc_vertex_points")?, cfg(nv)?)
+        .arg(&ve.offsets)
+        .arg(&ve.columns)
+        .arg(ev)
+        .arg(pos)
+        .arg(&esum)
+        .arg(&enf)
+        .arg(&ebnd)
+        .arg(&vc.offsets)
+        .arg(&vc.columns)
+        .arg(&nv64)
+        .arg(&at_c)
+        .arg(&out)
+        .run()?;
+    if g.download_at(&err, 0)? != 0 {
+        return Err(explain(dm));
+    }
+    Ok(DeviceMesh {
+        kernels: clone_kernels(&dm.kernels)?,
+        nvertices: v_cc,
+        edge_vertices: new_ev,
+        face_edges: DeviceTcsr { offsets: offsets2, columns: cols2, ncols: e_cc },
+        cell_faces: DeviceTcsr { offsets: offsets3, columns: cols3, ncols: f_cc },
+        positions: out,
+        cache: DeviceRelations::default(),
+    })
+}
+
+/// Table 3.4 on the GPU: `(row, median ms, bytes)` for "precompute" (level 1) and
+/// "level N total" (pre-computation + subdivision of level N from level N - 1) for
+/// `1..=levels`, each the median of `runs` (at least 20) CUDA-event timings after 3
+/// warm-up runs. Every timed run starts from a mesh without cached relations. Bytes: the
+/// input operators and positions, the relations and the output arrays, each counted once.
+pub fn bench_catmull_clark_gpu(gpu: &Gpu, mesh: &PolyMesh, levels: usize, runs: usize) -> Result<Vec<(String, f64, u64)>, MeshError> {
+    let runs = runs.max(20);
+    let warm = 3;
+    let mut rows = Vec::new();
+    let mut cur = DeviceMesh::upload(gpu, mesh)?;
+    let m = module(gpu)?;
+    if let Some(ordered) = loop_ordered(&cur, &m)? {
+        cur = ordered;
+    }
+    let time = |f: &mut dyn FnMut() -> Result<(), MeshError>| -> Result<f64, MeshError> {
+        let mut err = None;
+        let ms = gpu.median_ms(runs, warm, || match f() {
+            Ok(()) => Ok(()),
+            Err(MeshError::Gpu(e)) => Err(e),
+            Err(e) => {
+                err = Some(e);
+                Ok(())
+            }
+        })?;
+        match err {
+            Some(e) => Err(e),
+            None => Ok(ms),
+        }
+    };
+    for level in 1..=levels {
+        let input_bytes = (cur.edge_vertices.bytes() + cur.face_edges.bytes() + cur.cell_faces.bytes() + cur.positions.bytes()) as u64;
+        let rel_bytes = precompute(&cur)?.bytes() as u64;
+        let next = catmull_clark_gpu(&cur)?;
+        let out_bytes = (next.edge_vertices.bytes() + next.face_edges.bytes() + next.cell_faces.bytes() + next.positions.bytes()) as u64;
+        if level == 1 {
+            let ms = time(&mut || precompute(&cur).map(drop))?;
+            rows.push(("precompute".to_string(), ms, input_bytes + rel_bytes));
+        }
+        let ms = time(&mut || catmull_clark_gpu(&cur).map(drop))?;
+        rows.push((format!("level {level} total"), ms, input_bytes + 2 * rel_bytes + out_bytes));
+        cur = next;
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    /// Runs without a GPU: every kernel launched here is defined in the source.
+    #[test]
+    fn every_launched_kernel_is_defined() {
+        for n in super::KERNELS {
+            assert!(super::SOURCE.contains(&format!("extern \"C\" __global__ void {n}(")), "kernel {n} is not defined");
+        }
+        let src = include_str!("subdivide.rs");
+        for n in super::KERNELS {
+            assert!(src.contains(&format!("k(\"{n}\")")), "kernel {n} is listed but never launched");
+        }
+    }
+}
