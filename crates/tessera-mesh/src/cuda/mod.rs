@@ -20,6 +20,7 @@
 
 pub mod bench;
 pub mod simplex;
+pub mod subdivide;
 
 use crate::boundary::Boundary;
 use crate::{MeshError, Point, PolyMesh};
