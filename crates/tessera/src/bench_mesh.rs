@@ -14,8 +14,22 @@
 //! path (`Par::Rayon`) in a pool of all cores. Each figure is the median of `--runs` runs
 //! after one warm-up run.
 //!
+//! With `--device cuda[:N]` (or `auto` when a CUDA device is usable) GPU columns are added:
+//! the median of at least 20 CUDA-event runs after warm-up per operation
+//! (`tessera_mesh::cuda::bench::run_gpu_mesh_bench`), the bytes each kernel must move at
+//! least, the resulting bandwidth as a fraction of the H100's measured copy bandwidth
+//! ([`COPY_BANDWIDTH`]), the dissertation's GTX 1080 figures and our speed-up over them.
+//!
+//! Volumetric Catmull-Clark subdivision (dissertation §3.5.3, Table 3.4): per level, the
+//! pre-computation of the relations the subdivision needs (`subdivide::precompute`) and the
+//! total (pre-computation + subdivision, `subdivide::catmull_clark` on a mesh without cached
+//! relations), with 1 thread and all threads, beside the dissertation's CPU, GPU and OVM
+//! rows. Levels: `--levels N`, or automatically every level whose output has fewer than
+//! `--max-entities` vertices, edges, faces and cells each (default 60 M; this gives the
+//! dissertation's levels: armadillo 1-4, bunny 1-3, dragon 1).
+//!
 //! The table of operations ([`OPS`]) and of the dissertation's figures ([`PaperOp`],
-//! [`TABLE_3_1`]) drive the output; GPU columns are added there.
+//! [`TABLE_3_1`], [`TABLE_3_4`]) drive the output.
 
 use anyhow::Context;
 use clap::Args;
@@ -23,11 +37,14 @@ use serde::Serialize;
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Instant;
-use tessera_core::Par;
+use tessera_core::{DeviceChoice, Par};
 use tessera_mesh::boundary::extract_boundary;
 use tessera_mesh::relations::{compute_cell_edges, compute_cell_vertices, compute_face_vertices, transpose_edge_vertices};
 use tessera_mesh::smooth::smoothed_positions;
+use tessera_mesh::subdivide::{catmull_clark, precompute, subdivision_counts, SubdivisionCounts};
 use tessera_mesh::PolyMesh;
+
+use crate::device::{resolve, Backend};
 
 #[derive(Args, Debug)]
 pub struct BenchMeshArgs {
@@ -41,10 +58,90 @@ pub struct BenchMeshArgs {
     /// 0.75 * resolution^3 tetrahedra) when no files are given.
     #[arg(long, default_value_t = 60)]
     pub resolution: usize,
-    /// Print one JSON document instead of tables.
+    /// Print one JSON document (an array with one object per mesh) instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// Where to add GPU columns: auto (CUDA device 0 when usable), cpu (CPU columns only),
+    /// cuda or cuda:N. The CPU columns are always measured.
+    #[arg(long, default_value = "auto", value_name = "DEVICE")]
+    pub device: DeviceChoice,
+    /// Catmull-Clark levels to time (Table 3.4); 0 skips subdivision. Default: every level
+    /// whose output stays under --max-entities.
+    #[arg(long)]
+    pub levels: Option<usize>,
+    /// Automatic level count: subdivide while every entity count (vertices, edges, faces,
+    /// cells) of the next level's output stays below this.
+    #[arg(long, default_value_t = 60_000_000)]
+    pub max_entities: usize,
+    /// Timed CPU runs per subdivision figure (median; after one warm-up run). Large levels
+    /// take seconds each, hence a separate, smaller default than --runs.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub subdivision_runs: u32,
 }
+
+/// Measured device-to-device copy bandwidth of the H100 the GPU columns are set against
+/// (bytes/s; issue text: "about 3.0 TB/s").
+pub const COPY_BANDWIDTH: f64 = 3.0e12;
+
+/// Timed GPU runs per figure (CUDA events; the median is reported).
+pub const GPU_RUNS: usize = 20;
+
+/// The GPU benchmark row (`run_gpu_mesh_bench` names) of each operation of [`OPS`].
+const GPU_ROW: [(&str, &str); 8] = [
+    ("Transpose Cells", "coboundary d3 (face_cells)"),
+    ("Transpose Faces", "coboundary d2 (edge_faces)"),
+    ("Transpose Edges", "coboundary d1 (vertex_edges)"),
+    ("Cell Edges", "cell_edges"),
+    ("Cell Vertices", "cell_vertices"),
+    ("Face Vertices", "face_vertices"),
+    ("Surface Extraction", "boundary"),
+    ("Laplacian Smoothing", "laplacian smoothing x10"),
+];
+
+/// A level of dissertation Table 3.4: times in ms for armadillo, bunny, dragon (`None`: "—").
+#[derive(Clone, Copy, Debug)]
+pub struct PaperLevel {
+    pub cpu_pre: [Option<f64>; 3],
+    pub cpu_total: [Option<f64>; 3],
+    pub gpu_pre: [Option<f64>; 3],
+    pub gpu_total: [Option<f64>; 3],
+    /// OVM (level 1 only).
+    pub ovm: [Option<f64>; 3],
+}
+
+const NO: [Option<f64>; 3] = [None, None, None];
+
+/// Dissertation Table 3.4, levels 1-4 (volumetric Catmull-Clark subdivision, GTX 1080 GPU).
+pub const TABLE_3_4: [PaperLevel; 4] = [
+    PaperLevel {
+        cpu_pre: [Some(7.50), Some(120.0), Some(2692.0)],
+        cpu_total: [Some(13.4), Some(159.0), Some(3844.0)],
+        gpu_pre: [Some(6.33), Some(57.3), Some(553.0)],
+        gpu_total: [Some(8.71), Some(66.6), Some(754.0)],
+        ovm: [Some(392.0), Some(7058.0), Some(125_625.0)],
+    },
+    PaperLevel {
+        cpu_pre: [Some(33.9), Some(611.0), None],
+        cpu_total: [Some(60.7), Some(1010.0), None],
+        gpu_pre: [Some(13.8), Some(173.0), None],
+        gpu_total: [Some(18.3), Some(236.0), None],
+        ovm: NO,
+    },
+    PaperLevel {
+        cpu_pre: [Some(294.0), Some(4847.0), None],
+        cpu_total: [Some(487.0), Some(8013.0), None],
+        gpu_pre: [Some(93.1), Some(1036.0), None],
+        gpu_total: [Some(121.0), Some(1401.0), None],
+        ovm: NO,
+    },
+    PaperLevel {
+        cpu_pre: [Some(2333.0), None, None],
+        cpu_total: [Some(3868.0), None, None],
+        gpu_pre: [Some(537.0), None, None],
+        gpu_total: [Some(717.0), None, None],
+        ovm: NO,
+    },
+];
 
 /// The dissertation's three level-0 meshes (Table 3.1), in column order.
 const PAPER_MESHES: [&str; 3] = ["armadillo", "bunny", "dragon"];
@@ -169,15 +266,78 @@ const OPS: &[Op] = &[
     },
 ];
 
+/// GPU figures of one operation (CUDA events, median of >= 20 runs after warm-up).
+#[derive(Serialize, Debug, Clone)]
+struct GpuFigure {
+    ms: f64,
+    /// Bytes the kernels must move at least (inputs read once, outputs written once).
+    bytes: u64,
+    /// bytes / time in GB/s (1e9 bytes per second).
+    gb_per_s: f64,
+    /// gb_per_s as a fraction of [`COPY_BANDWIDTH`].
+    fraction_of_copy_bandwidth: f64,
+}
+
+impl GpuFigure {
+    fn new(ms: f64, bytes: u64) -> Self {
+        let bps = if ms > 0.0 { bytes as f64 / (ms * 1e-3) } else { 0.0 };
+        GpuFigure { ms, bytes, gb_per_s: bps / 1e9, fraction_of_copy_bandwidth: bps / COPY_BANDWIDTH }
+    }
+}
+
 #[derive(Serialize, Debug)]
 struct OpResult {
     name: &'static str,
     table: &'static str,
     ms_1_thread: f64,
     ms_all_threads: f64,
+    gpu: Option<GpuFigure>,
     paper_cpu_ms: Option<f64>,
     paper_gpu_ms: Option<f64>,
     paper_ovm_ms: Option<f64>,
+    /// paper GPU (GTX 1080) ms / our GPU ms.
+    gpu_speedup_over_paper_gpu: Option<f64>,
+}
+
+/// A GPU row with no counterpart in the dissertation's tables (e.g. simplex derivation).
+#[derive(Serialize, Debug)]
+struct ExtraGpuRow {
+    name: String,
+    gpu: GpuFigure,
+}
+
+/// One Catmull-Clark level (Table 3.4).
+#[derive(Serialize, Debug)]
+struct LevelResult {
+    level: usize,
+    /// Counts of the level's output mesh.
+    output: SubdivisionCounts,
+    pre_ms_1_thread: f64,
+    total_ms_1_thread: f64,
+    pre_ms_all_threads: f64,
+    total_ms_all_threads: f64,
+    gpu_pre: Option<GpuFigure>,
+    gpu_total: Option<GpuFigure>,
+    paper_cpu_pre_ms: Option<f64>,
+    paper_cpu_total_ms: Option<f64>,
+    paper_gpu_pre_ms: Option<f64>,
+    paper_gpu_total_ms: Option<f64>,
+    paper_ovm_ms: Option<f64>,
+    /// paper GPU total / our GPU total.
+    gpu_speedup_over_paper_gpu: Option<f64>,
+    /// paper CPU total (serial) / our all-threads CPU total.
+    cpu_speedup_over_paper_cpu: Option<f64>,
+}
+
+#[derive(Serialize, Debug)]
+struct SubdivisionResult {
+    /// `--levels`, or "auto (max entities N)".
+    levels_rule: String,
+    runs: u32,
+    levels: Vec<LevelResult>,
+    /// Why there is no GPU column when a GPU was used ("not available in this build", or
+    /// the error), `None` when the GPU column is there or no GPU was used.
+    gpu_note: Option<String>,
 }
 
 #[derive(Serialize, Debug)]
@@ -198,7 +358,17 @@ struct MeshResult {
     threads: usize,
     runs: u32,
     smoothing_iterations: usize,
+    /// `cpu (N threads)` or the GPU's description.
+    device: String,
+    /// The GPU the GPU columns come from, if any.
+    gpu_device: Option<String>,
+    /// The error of the GPU benchmark, if it failed (the CPU columns are still reported).
+    gpu_error: Option<String>,
+    gpu_runs: Option<usize>,
+    copy_bandwidth_bytes_per_s: f64,
     ops: Vec<OpResult>,
+    extra_gpu_ops: Vec<ExtraGpuRow>,
+    subdivision: SubdivisionResult,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -246,26 +416,190 @@ fn paper_index(name: &str) -> Option<usize> {
     PAPER_MESHES.iter().position(|p| lower.contains(p))
 }
 
+/// Median times in ms of `runs` runs (after one warm-up) of the pre-computation and of the
+/// total (pre-computation + subdivision) of one Catmull-Clark level from `input`, each run on
+/// a fresh copy without cached relations (the copy is not timed). Returns the pre and total
+/// medians and the subdivided mesh of the last run.
+fn time_level(pool: &rayon::ThreadPool, input: &PolyMesh, par: Par, runs: u32) -> anyhow::Result<(f64, f64, PolyMesh)> {
+    pool.install(|| {
+        let fresh = || {
+            let mut c = input.clone();
+            c.purge_caches();
+            c.set_par(par);
+            c
+        };
+        let mut pre = Vec::with_capacity(runs as usize);
+        for r in 0..=runs {
+            let c = fresh();
+            let t = Instant::now();
+            precompute(&c);
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            if r > 0 {
+                pre.push(ms);
+            }
+        }
+        let mut total = Vec::with_capacity(runs as usize);
+        let mut out = None;
+        for r in 0..=runs {
+            let c = fresh();
+            let t = Instant::now();
+            let next = catmull_clark(&c)?;
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            if r > 0 {
+                total.push(ms);
+            }
+            out = Some(next);
+        }
+        let out = out.expect("at least one run");
+        Ok((median(pre), median(total), out))
+    })
+}
+
+/// The Catmull-Clark levels to time on `mesh`: `--levels`, or every level whose output has
+/// fewer than `max_entities` of each entity kind (counts from Eqs. 3.1-3.4 before
+/// subdividing). Returns the level count and the rule as text.
+fn level_rule(levels: Option<usize>, max_entities: usize) -> String {
+    match levels {
+        Some(n) => format!("--levels {n}"),
+        None => format!("auto (every entity count of the output < {max_entities})"),
+    }
+}
+
+fn fits(c: &SubdivisionCounts, max_entities: usize) -> bool {
+    c.vertices.max(c.edges).max(c.faces).max(c.cells) < max_entities
+}
+
+/// GPU Catmull-Clark rows (`"precompute"`, `"level N total"`) from helper H11's
+/// `tessera_mesh::cuda::subdivide::bench_catmull_clark_gpu`, or why there are none.
+fn gpu_subdivision(gpu: &tessera_gpu::Gpu, mesh: &PolyMesh, levels: usize) -> Result<Vec<(String, f64, u64)>, String> {
+    tessera_mesh::cuda::subdivide::bench_catmull_clark_gpu(gpu, mesh, levels, GPU_RUNS).map_err(|e| e.to_string())
+}
+
+fn bench_subdivision(
+    mesh: &PolyMesh,
+    pi: Option<usize>,
+    pools: &[(rayon::ThreadPool, Par); 2],
+    gpu: Option<&tessera_gpu::Gpu>,
+    a: &BenchMeshArgs,
+) -> anyhow::Result<SubdivisionResult> {
+    let mut levels = Vec::new();
+    let mut cur = mesh.clone();
+    cur.purge_caches();
+    let mut level = 0usize;
+    loop {
+        level += 1;
+        match a.levels {
+            Some(n) if level > n => break,
+            Some(_) => {}
+            None => {
+                let mut probe = cur.clone();
+                probe.set_par(Par::Rayon);
+                let predicted = pools[1].0.install(|| subdivision_counts(&probe));
+                if !fits(&predicted, a.max_entities) {
+                    break;
+                }
+            }
+        }
+        let (pre1, tot1, _) = time_level(&pools[0].0, &cur, pools[0].1, a.subdivision_runs)?;
+        let (pre_n, tot_n, next) = time_level(&pools[1].0, &cur, pools[1].1, a.subdivision_runs)?;
+        let paper = TABLE_3_4.get(level - 1);
+        let pick = |f: fn(&PaperLevel) -> [Option<f64>; 3]| pi.and_then(|i| paper.and_then(|p| f(p)[i]));
+        let paper_cpu_total_ms = pick(|p| p.cpu_total);
+        levels.push(LevelResult {
+            level,
+            output: SubdivisionCounts::of(&next),
+            pre_ms_1_thread: pre1,
+            total_ms_1_thread: tot1,
+            pre_ms_all_threads: pre_n,
+            total_ms_all_threads: tot_n,
+            gpu_pre: None,
+            gpu_total: None,
+            paper_cpu_pre_ms: pick(|p| p.cpu_pre),
+            paper_cpu_total_ms,
+            paper_gpu_pre_ms: pick(|p| p.gpu_pre),
+            paper_gpu_total_ms: pick(|p| p.gpu_total),
+            paper_ovm_ms: pick(|p| p.ovm),
+            gpu_speedup_over_paper_gpu: None,
+            cpu_speedup_over_paper_cpu: paper_cpu_total_ms.map(|p| p / tot_n),
+        });
+        cur = next;
+        cur.purge_caches();
+    }
+    drop(cur);
+    let mut gpu_note = None;
+    if let Some(g) = gpu {
+        if !levels.is_empty() {
+            match gpu_subdivision(g, mesh, levels.len()) {
+                Ok(rows) => {
+                    for (name, ms, bytes) in rows {
+                        let fig = GpuFigure::new(ms, bytes);
+                        if name == "precompute" {
+                            levels[0].gpu_pre = Some(fig);
+                        } else if let Some(l) = name
+                            .strip_prefix("level ")
+                            .and_then(|r| r.strip_suffix(" total"))
+                            .and_then(|n| n.parse::<usize>().ok())
+                        {
+                            if let Some(lr) = levels.get_mut(l.wrapping_sub(1)) {
+                                lr.gpu_speedup_over_paper_gpu = lr.paper_gpu_total_ms.map(|p| p / fig.ms);
+                                lr.gpu_total = Some(fig);
+                            }
+                        }
+                    }
+                }
+                Err(e) => gpu_note = Some(e),
+            }
+        }
+    }
+    Ok(SubdivisionResult { levels_rule: level_rule(a.levels, a.max_entities), runs: a.subdivision_runs, levels, gpu_note })
+}
+
 fn bench_one(
     name: String,
     mesh: &PolyMesh,
     pools: &[(rayon::ThreadPool, Par); 2],
-    runs: u32,
-) -> MeshResult {
+    backend: &Backend,
+    a: &BenchMeshArgs,
+) -> anyhow::Result<MeshResult> {
     let pi = paper_index(&name);
-    let ops = OPS
+    let runs = a.runs;
+    let mut ops: Vec<OpResult> = OPS
         .iter()
         .map(|op| OpResult {
             name: op.name,
             table: op.paper.table,
             ms_1_thread: time_op(&pools[0].0, op, mesh, pools[0].1, runs),
             ms_all_threads: time_op(&pools[1].0, op, mesh, pools[1].1, runs),
+            gpu: None,
             paper_cpu_ms: pi.map(|i| op.paper.cpu[i]),
             paper_gpu_ms: pi.map(|i| op.paper.gpu[i]),
             paper_ovm_ms: pi.map(|i| op.paper.ovm[i]),
+            gpu_speedup_over_paper_gpu: None,
         })
         .collect();
-    MeshResult {
+    let mut extra_gpu_ops = Vec::new();
+    let mut gpu_error = None;
+    if let Some(g) = backend.gpu() {
+        // on a copy: the GPU benchmark fills the relation caches of the mesh it is given
+        let copy = mesh.clone();
+        match tessera_mesh::cuda::bench::run_gpu_mesh_bench(g, &copy, GPU_RUNS) {
+            Ok(rows) => {
+                for (row, ms, bytes) in rows {
+                    let fig = GpuFigure::new(ms, bytes);
+                    match GPU_ROW.iter().find(|(_, r)| *r == row).and_then(|(op, _)| ops.iter_mut().find(|o| o.name == *op)) {
+                        Some(o) => {
+                            o.gpu_speedup_over_paper_gpu = o.paper_gpu_ms.map(|p| p / fig.ms);
+                            o.gpu = Some(fig);
+                        }
+                        None => extra_gpu_ops.push(ExtraGpuRow { name: row.to_string(), gpu: fig }),
+                    }
+                }
+            }
+            Err(e) => gpu_error = Some(e.to_string()),
+        }
+    }
+    let subdivision = bench_subdivision(mesh, pi, pools, backend.gpu().map(|g| &**g), a)?;
+    Ok(MeshResult {
         paper_mesh: pi.map(|i| PAPER_MESHES[i]),
         vertices: mesh.num_vertices(),
         edges: mesh.num_edges(),
@@ -278,9 +612,16 @@ fn bench_one(
         threads: pools[1].0.current_num_threads(),
         runs,
         smoothing_iterations: SMOOTH_ITERATIONS,
+        device: backend.describe(),
+        gpu_device: backend.gpu().map(|g| g.describe()),
+        gpu_error,
+        gpu_runs: backend.gpu().map(|_| GPU_RUNS),
+        copy_bandwidth_bytes_per_s: COPY_BANDWIDTH,
         ops,
+        extra_gpu_ops,
+        subdivision,
         mesh: name,
-    }
+    })
 }
 
 fn human(x: f64) -> String {
@@ -303,6 +644,21 @@ fn bytes(x: f64) -> String {
 
 fn ms(x: Option<f64>) -> String {
     x.map_or_else(|| "-".into(), |v| if v >= 100.0 { format!("{v:.0}") } else { format!("{v:.3}") })
+}
+
+fn opt(x: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    x.map_or_else(|| "-".into(), f)
+}
+
+fn speedup(x: Option<f64>) -> String {
+    opt(x, |v| format!("{v:.1}x"))
+}
+
+fn gpu_cols(g: &Option<GpuFigure>) -> (String, String, String) {
+    match g {
+        Some(g) => (ms(Some(g.ms)), bytes(g.bytes as f64), format!("{:.1}%", 100.0 * g.fraction_of_copy_bandwidth)),
+        None => ("-".into(), "-".into(), "-".into()),
+    }
 }
 
 fn print_table(r: &MeshResult) {
@@ -331,24 +687,37 @@ fn print_table(r: &MeshResult) {
         );
     }
     let col = r.paper_mesh.map_or("-".to_string(), |p| p.to_string());
-    println!(
-        "{:<28} {:>5} {:>12} {:>12} {:>11} {:>11}   (ms; median of {} runs; paper column: {col})",
+    let gpu = r.gpu_device.is_some();
+    match (&r.gpu_device, &r.gpu_error) {
+        (Some(d), None) => println!(
+            "GPU: {d}; GPU ms = median of {} CUDA-event runs after warm-up; bytes = what the kernels must move at least; %BW = of {:.1} TB/s copy bandwidth; paper GPU = GTX 1080",
+            r.gpu_runs.unwrap_or(GPU_RUNS),
+            COPY_BANDWIDTH / 1e12
+        ),
+        (Some(d), Some(e)) => println!("GPU: {d}: the GPU benchmark failed: {e}"),
+        (None, _) => {}
+    }
+    let mut head = format!(
+        "{:<28} {:>5} {:>10} {:>10} {:>10} {:>10}",
         "operation",
         "table",
         "1 thread",
-        format!("{} threads", r.threads),
+        format!("{} thr.", r.threads),
         "paper CPU",
-        "paper OVM",
-        r.runs
+        "paper OVM"
     );
+    if gpu {
+        head += &format!(" {:>10} {:>10} {:>7} {:>10} {:>8}", "GPU", "bytes", "%BW", "paper GPU", "speed-up");
+    }
+    println!("{head}   (ms; CPU: median of {} runs; paper column: {col})", r.runs);
     for o in &r.ops {
         let name = if o.name == "Laplacian Smoothing" {
             format!("{} ({SMOOTH_ITERATIONS} it.)", o.name)
         } else {
             o.name.to_string()
         };
-        println!(
-            "{:<28} {:>5} {:>12} {:>12} {:>11} {:>11}",
+        let mut line = format!(
+            "{:<28} {:>5} {:>10} {:>10} {:>10} {:>10}",
             name,
             o.table,
             ms(Some(o.ms_1_thread)),
@@ -356,15 +725,90 @@ fn print_table(r: &MeshResult) {
             ms(o.paper_cpu_ms),
             ms(o.paper_ovm_ms)
         );
+        if gpu {
+            let (g, b, f) = gpu_cols(&o.gpu);
+            line += &format!(" {g:>10} {b:>10} {f:>7} {:>10} {:>8}", ms(o.paper_gpu_ms), speedup(o.gpu_speedup_over_paper_gpu));
+        }
+        println!("{line}");
+    }
+    for x in &r.extra_gpu_ops {
+        let (g, b, f) = gpu_cols(&Some(x.gpu.clone()));
+        println!("{:<50} GPU {g} ms, {b}, {f} of copy bandwidth (no dissertation figure)", x.name);
+    }
+    let s = &r.subdivision;
+    println!();
+    println!(
+        "Catmull-Clark subdivision (Table 3.4; levels: {}; CPU: median of {} runs; pre. = relations, total = pre. + subdivision)",
+        s.levels_rule, s.runs
+    );
+    if gpu {
+        match &s.gpu_note {
+            Some(n) => println!("GPU subdivision: {n}"),
+            None => println!("GPU subdivision: median of {GPU_RUNS} CUDA-event runs; the GPU pre. column is given for level 1"),
+        }
+    }
+    let mut head = format!(
+        "{:<4} {:<7} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9}",
+        "lvl", "row", "cells out", "1 thread", format!("{} thr.", r.threads), "paper CPU", "paper OVM", "vs p.CPU"
+    );
+    if gpu {
+        head += &format!(" {:>10} {:>10} {:>7} {:>10} {:>8}", "GPU", "bytes", "%BW", "paper GPU", "speed-up");
+    }
+    println!("{head}");
+    for l in &s.levels {
+        for (row, one, all, pcpu, ovm, vs, g, pgpu, sp) in [
+            ("pre.", l.pre_ms_1_thread, l.pre_ms_all_threads, l.paper_cpu_pre_ms, None, None, &l.gpu_pre, l.paper_gpu_pre_ms, l.gpu_pre.as_ref().and_then(|g| l.paper_gpu_pre_ms.map(|p| p / g.ms))),
+            (
+                "total",
+                l.total_ms_1_thread,
+                l.total_ms_all_threads,
+                l.paper_cpu_total_ms,
+                l.paper_ovm_ms,
+                l.cpu_speedup_over_paper_cpu,
+                &l.gpu_total,
+                l.paper_gpu_total_ms,
+                l.gpu_speedup_over_paper_gpu,
+            ),
+        ] {
+            let cells = if row == "pre." { human(l.output.cells as f64) } else { String::new() };
+            let mut line = format!(
+                "{:<4} {:<7} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9}",
+                l.level,
+                row,
+                cells,
+                ms(Some(one)),
+                ms(Some(all)),
+                ms(pcpu),
+                ms(ovm),
+                speedup(vs)
+            );
+            if gpu {
+                let (gm, b, f) = gpu_cols(g);
+                line += &format!(" {gm:>10} {b:>10} {f:>7} {:>10} {:>8}", ms(pgpu), speedup(sp));
+            }
+            println!("{line}");
+        }
     }
     println!();
 }
 
 pub fn run(a: BenchMeshArgs) -> anyhow::Result<()> {
+    let backend = resolve(a.device)?;
     let pools = [
         (rayon::ThreadPoolBuilder::new().num_threads(1).build()?, Par::Seq),
         (rayon::ThreadPoolBuilder::new().build()?, Par::Rayon),
     ];
+    let note = match (&backend, a.device) {
+        (Backend::Cuda(g), _) => format!("GPU columns on {}", g.describe()),
+        (Backend::Cpu, DeviceChoice::Cpu) => "--device cpu: CPU columns only".to_string(),
+        (Backend::Cpu, _) => "no usable CUDA device (--device auto): CPU columns only".to_string(),
+    };
+    // one line on stderr with --json (stdout is the JSON document), on stdout otherwise
+    if a.json {
+        eprintln!("{note}");
+    } else {
+        println!("{note}");
+    }
     let mut results = Vec::new();
     if a.files.is_empty() {
         let t = Instant::now();
@@ -373,7 +817,7 @@ pub fn run(a: BenchMeshArgs) -> anyhow::Result<()> {
         if !a.json {
             println!("generated bracket (resolution {}) in {gen_s:.2} s", a.resolution);
         }
-        results.push(bench_one(format!("bracket (resolution {})", a.resolution), &mesh, &pools, a.runs));
+        results.push(bench_one(format!("bracket (resolution {})", a.resolution), &mesh, &pools, &backend, &a)?);
         if !a.json {
             print_table(results.last().unwrap());
         }
@@ -381,7 +825,7 @@ pub fn run(a: BenchMeshArgs) -> anyhow::Result<()> {
     for path in &a.files {
         let mesh = tessera_mesh::io::read_mesh(path).with_context(|| format!("reading {}", path.display()))?.mesh;
         let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
-        results.push(bench_one(name, &mesh, &pools, a.runs));
+        results.push(bench_one(name, &mesh, &pools, &backend, &a).with_context(|| format!("benchmarking {}", path.display()))?);
         if !a.json {
             print_table(results.last().unwrap());
         }
