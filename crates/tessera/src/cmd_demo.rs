@@ -4,7 +4,7 @@
 //! smoothing of inner vertices, §3.4.2), and write `.vtu` files for ParaView. Later
 //! issues append stages (subdivision, FEM) to the same [`DemoSummary`].
 
-use crate::cmd_mesh::{cell_type_counts, check_device, write_boundary, CellTypeCounts};
+use crate::cmd_mesh::{boundary_on, cell_type_counts, check_device, smooth_on, subdivide_on, write_boundary_on, CellTypeCounts};
 use crate::util::spinner;
 use anyhow::Context;
 use clap::Args;
@@ -12,10 +12,8 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use tessera_core::DeviceChoice;
-use tessera_mesh::boundary::extract_boundary;
 use tessera_mesh::generate::{bracket, BRACKET_RESOLUTION};
 use tessera_mesh::io::{write_vtu, DataArray};
-use tessera_mesh::smooth::laplacian_smooth;
 use tessera_mesh::PolyMesh;
 
 #[derive(Args, Debug)]
@@ -115,7 +113,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         Ok((m, d))
     })?;
     let b = st.run("extract boundary", || {
-        let b = extract_boundary(&mesh);
+        let b = boundary_on(&device, &mesh)?;
         let d = format!("{} faces, {} edges, {} vertices", b.faces.len(), b.edges.len(), b.vertices.len());
         Ok((b, d))
     })?;
@@ -131,7 +129,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
     files.push(p.display().to_string());
     let p = file("bracket-boundary.vtu");
     st.run("write bracket-boundary.vtu", || {
-        let (np, nv) = write_boundary(&mesh, &p)?;
+        let (np, nv) = write_boundary_on(&device, &mesh, &p)?;
         Ok(((), format!("{np} polygons, {nv} vertices")))
     })?;
     files.push(p.display().to_string());
@@ -157,7 +155,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
     })?;
     let before = mesh.positions().to_vec();
     st.run(&format!("smooth ({} iterations)", a.iterations), || {
-        laplacian_smooth(&mut mesh, a.iterations);
+        smooth_on(&device, &mut mesh, a.iterations)?;
         let max = before
             .iter()
             .zip(mesh.positions())
@@ -176,9 +174,23 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         Ok(((), p.display().to_string()))
     })?;
     files.push(p.display().to_string());
+    // Volumetric Catmull-Clark (dissertation §3.4.3): one level turns every tetrahedron
+    // into four hexahedra.
+    let sub = st.run("Catmull-Clark subdivision (1 level)", || {
+        let (m, _) = subdivide_on(&device, &mesh, 1)?;
+        let d = format!("{} hexahedra, {} vertices", m.num_cells(), m.num_vertices());
+        Ok((m, d))
+    })?;
+    let p = file("bracket-subdivided.vtu");
+    st.run("write bracket-subdivided.vtu", || {
+        write_vtu(&p, &sub, &[])?;
+        Ok(((), p.display().to_string()))
+    })?;
+    files.push(p.display().to_string());
+    drop(sub);
 
     let summary = DemoSummary {
-        device: device.to_string(),
+        device: device.describe(),
         resolution: a.resolution,
         out_dir: a.out.display().to_string(),
         mesh: MeshSummary {

@@ -11,8 +11,13 @@ use tessera_core::DeviceChoice;
 use tessera_mesh::boundary::extract_boundary;
 use tessera_mesh::generate::{bracket, box_mesh, BoxKind, BRACKET_RESOLUTION};
 use tessera_mesh::io::{read_mesh, write_mesh, write_obj, write_vtu, write_vtu_polygons, DataArray, MeshFile};
+use tessera_mesh::boundary::Boundary;
+use tessera_mesh::cuda::DeviceMesh;
+use tessera_mesh::simplex::SimplexMesh;
 use tessera_mesh::smooth::laplacian_smooth;
+use tessera_mesh::subdivide::subdivide_summary;
 use tessera_mesh::{CellType, PolyMesh};
+use crate::device::Backend;
 
 #[derive(Args, Debug)]
 pub struct MeshArgs {
@@ -32,36 +37,79 @@ enum MeshCmd {
     Smooth(SmoothArgs),
     /// Generate a procedural mesh (a mechanical bracket or a box).
     Generate(GenerateArgs),
+    /// Volumetric Catmull-Clark subdivision (dissertation §3.4.3), any number of levels.
+    Subdivide(SubdivideArgs),
+}
+
+#[derive(Args, Debug)]
+struct SubdivideArgs {
+    /// Input mesh file.
+    input: PathBuf,
+    /// Number of subdivision levels.
+    #[arg(short, long, default_value_t = 1)]
+    levels: usize,
+    /// Output mesh file (.vtu, .ovm, .msh for hexahedral results, ...).
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Print the per-level counts and times as one JSON object.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    device: DeviceArg,
 }
 
 /// `--device auto|cpu|cuda[:N]`.
 #[derive(Args, Debug, Clone)]
 pub struct DeviceArg {
-    /// Where to compute: auto, cpu, cuda or cuda:N (mesh commands run on the CPU for now).
+    /// Where to compute: auto (CUDA when usable, else the CPU), cpu, cuda or cuda:N.
     #[arg(long, default_value = "auto", value_name = "DEVICE")]
     pub device: DeviceChoice,
 }
 
 impl DeviceArg {
-    /// The backend the mesh commands use: the CPU; `cuda` is refused with one clear line.
-    pub fn resolve(&self) -> anyhow::Result<&'static str> {
+    /// Resolve the backend and say on stderr which device runs.
+    pub fn resolve(&self) -> anyhow::Result<Backend> {
         check_device(self.device)
     }
 }
 
-/// Resolve `--device` for the mesh pipeline. Auto and cpu run on the CPU reference; an
-/// explicit CUDA request fails with one line (GPU dispatch of the mesh commands is wired
-/// by the GPU work).
-pub fn check_device(d: DeviceChoice) -> anyhow::Result<&'static str> {
-    match d {
-        DeviceChoice::Auto | DeviceChoice::Cpu => Ok("cpu"),
-        DeviceChoice::Cuda(n) => match crate::device::resolve(d) {
-            Err(e) => bail!("no CUDA device available: {e}"),
-            Ok(_) => bail!(
-                "no CUDA device available: cuda:{n} exists, but the mesh commands have no CUDA backend in this build; use --device cpu"
-            ),
-        },
+/// Resolve `--device` for the mesh commands: `auto` picks CUDA when usable, else the CPU;
+/// an explicit CUDA request that cannot be served fails with one line. The chosen device
+/// is named on stderr.
+pub fn check_device(d: DeviceChoice) -> anyhow::Result<Backend> {
+    let b = match crate::device::resolve(d) {
+        Ok(b) => b,
+        Err(e) => bail!("no CUDA device available: {e}"),
+    };
+    eprintln!("device: {}", b.describe());
+    Ok(b)
+}
+
+/// Boundary extraction on the chosen backend (dissertation §3.4.2); the GPU result equals
+/// the CPU reference exactly (conformance test `boundary_matches_reference`).
+pub fn boundary_on(b: &Backend, m: &PolyMesh) -> anyhow::Result<Boundary> {
+    match b.gpu() {
+        Some(g) => {
+            let mut dm = DeviceMesh::upload(g, m)?;
+            let db = dm.boundary()?;
+            Ok(db.download(g)?)
+        }
+        None => Ok(extract_boundary(m)),
     }
+}
+
+/// Laplacian smoothing on the chosen backend.
+pub fn smooth_on(b: &Backend, m: &mut PolyMesh, iterations: usize) -> anyhow::Result<()> {
+    match b.gpu() {
+        Some(g) => {
+            let mut dm = DeviceMesh::upload(g, m)?;
+            dm.laplacian_smooth(iterations)?;
+            let p = dm.download_positions()?;
+            *m.positions_mut() = p;
+        }
+        None => laplacian_smooth(m, iterations),
+    }
+    Ok(())
 }
 
 #[derive(Args, Debug)]
@@ -163,7 +211,87 @@ pub fn run(a: MeshArgs) -> anyhow::Result<()> {
         MeshCmd::Boundary(a) => boundary(a),
         MeshCmd::Smooth(a) => smooth(a),
         MeshCmd::Generate(a) => generate(a),
+        MeshCmd::Subdivide(a) => subdivide(a),
     }
+}
+
+fn subdivide(a: SubdivideArgs) -> anyhow::Result<()> {
+    let dev = a.device.resolve()?;
+    let f = load(&a.input)?;
+    if a.levels == 0 {
+        bail!("--levels must be at least 1");
+    }
+    let pb = spinner(&format!("Catmull-Clark subdivision, {} level(s)", a.levels));
+    let r = subdivide_on(&dev, &f.mesh, a.levels);
+    pb.finish_and_clear();
+    let (m, summary) = r?;
+    save(&m, &a.output)?;
+    if a.json {
+        println!("{}", serde_json::to_string(&summary)?);
+        return Ok(());
+    }
+    println!(
+        "{}: {} vertices, {} edges, {} faces, {} cells after {} level(s)",
+        a.output.display(),
+        m.num_vertices(),
+        m.num_edges(),
+        m.num_faces(),
+        m.num_cells(),
+        a.levels
+    );
+    for l in &summary.levels {
+        println!(
+            "  level {}: {} cells, precompute {:.1} ms, subdivision {:.1} ms",
+            l.level,
+            l.counts.cells,
+            l.precompute_seconds * 1e3,
+            l.subdivide_seconds * 1e3
+        );
+    }
+    Ok(())
+}
+
+/// Subdivision on the chosen backend. The CPU reference (`tessera_mesh::subdivide`) runs
+/// when no GPU path applies.
+pub fn subdivide_on(
+    dev: &Backend,
+    m: &PolyMesh,
+    levels: usize,
+) -> anyhow::Result<(PolyMesh, tessera_mesh::subdivide::SubdivisionSummary)> {
+    let Some(gpu) = dev.gpu() else {
+        return Ok(subdivide_summary(m, levels)?);
+    };
+    // GPU path (topology equal to the CPU reference, positions within 1e-12 of the extent:
+    // conformance test `catmull_clark_matches_reference`)
+    use tessera_mesh::cuda::subdivide::{catmull_clark_gpu_with, precompute};
+    use tessera_mesh::subdivide::{LevelSummary, SubdivisionCounts, SubdivisionSummary};
+    let mut summary = SubdivisionSummary { input: SubdivisionCounts::of(m), levels: Vec::with_capacity(levels) };
+    let mut cur = DeviceMesh::upload(gpu, m)?;
+    for level in 1..=levels {
+        let t0 = std::time::Instant::now();
+        let next = {
+            let rel = precompute(&cur)?;
+            gpu.synchronize()?;
+            let t1 = std::time::Instant::now();
+            let next = catmull_clark_gpu_with(&cur, &rel)?;
+            gpu.synchronize()?;
+            let t2 = std::time::Instant::now();
+            summary.levels.push(LevelSummary {
+                level,
+                counts: SubdivisionCounts {
+                    vertices: next.num_vertices(),
+                    edges: next.num_edges(),
+                    faces: next.num_faces(),
+                    cells: next.num_cells(),
+                },
+                precompute_seconds: (t1 - t0).as_secs_f64(),
+                subdivide_seconds: (t2 - t1).as_secs_f64(),
+            });
+            next
+        };
+        cur = next;
+    }
+    Ok((cur.download()?, summary))
 }
 
 /// Read a mesh with a spinner; errors name the file (and line or byte offset).
@@ -218,6 +346,9 @@ pub struct MeshInfo {
     pub cell_types: CellTypeCounts,
     /// Bytes of the always-stored arrays (items 1-6 of §3.4; caches excluded).
     pub topology_bytes: usize,
+    /// Bytes of the compact simplex-mesh storage (`cellVertices`, dissertation §3.4.4) for
+    /// simplicial input; null otherwise.
+    pub simplex_topology_bytes: Option<usize>,
     pub geometry_bytes: usize,
     pub groups: Vec<GroupInfo>,
 }
@@ -241,9 +372,13 @@ pub fn cell_type_counts(m: &PolyMesh) -> CellTypeCounts {
     t
 }
 
-pub fn mesh_info(file: &str, f: &MeshFile) -> MeshInfo {
+/// The `mesh info` record of a mesh file, with the boundary computed on any backend.
+pub fn mesh_info_with(file: &str, f: &MeshFile, b: Boundary) -> MeshInfo {
     let m = &f.mesh;
-    let b = extract_boundary(m);
+    let ct = cell_type_counts(m);
+    let simplicial = m.num_cells() > 0 && ct.tetrahedron == m.num_cells();
+    let simplex_topology_bytes =
+        if simplicial { SimplexMesh::from_poly(m).ok().map(|s| s.topology_bytes()) } else { None };
     MeshInfo {
         file: file.to_string(),
         vertices: m.num_vertices(),
@@ -255,8 +390,9 @@ pub fn mesh_info(file: &str, f: &MeshFile) -> MeshInfo {
         boundary_vertices: b.vertices.len(),
         euler_characteristic: m.euler_characteristic(),
         manifold: b.manifold,
-        cell_types: cell_type_counts(m),
+        cell_types: ct,
         topology_bytes: m.topology_bytes(),
+        simplex_topology_bytes,
         geometry_bytes: m.geometry_bytes(),
         groups: f
             .groups
@@ -267,11 +403,12 @@ pub fn mesh_info(file: &str, f: &MeshFile) -> MeshInfo {
 }
 
 fn info(a: InfoArgs) -> anyhow::Result<()> {
-    a.device.resolve()?;
+    let dev = a.device.resolve()?;
     let f = load(&a.file)?;
     let pb = spinner("extracting the boundary");
-    let i = mesh_info(&a.file.display().to_string(), &f);
+    let b = boundary_on(&dev, &f.mesh);
     pb.finish_and_clear();
+    let i = mesh_info_with(&a.file.display().to_string(), &f, b?);
     if a.json {
         println!("{}", serde_json::to_string(&i)?);
         return Ok(());
@@ -306,6 +443,9 @@ fn info(a: InfoArgs) -> anyhow::Result<()> {
         "  storage: topology {} bytes (∂1, ∂2, ∂3 in TCSR), geometry {} bytes",
         i.topology_bytes, i.geometry_bytes
     );
+    if let Some(sb) = i.simplex_topology_bytes {
+        println!("  simplex mesh storage: {sb} bytes (cellVertices only, §3.4.4)");
+    }
     for g in &i.groups {
         let what = ["vertices", "edges", "faces", "cells"][g.dim.min(3) as usize];
         let name = if g.name.is_empty() { String::new() } else { format!(" \"{}\"", g.name) };
@@ -344,9 +484,9 @@ fn is_ext(p: &Path, ext: &str) -> bool {
 }
 
 /// Write the boundary surface of `m` to `.obj` or `.vtu` (with the mesh vertex and face
-/// ids as data). Returns (polygons, vertices).
-pub fn write_boundary(m: &PolyMesh, out: &Path) -> anyhow::Result<(usize, usize)> {
-    let b = extract_boundary(m);
+/// ids as data), extracting it on the chosen backend. Returns (polygons, vertices).
+pub fn write_boundary_on(dev: &Backend, m: &PolyMesh, out: &Path) -> anyhow::Result<(usize, usize)> {
+    let b = boundary_on(dev, m)?;
     let s = b.surface(m);
     if is_ext(out, "obj") {
         write_obj(out, &s.positions, &s.polygon_offsets, &s.polygon_vertices)?;
@@ -367,20 +507,20 @@ pub fn write_boundary(m: &PolyMesh, out: &Path) -> anyhow::Result<(usize, usize)
 }
 
 fn boundary(a: BoundaryArgs) -> anyhow::Result<()> {
-    a.device.resolve()?;
+    let dev = a.device.resolve()?;
     let f = load(&a.input)?;
     let pb = spinner("extracting the boundary");
-    let r = write_boundary(&f.mesh, &a.output);
+    let r = write_boundary_on(&dev, &f.mesh, &a.output);
     pb.finish_and_clear();
     let (np, nv) = r?;
     println!("{}: boundary of {} polygons, {} vertices", a.output.display(), np, nv);
     Ok(())
 }
 
-/// Smooth and write; a `.vtu` gets the per-vertex displacement.
-pub fn smooth_and_write(m: &mut PolyMesh, iterations: usize, out: &Path) -> anyhow::Result<f64> {
+/// Smooth on the chosen backend and write; a `.vtu` gets the per-vertex displacement.
+pub fn smooth_and_write_on(dev: &Backend, m: &mut PolyMesh, iterations: usize, out: &Path) -> anyhow::Result<f64> {
     let before = m.positions().to_vec();
-    laplacian_smooth(m, iterations);
+    smooth_on(dev, m, iterations)?;
     let disp: Vec<[f64; 3]> = before
         .iter()
         .zip(m.positions())
@@ -396,10 +536,10 @@ pub fn smooth_and_write(m: &mut PolyMesh, iterations: usize, out: &Path) -> anyh
 }
 
 fn smooth(a: SmoothArgs) -> anyhow::Result<()> {
-    a.device.resolve()?;
+    let dev = a.device.resolve()?;
     let mut f = load(&a.input)?;
     let pb = spinner(&format!("smoothing ({} iterations)", a.iterations));
-    let r = smooth_and_write(&mut f.mesh, a.iterations, &a.output);
+    let r = smooth_and_write_on(&dev, &mut f.mesh, a.iterations, &a.output);
     pb.finish_and_clear();
     let max = r?;
     println!(
@@ -415,7 +555,7 @@ fn smooth(a: SmoothArgs) -> anyhow::Result<()> {
 fn generate(a: GenerateArgs) -> anyhow::Result<()> {
     let (m, out) = match a.what {
         GenerateCmd::Bracket { resolution, output, device } => {
-            device.resolve()?;
+            device.resolve()?; // generation runs on the CPU
             if !BRACKET_RESOLUTION.contains(&resolution) {
                 bail!(
                     "--resolution {resolution} is outside {}..={}",
