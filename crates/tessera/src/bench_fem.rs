@@ -19,9 +19,13 @@ use tessera_fem::nodes::HoMesh;
 
 #[derive(Args, Debug)]
 pub struct BenchFemArgs {
-    /// Bracket resolutions to generate (ignored when --mesh is given).
-    #[arg(long, value_delimiter = ',', default_values_t = vec![12usize, 24])]
+    /// Bracket resolutions to generate (ignored when --mesh is given). Default: 12,24 on the
+    /// CPU; on CUDA the Table 4.1 sweep 22..130 (bracket(130) = 1.6M tets, p = 3 up to bracket(98) = 0.72M).
+    #[arg(long, value_delimiter = ',')]
     pub resolutions: Vec<usize>,
+    /// cpu (the CPU reference tables) or cuda[:N] / auto (the GPU columns of Tables 4.1-4.3).
+    #[arg(long, default_value = "cpu")]
+    pub device: tessera_core::DeviceChoice,
     /// Mesh files (or gen:bracket:N / gen:box:N) instead of generated brackets.
     #[arg(long)]
     pub mesh: Vec<String>,
@@ -331,8 +335,13 @@ fn fmt_count(v: f64) -> String {
 }
 
 pub fn run(a: BenchFemArgs) -> anyhow::Result<()> {
+    let backend = crate::device::resolve(a.device)?;
+    if let crate::device::Backend::Cuda(g) = &backend {
+        return run_gpu(&a, g);
+    }
     let material = Material::new(1.0, 0.3, 1.0);
-    let specs: Vec<String> = if a.mesh.is_empty() { a.resolutions.iter().map(|r| format!("gen:bracket:{r}")).collect() } else { a.mesh.clone() };
+    let resolutions = if a.resolutions.is_empty() { vec![12, 24] } else { a.resolutions.clone() };
+    let specs: Vec<String> = if a.mesh.is_empty() { resolutions.iter().map(|r| format!("gen:bracket:{r}")).collect() } else { a.mesh.clone() };
     for &p in &a.orders {
         anyhow::ensure!((1..=3).contains(&p), "bench fem covers the dissertation's orders 1..=3 (got {p})");
     }
@@ -502,6 +511,265 @@ fn print_tables(records: &[Record], orders: &[usize], threads: usize) {
                 }
             }
         }
+    }
+    println!();
+    println!("Zayer et al. (Tesla K40m, from dissertation §4.5.1), total ms:");
+    for (p, row) in ZAYER_MS.iter().enumerate() {
+        let cells: Vec<String> = ZAYER_TETS.iter().zip(row).map(|(t, v)| format!("{}: {v}", fmt_count(*t))).collect();
+        println!("  p = {}: {}", p + 1, cells.join(", "));
+    }
+}
+
+// ============================================================================ GPU columns
+
+/// Default GPU sweep: bracket resolutions near the dissertation's Table 4.1 sizes (about
+/// 8k, 44k, 90k, 213k, 367k, 719k, 1.1M and 1.6M tetrahedra).
+const GPU_RESOLUTIONS: [usize; 8] = [22, 39, 49, 65, 78, 98, 113, 130];
+/// p = 3 is measured up to this many tetrahedra by default (the dissertation stops at 719k).
+const GPU_P3_MAX_TETS: usize = 800_000;
+/// H100 SXM HBM3 peak bandwidth (GB/s) for the SpMV roofline.
+const H100_PEAK_GBS: f64 = 3000.0;
+/// Issue 5 targets on the H100: (p, dissertation mesh in tets, total ms, GP100 ms).
+const TARGETS: [(usize, f64, f64, f64); 3] = [(1, 1.7e6, 15.0, 67.3), (2, 1.7e6, 110.0, 551.0), (3, 719.1e3, 300.0, 1480.0)];
+
+/// One GPU measurement (dissertation Tables 4.1-4.3, GPU columns).
+struct GpuRecord {
+    mesh: String,
+    tets: usize,
+    vertices: usize,
+    edges: usize,
+    faces: usize,
+    stats: tessera_fem::assemble::AssemblyStats,
+    bench: tessera_fem::cuda::GpuAssemblyBench,
+}
+
+fn gpu_bench_one<T: tessera_fem::cuda::GpuScalar>(
+    g: &tessera_gpu::Gpu,
+    ho: &HoMesh,
+    material: &Material,
+    s: Summation,
+    runs: usize,
+) -> anyhow::Result<(tessera_fem::assemble::AssemblyStats, tessera_fem::cuda::GpuAssemblyBench)> {
+    let o = AssembleOptions { summation: s, par: Par::Rayon, device: tessera_core::DeviceChoice::Cuda(g.ordinal()) };
+    // one assembly for the sizes (exact count, bound, bytes, padding), then the timed runs
+    let (_, stats) = tessera_fem::cuda::assemble_stiffness_gpu::<T>(g, ho, material, &o)?;
+    let bench = tessera_fem::cuda::bench_assembly_gpu::<T>(g, ho, material, s, runs)?;
+    Ok((stats, bench))
+}
+
+fn run_gpu(a: &BenchFemArgs, g: &std::sync::Arc<tessera_gpu::Gpu>) -> anyhow::Result<()> {
+    let material = Material::new(1.0, 0.3, 1.0);
+    let explicit = !a.resolutions.is_empty() || !a.mesh.is_empty();
+    let resolutions = if a.resolutions.is_empty() { GPU_RESOLUTIONS.to_vec() } else { a.resolutions.clone() };
+    let specs: Vec<String> = if a.mesh.is_empty() { resolutions.iter().map(|r| format!("gen:bracket:{r}")).collect() } else { a.mesh.clone() };
+    for &p in &a.orders {
+        anyhow::ensure!((1..=3).contains(&p), "bench fem covers the dissertation's orders 1..=3 (got {p})");
+    }
+    let device = g.describe();
+    eprintln!("bench fem: device {device}");
+    let mut recs: Vec<GpuRecord> = Vec::new();
+    let t_all = Instant::now();
+    for spec in &specs {
+        let t = Instant::now();
+        let sm = load_simplex_mesh(spec)?;
+        let (tets, vertices, edges, faces) = (sm.num_cells(), sm.num_vertices(), sm.num_edges(), sm.num_faces());
+        eprintln!("bench fem: {spec}: {tets} tets ({:.1} s to generate)", t.elapsed().as_secs_f64());
+        for &p in &a.orders {
+            if p == 3 && !explicit && tets > GPU_P3_MAX_TETS {
+                continue;
+            }
+            let ho = HoMesh::new(sm.clone(), p)?;
+            let mut sums = vec![Summation::PerNode, Summation::PerEntry];
+            if p == 1 {
+                sums.push(Summation::Inline);
+            }
+            let mut jobs: Vec<(Summation, bool)> = sums.iter().map(|&s| (s, false)).collect();
+            jobs.push((Summation::PerNode, true));
+            for (s, f64_) in jobs {
+                let r = if f64_ { gpu_bench_one::<f64>(g, &ho, &material, s, a.repeat) } else { gpu_bench_one::<f32>(g, &ho, &material, s, a.repeat) };
+                match r {
+                    Ok((stats, bench)) => {
+                        eprintln!("bench fem: {spec} p = {p} {} {}: total {:.3} ms", s.name(), bench.scalar, bench.stages_ms.get("total").copied().unwrap_or(f64::NAN));
+                        recs.push(GpuRecord { mesh: spec.clone(), tets, vertices, edges, faces, stats, bench });
+                    }
+                    // e.g. out of device memory for per-entry maps: reported, the sweep goes on
+                    Err(e) => eprintln!("bench fem: {spec} p = {p} {} {}: failed: {e}", s.name(), if f64_ { "f64" } else { "f32" }),
+                }
+            }
+        }
+    }
+    eprintln!("bench fem: done in {:.1} s", t_all.elapsed().as_secs_f64());
+    if a.json {
+        for r in &recs {
+            let b = &r.bench;
+            let j = serde_json::json!({
+                "mesh": r.mesh, "tets": r.tets, "vertices": r.vertices, "edges": r.edges, "faces": r.faces,
+                "order": b.order, "backend": "cuda", "device": device, "summation": b.summation.name(), "precision": b.scalar,
+                "dofs": b.dofs, "block_nonzeros": b.block_nonzeros, "zayer_bound": r.stats.zayer_bound,
+                "bytes_allocated": r.stats.bytes_allocated, "padding_blocks": r.stats.padding_blocks, "aux_bytes": r.stats.aux_bytes,
+                "stages_ms": b.stages_ms, "table_4_2_ms": b.table_4_2_ms, "upload_ms": b.upload_ms,
+                "spmv_ms": b.spmv_ms, "spmv_bytes": b.spmv_bytes, "spmv_gbs": b.spmv_gbs, "spmv_fraction_of_peak": b.spmv_gbs / H100_PEAK_GBS,
+            });
+            println!("{j}");
+        }
+        for t in target_checks(&recs) {
+            println!("{}", serde_json::json!({"target": {"order": t.0, "tets": t.1, "total_ms": t.2, "limit_ms": t.3, "gp100_ms": t.4, "met": t.2 <= t.3}}));
+        }
+        return Ok(());
+    }
+    print_gpu_tables(&recs, &a.orders, &device);
+    Ok(())
+}
+
+fn gfind<'r>(recs: &'r [GpuRecord], mesh: &str, p: usize, s: Summation, scalar: &str) -> Option<&'r GpuRecord> {
+    recs.iter().find(|r| r.mesh == mesh && r.bench.order == p && r.bench.summation == s && r.bench.scalar == scalar)
+}
+
+fn gtotal(r: &GpuRecord) -> Option<f64> {
+    r.bench.stages_ms.get("total").copied()
+}
+
+/// The issue 5 targets: per order, the f32 per-node record nearest the dissertation's mesh
+/// (within a factor 1.5 in tetrahedra): (p, tets, total ms, limit ms, GP100 ms).
+fn target_checks(recs: &[GpuRecord]) -> Vec<(usize, usize, f64, f64, f64)> {
+    let mut out = Vec::new();
+    for (p, want, limit, gp) in TARGETS {
+        let best = recs
+            .iter()
+            .filter(|r| r.bench.order == p && r.bench.summation == Summation::PerNode && r.bench.scalar == "f32")
+            .filter(|r| (r.tets as f64 / want).ln().abs() < 1.5f64.ln())
+            .min_by(|a, b| (a.tets as f64 / want).ln().abs().total_cmp(&(b.tets as f64 / want).ln().abs()));
+        if let Some(r) = best {
+            if let Some(t) = gtotal(r) {
+                out.push((p, r.tets, t, limit, gp));
+            }
+        }
+    }
+    out
+}
+
+fn print_gpu_tables(recs: &[GpuRecord], orders: &[usize], device: &str) {
+    let mut meshes: Vec<(String, usize)> = Vec::new();
+    for r in recs {
+        if !meshes.iter().any(|(m, _)| *m == r.mesh) {
+            meshes.push((r.mesh.clone(), r.tets));
+        }
+    }
+    println!("FEM assembly on {device}: medians of CUDA-event stage times (f32 unless noted); GP100 = dissertation (Quadro GP100)");
+    println!();
+    println!("Table 4.1: sizes, exact block non-zeros (Eq. 4.6) and the Zayer et al. bound");
+    print!("{:<18} {:>9} {:>9} {:>9} {:>9}", "mesh", "vertices", "edges", "faces", "cells");
+    for &p in orders {
+        print!(" | p={p}: {:>9} {:>9} {:>5}", "exact", "bound", "ratio");
+    }
+    println!();
+    for (mesh, tets) in &meshes {
+        let Some(r0) = recs.iter().find(|r| &r.mesh == mesh) else { continue };
+        print!("{:<18} {:>9} {:>9} {:>9} {:>9}", mesh, fmt_count(r0.vertices as f64), fmt_count(r0.edges as f64), fmt_count(r0.faces as f64), fmt_count(*tets as f64));
+        for &p in orders {
+            match gfind(recs, mesh, p, Summation::PerNode, "f32") {
+                Some(r) => print!(
+                    " |       {:>9} {:>9} {:>5.1}",
+                    fmt_count(r.bench.block_nonzeros as f64),
+                    fmt_count(r.stats.zayer_bound as f64),
+                    r.stats.zayer_bound as f64 / r.bench.block_nonzeros as f64
+                ),
+                None => print!(" |       {:>9} {:>9} {:>5}", "-", "-", "-"),
+            }
+        }
+        println!();
+        let gi = nearest_gp100(*tets, 11);
+        print!("{:<18} {:>9} {:>9} {:>9} {:>9}", "  GP100 nearest", "", "", "", fmt_count(GP100_TETS[gi]));
+        for &p in orders {
+            let (ex, bd) = GP100_EXACT_BOUND[p - 1][gi];
+            print!(" |       {:>9} {:>9} {:>5.1}", fmt_count(ex), fmt_count(bd), bd / ex);
+        }
+        println!();
+    }
+    for &p in orders {
+        println!();
+        println!("Table 4.2({}): stage times in ms, p = {p} (per-node summation); ours | GP100 at the nearest mesh", ["a", "b", "c"][p - 1]);
+        print!("{:<14}", "tets");
+        let cols: Vec<&(String, usize)> = meshes.iter().filter(|(m, _)| gfind(recs, m, p, Summation::PerNode, "f32").is_some()).collect();
+        for (_, tets) in &cols {
+            let gi = nearest_gp100(*tets, GP100_STAGES[p - 1][0].len());
+            print!(" {:>9} | {:>8}", fmt_count(*tets as f64), fmt_count(GP100_TETS[gi]));
+        }
+        println!();
+        for (si, (key, label)) in STAGES.iter().enumerate() {
+            print!("{label:<14}");
+            for (mesh, tets) in &cols {
+                let ours = gfind(recs, mesh, p, Summation::PerNode, "f32").and_then(|r| r.bench.stages_ms.get(*key).copied());
+                let refs = GP100_STAGES[p - 1][si];
+                print!(" {:>9} | {:>8}", fmt_ms(ours), fmt_ms(refs.get(nearest_gp100(*tets, refs.len())).copied()));
+            }
+            println!();
+        }
+        print!("{:<14}", "Total f64");
+        for (mesh, _) in &cols {
+            print!(" {:>9} | {:>8}", fmt_ms(gfind(recs, mesh, p, Summation::PerNode, "f64").and_then(gtotal)), "-");
+        }
+        println!();
+    }
+    println!();
+    println!("Table 4.3: summation methods in ms (incl. element matrices where precomputed); ours | GP100 at the nearest mesh");
+    for &p in orders {
+        let cols: Vec<&(String, usize)> = meshes.iter().filter(|(m, _)| recs.iter().any(|r| &r.mesh == m && r.bench.order == p)).collect();
+        print!("p = {p:<10}");
+        for (_, tets) in &cols {
+            print!(" {:>9} | {:>8}", fmt_count(*tets as f64), fmt_count(GP100_TETS[nearest_gp100(*tets, 11)]));
+        }
+        println!();
+        let rows = [(Summation::PerNode, "Simplex", 0), (Summation::PerEntry, "Entry", 1), (Summation::Inline, "Inline", 2)];
+        for (s, label, ri) in rows {
+            print!("{label:<14}");
+            for (mesh, tets) in &cols {
+                let ours = gfind(recs, mesh, p, s, "f32").map(|r| r.bench.stages_ms.get("summation").copied().unwrap_or(0.0) + r.bench.stages_ms.get("element_matrices").copied().unwrap_or(0.0));
+                let refv = if p <= 2 { GP100_SUMMATION[p - 1][ri].get(nearest_gp100(*tets, 11)).copied() } else { None };
+                print!(" {:>9} | {:>8}", fmt_ms(ours), fmt_ms(refv));
+            }
+            println!();
+        }
+        print!("{:<14}", "Alloc");
+        for (mesh, tets) in &cols {
+            let ours = gfind(recs, mesh, p, Summation::PerNode, "f32").and_then(|r| r.bench.stages_ms.get("alloc_element_matrices").copied());
+            let refv = if p <= 2 { GP100_SUMMATION[p - 1][3].get(nearest_gp100(*tets, 11)).copied() } else { None };
+            print!(" {:>9} | {:>8}", fmt_ms(ours), fmt_ms(refv));
+        }
+        println!();
+        print!("{:<14}", "Entry maps");
+        for (mesh, _) in &cols {
+            let ours = gfind(recs, mesh, p, Summation::PerEntry, "f32").and_then(|r| r.bench.stages_ms.get("entry_maps").copied());
+            print!(" {:>9} | {:>8}", fmt_ms(ours), "-");
+        }
+        println!();
+    }
+    println!();
+    println!("Memory (bytes) and Bin-BCSR* SpMV (per-node matrix; roofline {H100_PEAK_GBS:.0} GB/s)");
+    for &p in orders {
+        for (mesh, _) in &meshes {
+            for scalar in ["f32", "f64"] {
+                if let Some(r) = gfind(recs, mesh, p, Summation::PerNode, scalar) {
+                    let entry = gfind(recs, mesh, p, Summation::PerEntry, "f32").filter(|_| scalar == "f32");
+                    println!(
+                        "p = {p} {mesh:<18} {scalar} final {:>12}  padding {:>10} ({:.1}%)  temp {:>12}{}  SpMV {:>8.3} ms {:>7.0} GB/s ({:.0}% of peak)",
+                        r.stats.bytes_allocated,
+                        r.stats.padding_blocks,
+                        100.0 * r.stats.padding_blocks as f64 / (r.stats.block_nonzeros + r.stats.padding_blocks).max(1) as f64,
+                        r.stats.aux_bytes,
+                        entry.map(|e| format!(" | entry {:>12}", e.stats.aux_bytes)).unwrap_or_default(),
+                        r.bench.spmv_ms,
+                        r.bench.spmv_gbs,
+                        100.0 * r.bench.spmv_gbs / H100_PEAK_GBS
+                    );
+                }
+            }
+        }
+    }
+    println!();
+    println!("Targets (issue 5, H100, f32 per-node total):");
+    for (p, tets, t, limit, gp) in target_checks(recs) {
+        println!("  p = {p} at {}: {} ms (target <= {limit} ms, GP100 {gp} ms): {}", fmt_count(tets as f64), fmt_ms(Some(t)), if t <= limit { "met" } else { "MISSED" });
     }
     println!();
     println!("Zayer et al. (Tesla K40m, from dissertation §4.5.1), total ms:");

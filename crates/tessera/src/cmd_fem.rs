@@ -80,9 +80,9 @@ pub struct AssembleArgs {
     /// Mass density ρ (for --matrix mass).
     #[arg(long, default_value_t = 1.0)]
     pub density: f64,
-    /// Scalar type of the matrix values.
-    #[arg(long, value_enum, default_value_t = Precision::F64)]
-    pub precision: Precision,
+    /// Scalar type of the matrix values (default: f32 on the GPU, f64 on the CPU).
+    #[arg(long, value_enum)]
+    pub precision: Option<Precision>,
     /// auto, cpu, cuda or cuda:N.
     #[arg(long, default_value = "auto")]
     pub device: DeviceChoice,
@@ -131,21 +131,36 @@ pub fn load_simplex_mesh(spec: &str) -> anyhow::Result<SimplexMesh> {
 fn run_assemble(a: AssembleArgs) -> anyhow::Result<()> {
     let material = Material::new(a.youngs, a.poisson, a.density);
     material.validate()?;
-    if let DeviceChoice::Cuda(_) = a.device {
-        // one clear line; the check is repeated by the library
-        anyhow::bail!("device {}: GPU assembly kernels are not available in this build; use --device cpu", a.device);
-    }
+    // Inline summation computes element matrices inside the summation kernel, which the GPU
+    // does for p = 1 only (dissertation §4.4.4): `auto` then stays on the CPU, `cuda` is an error.
+    let inline_hi = a.summation == SummationArg::Inline && a.order > 1;
+    let backend = match a.device {
+        DeviceChoice::Auto if inline_hi => crate::device::Backend::Cpu,
+        DeviceChoice::Cuda(n) if inline_hi => anyhow::bail!(
+            "--summation inline runs on the GPU for p = 1 only (dissertation §4.4.4), not p = {}; use --summation per-node|per-entry or --device cpu (cuda:{n} requested)",
+            a.order
+        ),
+        d => crate::device::resolve(d)?,
+    };
+    eprintln!("tessera fem assemble: device {}", backend.describe());
+    let device_name = match &backend {
+        crate::device::Backend::Cpu => "cpu".to_string(),
+        crate::device::Backend::Cuda(g) => format!("cuda:{}", g.ordinal()),
+    };
+    let precision = a.precision.unwrap_or(if backend.is_cuda() { Precision::F32 } else { Precision::F64 });
     let sm = load_simplex_mesh(&a.mesh)?;
     let (nv, nc) = (sm.num_vertices(), sm.num_cells());
     let ho = HoMesh::new(sm, a.order)?;
     let opts = AssembleOptions {
         summation: a.summation.into(),
         par: if a.serial { Par::Seq } else { Par::auto() },
-        device: a.device,
+        device: if backend.is_cuda() { a.device } else { DeviceChoice::Cpu },
     };
-    let (stats, fro) = match a.precision {
-        Precision::F64 => assemble_any::<f64>(&ho, &material, &opts, a.matrix)?,
-        Precision::F32 => assemble_any::<f32>(&ho, &material, &opts, a.matrix)?,
+    let (stats, fro) = match (&backend, precision) {
+        (crate::device::Backend::Cpu, Precision::F64) => assemble_any::<f64>(&ho, &material, &opts, a.matrix)?,
+        (crate::device::Backend::Cpu, Precision::F32) => assemble_any::<f32>(&ho, &material, &opts, a.matrix)?,
+        (crate::device::Backend::Cuda(g), Precision::F64) => assemble_any_gpu::<f64>(g, &ho, &material, &opts, a.matrix)?,
+        (crate::device::Backend::Cuda(g), Precision::F32) => assemble_any_gpu::<f32>(g, &ho, &material, &opts, a.matrix)?,
     };
     if a.json {
         let j = serde_json::json!({
@@ -154,8 +169,9 @@ fn run_assemble(a: AssembleArgs) -> anyhow::Result<()> {
             "cells": nc,
             "order": a.order,
             "matrix": match a.matrix { MatrixKind::Stiffness => "stiffness", MatrixKind::Mass => "mass" },
-            "precision": match a.precision { Precision::F32 => "f32", Precision::F64 => "f64" },
-            "device": "cpu",
+            "precision": match precision { Precision::F32 => "f32", Precision::F64 => "f64" },
+            "device": device_name,
+            "device_description": backend.describe(),
             "summation": Summation::from(a.summation).name(),
             "nodes": ho.num_nodes(),
             "dofs": stats.dofs,
@@ -192,4 +208,21 @@ fn assemble_any<T: Scalar>(ho: &HoMesh, m: &Material, o: &AssembleOptions, kind:
         MatrixKind::Mass => assemble_mass(ho, m, o)?,
     };
     Ok((a.stats, a.matrix.frobenius_norm()))
+}
+
+/// GPU assembly (dissertation §4.4, `tessera_fem::cuda`): the matrix is downloaded and ‖K‖_F
+/// computed on the host exactly as on the CPU path.
+fn assemble_any_gpu<T: tessera_fem::cuda::GpuScalar>(
+    gpu: &tessera_gpu::Gpu,
+    ho: &HoMesh,
+    m: &Material,
+    o: &AssembleOptions,
+    kind: MatrixKind,
+) -> anyhow::Result<(AssemblyStats, f64)> {
+    let (dm, stats) = match kind {
+        MatrixKind::Stiffness => tessera_fem::cuda::assemble_stiffness_gpu::<T>(gpu, ho, m, o)?,
+        MatrixKind::Mass => tessera_fem::cuda::assemble_mass_gpu::<T>(gpu, ho, m, o)?,
+    };
+    let host = dm.download(gpu)?;
+    Ok((stats, host.frobenius_norm()))
 }
