@@ -74,14 +74,17 @@ impl DeviceArg {
 }
 
 /// Resolve `--device` for the mesh commands: `auto` picks CUDA when usable, else the CPU;
-/// an explicit CUDA request that cannot be served fails with one line. The chosen device
-/// is named on stderr.
+/// an explicit CUDA request that cannot be served fails with one line. A chosen GPU is
+/// named on stderr.
 pub fn check_device(d: DeviceChoice) -> anyhow::Result<Backend> {
     let b = match crate::device::resolve(d) {
         Ok(b) => b,
         Err(e) => bail!("no CUDA device available: {e}"),
     };
-    eprintln!("device: {}", b.describe());
+    if b.is_cuda() {
+        // the CPU is the default and stays silent, so that error output stays one line
+        eprintln!("device: {}", b.describe());
+    }
     Ok(b)
 }
 

@@ -137,7 +137,7 @@ fn demo_writes_vtu_files_and_a_json_summary() {
     let d = scratch("demo");
     let out = ok(&["demo", "--json", "--resolution", "12", "--out", s(&d)]);
     let v: serde_json::Value = serde_json::from_str(&out).expect("JSON summary");
-    assert_eq!(v["device"], "cpu");
+    assert!(v["device"].as_str().unwrap().starts_with("cpu"), "{}", v["device"]);
     // the same bracket as `mesh generate bracket`
     let g = d.join("g.msh");
     ok(&["mesh", "generate", "bracket", "--resolution", "12", "-o", s(&g)]);
@@ -153,7 +153,8 @@ fn demo_writes_vtu_files_and_a_json_summary() {
         let text = std::fs::read_to_string(p).unwrap();
         assert!(text.contains("<VTKFile type=\"UnstructuredGrid\""), "{}", p.display());
     }
-    assert_eq!(v["files"].as_array().unwrap().len(), 3);
+    // bracket, boundary, smoothed, subdivided, and the FEM results
+    assert!(v["files"].as_array().unwrap().len() >= 4, "{}", v["files"]);
     let text = ok(&["demo", "--resolution", "12", "--out", s(&d)]);
     assert!(text.contains("tessera demo") && text.contains("total"), "{text}");
     let _ = std::fs::remove_dir_all(&d);
