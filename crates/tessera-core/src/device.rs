@@ -31,7 +31,9 @@ impl FromStr for DeviceChoice {
             "cuda" | "gpu" => Ok(DeviceChoice::Cuda(0)),
             _ => {
                 if let Some(n) = t.strip_prefix("cuda:") {
-                    n.parse().map(DeviceChoice::Cuda).map_err(|_| DeviceParseError(s.to_string()))
+                    n.parse()
+                        .map(DeviceChoice::Cuda)
+                        .map_err(|_| DeviceParseError(s.to_string()))
                 } else {
                     Err(DeviceParseError(s.to_string()))
                 }
@@ -57,8 +59,14 @@ mod tests {
     fn parse_device_choices() {
         assert_eq!("auto".parse::<DeviceChoice>().unwrap(), DeviceChoice::Auto);
         assert_eq!("cpu".parse::<DeviceChoice>().unwrap(), DeviceChoice::Cpu);
-        assert_eq!("cuda".parse::<DeviceChoice>().unwrap(), DeviceChoice::Cuda(0));
-        assert_eq!("cuda:3".parse::<DeviceChoice>().unwrap(), DeviceChoice::Cuda(3));
+        assert_eq!(
+            "cuda".parse::<DeviceChoice>().unwrap(),
+            DeviceChoice::Cuda(0)
+        );
+        assert_eq!(
+            "cuda:3".parse::<DeviceChoice>().unwrap(),
+            DeviceChoice::Cuda(3)
+        );
         assert!("cuda:x".parse::<DeviceChoice>().is_err());
         assert!("tpu".parse::<DeviceChoice>().is_err());
     }

@@ -96,7 +96,10 @@ mod tests {
         let b = offsets_from_counts(Par::Rayon, &counts).unwrap();
         assert_eq!(a, b);
         assert_eq!(a[0], 0);
-        assert_eq!(*a.last().unwrap() as u64, counts.iter().map(|&c| c as u64).sum::<u64>());
+        assert_eq!(
+            *a.last().unwrap() as u64,
+            counts.iter().map(|&c| c as u64).sum::<u64>()
+        );
     }
 
     #[test]

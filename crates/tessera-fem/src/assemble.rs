@@ -64,7 +64,9 @@ impl std::str::FromStr for Summation {
             "per-node" | "node" => Ok(Summation::PerNode),
             "inline" => Ok(Summation::Inline),
             "per-entry" | "entry" => Ok(Summation::PerEntry),
-            _ => Err(format!("unknown summation `{s}`: expected per-node, inline or per-entry")),
+            _ => Err(format!(
+                "unknown summation `{s}`: expected per-node, inline or per-entry"
+            )),
         }
     }
 }
@@ -81,7 +83,11 @@ pub struct AssembleOptions {
 
 impl Default for AssembleOptions {
     fn default() -> Self {
-        Self { summation: Summation::PerNode, par: Par::auto(), device: DeviceChoice::Cpu }
+        Self {
+            summation: Summation::PerNode,
+            par: Par::auto(),
+            device: DeviceChoice::Cpu,
+        }
     }
 }
 
@@ -124,19 +130,31 @@ pub enum Operator {
 
 /// Assemble the stiffness matrix `K` of linear isotropic elasticity (Eq. 4.7) for `mesh`
 /// (order `p` from the mesh) into Bin-BCSR* (dissertation §4.4).
-pub fn assemble_stiffness<T: Scalar>(mesh: &HoMesh, material: &Material, opts: &AssembleOptions) -> Result<Assembly<T>, FemError> {
+pub fn assemble_stiffness<T: Scalar>(
+    mesh: &HoMesh,
+    material: &Material,
+    opts: &AssembleOptions,
+) -> Result<Assembly<T>, FemError> {
     let lame = material.lame()?;
     assemble(mesh, Operator::Stiffness(lame), opts)
 }
 
 /// Assemble the consistent mass matrix `M` (density from `material`).
-pub fn assemble_mass<T: Scalar>(mesh: &HoMesh, material: &Material, opts: &AssembleOptions) -> Result<Assembly<T>, FemError> {
+pub fn assemble_mass<T: Scalar>(
+    mesh: &HoMesh,
+    material: &Material,
+    opts: &AssembleOptions,
+) -> Result<Assembly<T>, FemError> {
     material.validate()?;
     assemble(mesh, Operator::Mass(material.density), opts)
 }
 
 /// Pattern, then summation, with stage times.
-pub fn assemble<T: Scalar>(mesh: &HoMesh, op: Operator, opts: &AssembleOptions) -> Result<Assembly<T>, FemError> {
+pub fn assemble<T: Scalar>(
+    mesh: &HoMesh,
+    op: Operator,
+    opts: &AssembleOptions,
+) -> Result<Assembly<T>, FemError> {
     check_device(opts.device)?;
     let t0 = Instant::now();
     let mut asm = Assembler::new(mesh, opts.summation, opts.par)?;
@@ -144,7 +162,9 @@ pub fn assemble<T: Scalar>(mesh: &HoMesh, op: Operator, opts: &AssembleOptions) 
     let mut stats = asm.stats.clone();
     stats.bytes_allocated = matrix.bytes_allocated() as u64;
     stats.aux_bytes = asm.aux_bytes::<T>();
-    stats.stages_ms.insert("total".into(), t0.elapsed().as_secs_f64() * 1e3);
+    stats
+        .stages_ms
+        .insert("total".into(), t0.elapsed().as_secs_f64() * 1e3);
     Ok(Assembly { matrix, stats })
 }
 
@@ -191,7 +211,9 @@ impl<'a> Assembler<'a> {
         let mut stages = Stages::new();
         let pattern = Arc::new(build_pattern(mesh, e, par, &mut stages)?);
         let maps = if summation == Summation::PerEntry {
-            Some(time(&mut stages, "entry_maps", || build_entry_maps(mesh, &pattern, par))?)
+            Some(time(&mut stages, "entry_maps", || {
+                build_entry_maps(mesh, &pattern, par)
+            })?)
         } else {
             None
         };
@@ -204,7 +226,15 @@ impl<'a> Assembler<'a> {
             aux_bytes: 0,
             stages_ms: stages,
         };
-        Ok(Self { mesh, tmpl, summation, par, pattern, maps, stats })
+        Ok(Self {
+            mesh,
+            tmpl,
+            summation,
+            par,
+            pattern,
+            maps,
+            stats,
+        })
     }
 
     /// The exact pattern.
@@ -223,7 +253,9 @@ impl<'a> Assembler<'a> {
         } else {
             (self.mesh.num_cells() * self.tmpl.sym_len() * std::mem::size_of::<T>()) as u64
         };
-        let maps = self.maps.as_ref().map_or(0, |m| 4 * (m.off_offsets.len() + m.off.len() + m.diag_offsets.len() + m.diag.len()) as u64);
+        let maps = self.maps.as_ref().map_or(0, |m| {
+            4 * (m.off_offsets.len() + m.off.len() + m.diag_offsets.len() + m.diag.len()) as u64
+        });
         elt + maps
     }
 
@@ -238,19 +270,29 @@ impl<'a> Assembler<'a> {
         res
     }
 
-    fn assemble_inner<T: Scalar>(&self, op: Operator, stages: &mut Stages) -> Result<BinBcsr<T>, FemError> {
+    fn assemble_inner<T: Scalar>(
+        &self,
+        op: Operator,
+        stages: &mut Stages,
+    ) -> Result<BinBcsr<T>, FemError> {
         let mesh = self.mesh;
         let par = self.par;
         let mut matrix = BinBcsr::<T>::zeros(self.pattern.clone());
         match self.summation {
             Summation::Inline => {
-                time(stages, "summation", || sum_per_node(mesh, &self.tmpl, &mut matrix, par, Source::Inline(op)))?;
+                time(stages, "summation", || {
+                    sum_per_node(mesh, &self.tmpl, &mut matrix, par, Source::Inline(op))
+                })?;
             }
             Summation::PerNode | Summation::PerEntry => {
                 let sym_len = self.tmpl.sym_len();
                 let ncells = mesh.num_cells();
-                let mut elts: Vec<T> = time(stages, "alloc_element_matrices", || vec![T::ZERO; ncells * sym_len]);
-                time(stages, "element_matrices", || element_matrices(mesh, &self.tmpl, op, par, &mut elts))?;
+                let mut elts: Vec<T> = time(stages, "alloc_element_matrices", || {
+                    vec![T::ZERO; ncells * sym_len]
+                });
+                time(stages, "element_matrices", || {
+                    element_matrices(mesh, &self.tmpl, op, par, &mut elts)
+                })?;
                 time(stages, "summation", || match &self.maps {
                     Some(maps) => sum_per_entry(&self.tmpl, maps, &mut matrix, par, &elts),
                     None => sum_per_node(mesh, &self.tmpl, &mut matrix, par, Source::Stored(&elts)),
@@ -273,7 +315,13 @@ fn cell_geometry(mesh: &HoMesh, c: usize) -> Result<CellGeometry, FemError> {
 }
 
 /// The symmetric element matrices of all cells (`sym_len` scalars per cell).
-fn element_matrices<T: Scalar>(mesh: &HoMesh, tmpl: &ElementTemplate, op: Operator, par: Par, out: &mut [T]) -> Result<(), FemError> {
+fn element_matrices<T: Scalar>(
+    mesh: &HoMesh,
+    tmpl: &ElementTemplate,
+    op: Operator,
+    par: Par,
+    out: &mut [T],
+) -> Result<(), FemError> {
     let sym_len = tmpl.sym_len();
     let one = |(c, dst): (usize, &mut [T])| -> Result<(), FemError> {
         let g = cell_geometry(mesh, c)?;
@@ -297,7 +345,11 @@ fn element_matrices<T: Scalar>(mesh: &HoMesh, tmpl: &ElementTemplate, op: Operat
         return Ok(());
     }
     let res: Vec<Result<(), FemError>> = if par.is_parallel() {
-        out.par_chunks_mut(sym_len).enumerate().with_min_len(64).map(one).collect()
+        out.par_chunks_mut(sym_len)
+            .enumerate()
+            .with_min_len(64)
+            .map(one)
+            .collect()
     } else {
         out.chunks_mut(sym_len).enumerate().map(one).collect()
     };
@@ -317,7 +369,13 @@ enum Source<'s, T> {
 }
 
 /// Per-node (and inline) summation: one task per bin, lanes in order (dissertation §4.4.4).
-fn sum_per_node<T: Scalar>(mesh: &HoMesh, tmpl: &ElementTemplate, matrix: &mut BinBcsr<T>, par: Par, src: Source<'_, T>) -> Result<(), FemError> {
+fn sum_per_node<T: Scalar>(
+    mesh: &HoMesh,
+    tmpl: &ElementTemplate,
+    matrix: &mut BinBcsr<T>,
+    par: Par,
+    src: Source<'_, T>,
+) -> Result<(), FemError> {
     let pattern = matrix.pattern_arc().clone();
     let p = &*pattern;
     let n = p.num_block_rows();
@@ -337,16 +395,21 @@ fn sum_per_node<T: Scalar>(mesh: &HoMesh, tmpl: &ElementTemplate, matrix: &mut B
             let i = b * BIN_SIZE + lane;
             // load the row's columns once (coalesced on the GPU)
             row_cols.clear();
-            row_cols.extend((0..p.row_lengths()[i] as usize).map(|k| p.col_indices()[base + k * BIN_SIZE + lane]));
+            row_cols.extend(
+                (0..p.row_lengths()[i] as usize)
+                    .map(|k| p.col_indices()[base + k * BIN_SIZE + lane]),
+            );
             let mut dacc = [T::ZERO; 9];
             for &c in nc.row(i as u32) {
                 let c = c as usize;
                 mesh.cell_nodes(c, &mut nodes);
-                let a = nodes.iter().position(|&x| x as usize == i).ok_or(FemError::PatternMismatch {
-                    row: i,
-                    expected: 0,
-                    found: 0,
-                })?;
+                let a = nodes.iter().position(|&x| x as usize == i).ok_or(
+                    FemError::PatternMismatch {
+                        row: i,
+                        expected: 0,
+                        found: 0,
+                    },
+                )?;
                 if let Source::Inline(op) = src {
                     let g = cell_geometry(mesh, c)?;
                     match op {
@@ -359,7 +422,11 @@ fn sum_per_node<T: Scalar>(mesh: &HoMesh, tmpl: &ElementTemplate, matrix: &mut B
                     let mut blk = [T::ZERO; 9];
                     match &src {
                         Source::Stored(elts) => {
-                            let (lo, hi, tr) = if a <= bl { (a, bl, false) } else { (bl, a, true) };
+                            let (lo, hi, tr) = if a <= bl {
+                                (a, bl, false)
+                            } else {
+                                (bl, a, true)
+                            };
                             let s = &elts[(c * nsym + sym_index(lo, hi, m)) * e2..][..e2];
                             for k in 0..e {
                                 for l in 0..e {
@@ -378,11 +445,14 @@ fn sum_per_node<T: Scalar>(mesh: &HoMesh, tmpl: &ElementTemplate, matrix: &mut B
                             dacc[q] += blk[q];
                         }
                     } else {
-                        let k = row_cols.binary_search(&j).map_err(|_| FemError::PatternMismatch {
-                            row: i,
-                            expected: row_cols.len() as u32 + 1,
-                            found: row_cols.len() as u32 + 2,
-                        })?;
+                        let k =
+                            row_cols
+                                .binary_search(&j)
+                                .map_err(|_| FemError::PatternMismatch {
+                                    row: i,
+                                    expected: row_cols.len() as u32 + 1,
+                                    found: row_cols.len() as u32 + 2,
+                                })?;
                         let s = k * BIN_SIZE + lane;
                         for q in 0..e2 {
                             vals[q * w32 + s] += blk[q];
@@ -409,7 +479,9 @@ fn build_entry_maps(mesh: &HoMesh, p: &BinBcsrPattern, par: Par) -> Result<Entry
     let m = mesh.nodes_per_cell();
     let nsym = num_sym_blocks(m);
     if (mesh.num_cells() as u64) * (nsym as u64) * 2 > u32::MAX as u64 {
-        return Err(FemError::TooLarge("per-entry maps need more than 32-bit element block indices".into()));
+        return Err(FemError::TooLarge(
+            "per-entry maps need more than 32-bit element block indices".into(),
+        ));
     }
     let nc = mesh.node_cells();
     // visit (row i, lane, contribution) in the per-node order, calling f(slot or diag, code)
@@ -420,22 +492,34 @@ fn build_entry_maps(mesh: &HoMesh, p: &BinBcsrPattern, par: Par) -> Result<Entry
         for lane in 0..BIN_SIZE.min(n - b * BIN_SIZE) {
             let i = b * BIN_SIZE + lane;
             row_cols.clear();
-            row_cols.extend((0..p.row_lengths()[i] as usize).map(|k| p.col_indices()[base + k * BIN_SIZE + lane]));
+            row_cols.extend(
+                (0..p.row_lengths()[i] as usize)
+                    .map(|k| p.col_indices()[base + k * BIN_SIZE + lane]),
+            );
             for &c in nc.row(i as u32) {
                 let c = c as usize;
                 mesh.cell_nodes(c, &mut nodes);
-                let a = nodes.iter().position(|&x| x as usize == i).ok_or(FemError::PatternMismatch { row: i, expected: 0, found: 0 })?;
+                let a = nodes.iter().position(|&x| x as usize == i).ok_or(
+                    FemError::PatternMismatch {
+                        row: i,
+                        expected: 0,
+                        found: 0,
+                    },
+                )?;
                 for (bl, &j) in nodes.iter().enumerate() {
                     let (lo, hi, tr) = if a <= bl { (a, bl, 0) } else { (bl, a, 1) };
                     let code = (((c * nsym + sym_index(lo, hi, m)) as u32) << 1) | tr;
                     if j as usize == i {
                         f(i, None, code);
                     } else {
-                        let k = row_cols.binary_search(&j).map_err(|_| FemError::PatternMismatch {
-                            row: i,
-                            expected: row_cols.len() as u32 + 1,
-                            found: row_cols.len() as u32 + 2,
-                        })?;
+                        let k =
+                            row_cols
+                                .binary_search(&j)
+                                .map_err(|_| FemError::PatternMismatch {
+                                    row: i,
+                                    expected: row_cols.len() as u32 + 1,
+                                    found: row_cols.len() as u32 + 2,
+                                })?;
                         f(i, Some(base + k * BIN_SIZE + lane), code);
                     }
                 }
@@ -455,8 +539,11 @@ fn build_entry_maps(mesh: &HoMesh, p: &BinBcsrPattern, par: Par) -> Result<Entry
         })?;
         Ok((off, dg))
     };
-    let counts: Vec<Result<(Vec<u32>, Vec<u32>), FemError>> =
-        if par.is_parallel() { (0..nb).into_par_iter().map(count_bin).collect() } else { (0..nb).map(count_bin).collect() };
+    let counts: Vec<Result<(Vec<u32>, Vec<u32>), FemError>> = if par.is_parallel() {
+        (0..nb).into_par_iter().map(count_bin).collect()
+    } else {
+        (0..nb).map(count_bin).collect()
+    };
     let mut off_counts = Vec::with_capacity(p.num_slots());
     let mut diag_counts = Vec::with_capacity(n);
     for r in counts {
@@ -465,15 +552,23 @@ fn build_entry_maps(mesh: &HoMesh, p: &BinBcsrPattern, par: Par) -> Result<Entry
         diag_counts.extend(d);
     }
     let too_large = || FemError::TooLarge("more than 2^32 - 1 per-entry contributions".into());
-    let off_offsets = tessera_core::scan::offsets_from_counts(par, &off_counts).ok_or_else(too_large)?;
-    let diag_offsets = tessera_core::scan::offsets_from_counts(par, &diag_counts).ok_or_else(too_large)?;
+    let off_offsets =
+        tessera_core::scan::offsets_from_counts(par, &off_counts).ok_or_else(too_large)?;
+    let diag_offsets =
+        tessera_core::scan::offsets_from_counts(par, &diag_counts).ok_or_else(too_large)?;
     drop(off_counts);
     drop(diag_counts);
     let mut off = vec![0u32; *off_offsets.last().unwrap() as usize];
     let mut diag = vec![0u32; *diag_offsets.last().unwrap() as usize];
     // fill: split both arrays by bins
-    let off_splits: Vec<u32> = p.bin_offsets().iter().map(|&o| off_offsets[o as usize]).collect();
-    let diag_splits: Vec<u32> = (0..=nb).map(|b| diag_offsets[(b * BIN_SIZE).min(n)]).collect();
+    let off_splits: Vec<u32> = p
+        .bin_offsets()
+        .iter()
+        .map(|&o| off_offsets[o as usize])
+        .collect();
+    let diag_splits: Vec<u32> = (0..=nb)
+        .map(|b| diag_offsets[(b * BIN_SIZE).min(n)])
+        .collect();
     let off_pieces = split_mut(&mut off, &off_splits);
     let diag_pieces = split_mut(&mut diag, &diag_splits);
     let fill_bin = |(b, (op, dp)): (usize, (&mut [u32], &mut [u32]))| -> Result<(), FemError> {
@@ -481,8 +576,12 @@ fn build_entry_maps(mesh: &HoMesh, p: &BinBcsrPattern, par: Par) -> Result<Entry
         let dbase = diag_splits[b] as usize;
         let mut ocur: Vec<u32> = Vec::new();
         let pbase = p.bin_offsets()[b] as usize;
-        ocur.extend((pbase..p.bin_offsets()[b + 1] as usize).map(|s| off_offsets[s] - obase as u32));
-        let mut dcur: Vec<u32> = (b * BIN_SIZE..((b + 1) * BIN_SIZE).min(n)).map(|i| diag_offsets[i] - dbase as u32).collect();
+        ocur.extend(
+            (pbase..p.bin_offsets()[b + 1] as usize).map(|s| off_offsets[s] - obase as u32),
+        );
+        let mut dcur: Vec<u32> = (b * BIN_SIZE..((b + 1) * BIN_SIZE).min(n))
+            .map(|i| diag_offsets[i] - dbase as u32)
+            .collect();
         visit(b, &mut |i, s, code| match s {
             Some(s) => {
                 let k = &mut ocur[s - pbase];
@@ -503,7 +602,12 @@ fn build_entry_maps(mesh: &HoMesh, p: &BinBcsrPattern, par: Par) -> Result<Entry
         pieces.into_iter().enumerate().map(fill_bin).collect()
     };
     res.into_iter().collect::<Result<(), FemError>>()?;
-    Ok(EntryMaps { off_offsets, off, diag_offsets, diag })
+    Ok(EntryMaps {
+        off_offsets,
+        off,
+        diag_offsets,
+        diag,
+    })
 }
 
 fn split_mut<'a>(mut data: &'a mut [u32], splits: &[u32]) -> Vec<&'a mut [u32]> {
@@ -518,7 +622,13 @@ fn split_mut<'a>(mut data: &'a mut [u32], splits: &[u32]) -> Vec<&'a mut [u32]> 
 
 /// Per-entry summation: every entry sums its contribution list in registers and is written
 /// once (dissertation §4.4.4).
-fn sum_per_entry<T: Scalar>(tmpl: &ElementTemplate, maps: &EntryMaps, matrix: &mut BinBcsr<T>, par: Par, elts: &[T]) -> Result<(), FemError> {
+fn sum_per_entry<T: Scalar>(
+    tmpl: &ElementTemplate,
+    maps: &EntryMaps,
+    matrix: &mut BinBcsr<T>,
+    par: Par,
+    elts: &[T],
+) -> Result<(), FemError> {
     let pattern = matrix.pattern_arc().clone();
     let p = &*pattern;
     let n = p.num_block_rows();

@@ -37,7 +37,12 @@ pub fn reverse_cuthill_mckee(ptr: &[usize], adj: &[usize]) -> Vec<usize> {
             let v = out[head];
             head += 1;
             nb.clear();
-            nb.extend(adj[ptr[v]..ptr[v + 1]].iter().copied().filter(|&w| !seen[w]));
+            nb.extend(
+                adj[ptr[v]..ptr[v + 1]]
+                    .iter()
+                    .copied()
+                    .filter(|&w| !seen[w]),
+            );
             nb.sort_unstable_by_key(|&w| (deg(w), w));
             for &w in &nb {
                 if !seen[w] {
@@ -65,18 +70,27 @@ pub fn reverse_cuthill_mckee(ptr: &[usize], adj: &[usize]) -> Vec<usize> {
 /// Solve `K u = b` with constraints by elimination and envelope Cholesky. Errors: dimension
 /// mismatches, [`SolveError::Unconstrained`] without constraints, and
 /// [`SolveError::NotPositiveDefinite`] when `K_ff` is singular (under-constrained).
-pub fn solve_constrained(k: &BinBcsr<f64>, b: &[f64], cons: &Constraints) -> Result<Vec<f64>, SolveError> {
+pub fn solve_constrained(
+    k: &BinBcsr<f64>,
+    b: &[f64],
+    cons: &Constraints,
+) -> Result<Vec<f64>, SolveError> {
     let csr = k.to_csr();
     let n = csr.nrows;
     for len in [b.len(), cons.fixed.len(), cons.values.len()] {
         if len != n {
-            return Err(SolveError::Dimension { expected: n, found: len });
+            return Err(SolveError::Dimension {
+                expected: n,
+                found: len,
+            });
         }
     }
     if cons.num_fixed() == 0 {
         return Err(SolveError::Unconstrained);
     }
-    let mut u: Vec<f64> = (0..n).map(|i| if cons.fixed[i] { cons.values[i] } else { 0.0 }).collect();
+    let mut u: Vec<f64> = (0..n)
+        .map(|i| if cons.fixed[i] { cons.values[i] } else { 0.0 })
+        .collect();
     // free DOFs, graph and right-hand side
     let free: Vec<usize> = (0..n).filter(|&i| !cons.fixed[i]).collect();
     let nf = free.len();
@@ -176,7 +190,10 @@ pub fn solve_constrained(k: &BinBcsr<f64>, b: &[f64], cons: &Constraints) -> Res
     for i in 0..nf {
         let v = y[i];
         if !v.is_finite() {
-            return Err(SolveError::NonFinite { what: "Cholesky solution", iteration: 0 });
+            return Err(SolveError::NonFinite {
+                what: "Cholesky solution",
+                iteration: 0,
+            });
         }
         u[free[perm[i]]] = v;
     }

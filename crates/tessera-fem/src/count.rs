@@ -64,7 +64,12 @@ impl Acc {
     fn new(par: Par, n: usize, init: u32) -> Acc {
         match par {
             Par::Seq => Acc::Seq(vec![init; n]),
-            Par::Rayon => Acc::Atomic((0..n).into_par_iter().map(|_| AtomicU32::new(init)).collect()),
+            Par::Rayon => Acc::Atomic(
+                (0..n)
+                    .into_par_iter()
+                    .map(|_| AtomicU32::new(init))
+                    .collect(),
+            ),
         }
     }
     /// For every row `r` of a regular `rows x stride` array `targets`, add `coef` to each
@@ -189,8 +194,15 @@ pub fn row_counts(ho: &HoMesh, par: Par) -> Vec<u32> {
         }
         let dst = &mut out[ho.node_base(k)..ho.node_base(k + 1)];
         match par {
-            Par::Seq => dst.chunks_mut(per).zip(counts).for_each(|(c, &v)| c.fill(v)),
-            Par::Rayon => dst.par_chunks_mut(per).zip(counts.par_iter()).with_min_len(1024).for_each(|(c, &v)| c.fill(v)),
+            Par::Seq => dst
+                .chunks_mut(per)
+                .zip(counts)
+                .for_each(|(c, &v)| c.fill(v)),
+            Par::Rayon => dst
+                .par_chunks_mut(per)
+                .zip(counts.par_iter())
+                .with_min_len(1024)
+                .for_each(|(c, &v)| c.fill(v)),
         }
     }
     out
@@ -201,7 +213,9 @@ pub fn row_counts(ho: &HoMesh, par: Par) -> Vec<u32> {
 pub fn block_nonzeros(ho: &HoMesh, par: Par) -> u64 {
     let sc = simplex_counts(ho, par);
     (0..=ho.dim())
-        .map(|k| ho.nodes_per_simplex(k) as u64 * sc.per_dim[k].iter().map(|&v| v as u64).sum::<u64>())
+        .map(|k| {
+            ho.nodes_per_simplex(k) as u64 * sc.per_dim[k].iter().map(|&v| v as u64).sum::<u64>()
+        })
         .sum()
 }
 
@@ -248,5 +262,13 @@ pub struct NonzeroSummary {
 pub fn nonzero_summary(ho: &HoMesh, par: Par) -> NonzeroSummary {
     let exact = block_nonzeros(ho, par);
     let bound = zayer_bound(ho);
-    NonzeroSummary { exact, bound, ratio: if exact == 0 { 0.0 } else { bound as f64 / exact as f64 } }
+    NonzeroSummary {
+        exact,
+        bound,
+        ratio: if exact == 0 {
+            0.0
+        } else {
+            bound as f64 / exact as f64
+        },
+    }
 }

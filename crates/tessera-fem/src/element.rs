@@ -119,11 +119,17 @@ impl CellGeometry {
                     grads[3][k] = r3[k] / det;
                     grads[0][k] = -(grads[1][k] + grads[2][k] + grads[3][k]);
                 }
-                Ok(Self { d, volume: vol, grads })
+                Ok(Self {
+                    d,
+                    volume: vol,
+                    grads,
+                })
             }
             2 => {
                 let scale = norm(sub(verts[1], verts[0])).max(norm(sub(verts[2], verts[0])));
-                if (verts[1][2] - verts[0][2]).abs() > 1e-12 * scale || (verts[2][2] - verts[0][2]).abs() > 1e-12 * scale {
+                if (verts[1][2] - verts[0][2]).abs() > 1e-12 * scale
+                    || (verts[2][2] - verts[0][2]).abs() > 1e-12 * scale
+                {
                     return Err(FemError::NotPlanar { cell });
                 }
                 let a = [verts[1][0] - verts[0][0], verts[1][1] - verts[0][1]];
@@ -136,8 +142,16 @@ impl CellGeometry {
                 // J = [a b], J^{-1} = [[b1, -b0], [-a1, a0]] / det
                 grads[1] = [b[1] / det, -b[0] / det, 0.0];
                 grads[2] = [-a[1] / det, a[0] / det, 0.0];
-                grads[0] = [-(grads[1][0] + grads[2][0]), -(grads[1][1] + grads[2][1]), 0.0];
-                Ok(Self { d, volume: vol, grads })
+                grads[0] = [
+                    -(grads[1][0] + grads[2][0]),
+                    -(grads[1][1] + grads[2][1]),
+                    0.0,
+                ];
+                Ok(Self {
+                    d,
+                    volume: vol,
+                    grads,
+                })
             }
             _ => Err(FemError::UnsupportedDimension(d)),
         }
@@ -151,7 +165,11 @@ fn dot(a: [f64; 3], b: [f64; 3]) -> f64 {
     a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 }
 fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
-    [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
 }
 fn norm(a: [f64; 3]) -> f64 {
     dot(a, a).sqrt()
@@ -173,7 +191,9 @@ pub struct ElementTemplate {
 
 /// `Π_i C(α_i + β_i, α_i)`.
 fn multi_binomial(a: &[u8; 4], b: &[u8; 4]) -> f64 {
-    (0..4).map(|i| binomial(a[i] as usize + b[i] as usize, a[i] as usize) as f64).product()
+    (0..4)
+        .map(|i| binomial(a[i] as usize + b[i] as usize, a[i] as usize) as f64)
+        .product()
 }
 
 impl ElementTemplate {
@@ -205,7 +225,8 @@ impl ElementTemplate {
                         }
                         let mut bj = alphas[b];
                         bj[j] -= 1;
-                        stiff_w[(a * m + b) * nv * nv + i * nv + j] = pp * multi_binomial(&ai, &bj) / denom_k;
+                        stiff_w[(a * m + b) * nv * nv + i * nv + j] =
+                            pp * multi_binomial(&ai, &bj) / denom_k;
                     }
                 }
             }
@@ -217,7 +238,14 @@ impl ElementTemplate {
                 mass_w[a * m + b] = multi_binomial(&alphas[a], &alphas[b]) / denom_m;
             }
         }
-        Ok(Self { d, p, m, alphas, stiff_w, mass_w })
+        Ok(Self {
+            d,
+            p,
+            m,
+            alphas,
+            stiff_w,
+            mass_w,
+        })
     }
 
     /// Simplex dimension `d`.
@@ -243,7 +271,12 @@ impl ElementTemplate {
     /// Local indices of the vertex nodes `p e_i`, `i = 0..=d`.
     pub fn vertex_locals(&self) -> Vec<usize> {
         (0..=self.d)
-            .map(|i| self.alphas.iter().position(|a| a[i] as usize == self.p).expect("vertex node"))
+            .map(|i| {
+                self.alphas
+                    .iter()
+                    .position(|a| a[i] as usize == self.p)
+                    .expect("vertex node")
+            })
             .collect()
     }
     /// Scalars of one `e × e` block.
@@ -273,7 +306,14 @@ impl ElementTemplate {
 
     /// Stiffness block `K_ab` (row-major `e × e`) from precomputed outer products.
     #[inline]
-    fn stiffness_block(&self, pij: &[[f64; 9]; 16], lame: Lame, a: usize, b: usize, out: &mut [f64]) {
+    fn stiffness_block(
+        &self,
+        pij: &[[f64; 9]; 16],
+        lame: Lame,
+        a: usize,
+        b: usize,
+        out: &mut [f64],
+    ) {
         let (nv, e) = (self.d + 1, self.d);
         let w = &self.stiff_w[(a * self.m + b) * nv * nv..(a * self.m + b + 1) * nv * nv];
         let mut gm = [0.0; 9];

@@ -16,11 +16,17 @@ pub enum FemError {
     #[error("degenerate cell {cell}: volume {volume:e}")]
     DegenerateCell { cell: usize, volume: f64 },
     /// A triangle of a 2D (plane strain) problem that does not lie in a plane z = const.
-    #[error("cell {cell}: triangles must lie in a plane z = const for 2D (plane strain) elasticity")]
+    #[error(
+        "cell {cell}: triangles must lie in a plane z = const for 2D (plane strain) elasticity"
+    )]
     NotPlanar { cell: usize },
     /// Eq. 4.6 and the column-index fill disagree (a corrupt or non-conforming mesh).
     #[error("row {row}: Eq. 4.6 predicts {expected} non-zero blocks, the cells give {found}")]
-    PatternMismatch { row: usize, expected: u32, found: u32 },
+    PatternMismatch {
+        row: usize,
+        expected: u32,
+        found: u32,
+    },
     /// A size that does not fit 32-bit indices.
     #[error("too large: {0}")]
     TooLarge(String),

@@ -2,12 +2,12 @@
 
 pub mod assemble;
 pub mod cholesky;
-pub mod element;
-pub mod loads;
-pub mod error;
-pub mod material;
 pub mod count;
 pub mod cuda;
+pub mod element;
+pub mod error;
+pub mod loads;
+pub mod material;
 pub mod multi_index;
 pub mod nodes;
 pub mod pattern;

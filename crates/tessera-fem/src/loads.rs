@@ -46,7 +46,11 @@ fn sub(a: Point, b: Point) -> [f64; 3] {
     [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
 }
 fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
-    [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
 }
 fn dot(a: [f64; 3], b: [f64; 3]) -> f64 {
     a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
@@ -67,10 +71,18 @@ pub fn boundary_faces(ho: &HoMesh) -> Vec<BoundaryFace> {
             continue;
         }
         let cell = col(row[0]) as usize;
-        let local = m.cell_faces(cell).iter().position(|&x| x as usize == f).expect("face of its cell");
+        let local = m
+            .cell_faces(cell)
+            .iter()
+            .position(|&x| x as usize == f)
+            .expect("face of its cell");
         let cv = m.cell(cell);
         let opp = cv[3 - local];
-        let (a, b, c) = (pos[verts[0] as usize], pos[verts[1] as usize], pos[verts[2] as usize]);
+        let (a, b, c) = (
+            pos[verts[0] as usize],
+            pos[verts[1] as usize],
+            pos[verts[2] as usize],
+        );
         let mut n = cross(sub(b, a), sub(c, a));
         let len = dot(n, n).sqrt();
         if dot(n, sub(pos[opp as usize], a)) > 0.0 {
@@ -82,7 +94,11 @@ pub fn boundary_faces(ho: &HoMesh) -> Vec<BoundaryFace> {
             local: local as u8,
             vertices: *verts,
             area: 0.5 * len,
-            normal: if len > 0.0 { [n[0] / len, n[1] / len, n[2] / len] } else { [0.0; 3] },
+            normal: if len > 0.0 {
+                [n[0] / len, n[1] / len, n[2] / len]
+            } else {
+                [0.0; 3]
+            },
         });
     }
     out
@@ -97,12 +113,23 @@ pub fn face_nodes(ho: &HoMesh, bf: &BoundaryFace, out: &mut Vec<u32>) {
     let opp = 3 - bf.local as usize;
     debug_assert!(TET_FACES[bf.local as usize].iter().all(|&v| v != opp));
     out.clear();
-    out.extend(alphas.iter().zip(&cn).filter(|(a, _)| a[opp] == 0).map(|(_, &n)| n));
+    out.extend(
+        alphas
+            .iter()
+            .zip(&cn)
+            .filter(|(a, _)| a[opp] == 0)
+            .map(|(_, &n)| n),
+    );
 }
 
 /// Add a constant traction `t` on each of `faces` to the load vector `f` (node-major, 3 per
 /// node): `f_α += t |F| / C(p+2, 2)` (exact for order p).
-pub fn add_traction(ho: &HoMesh, faces: &[BoundaryFace], traction: impl Fn(&BoundaryFace) -> [f64; 3], f: &mut [f64]) {
+pub fn add_traction(
+    ho: &HoMesh,
+    faces: &[BoundaryFace],
+    traction: impl Fn(&BoundaryFace) -> [f64; 3],
+    f: &mut [f64],
+) {
     let w = 1.0 / binomial(ho.order() + 2, 2) as f64;
     let mut nodes = Vec::new();
     for bf in faces {
@@ -118,7 +145,11 @@ pub fn add_traction(ho: &HoMesh, faces: &[BoundaryFace], traction: impl Fn(&Boun
 
 /// Add a constant body force `b` (force per volume, e.g. `ρ a`) to `f`:
 /// `f_α += b |T| / C(p+3, 3)` for every cell node (exact).
-pub fn add_body_force(ho: &HoMesh, b: [f64; 3], f: &mut [f64]) -> Result<(), crate::error::FemError> {
+pub fn add_body_force(
+    ho: &HoMesh,
+    b: [f64; 3],
+    f: &mut [f64],
+) -> Result<(), crate::error::FemError> {
     let w = 1.0 / binomial(ho.order() + 3, 3) as f64;
     let mut cn = vec![0u32; ho.nodes_per_cell()];
     let m = ho.mesh();
@@ -138,7 +169,12 @@ pub fn add_body_force(ho: &HoMesh, b: [f64; 3], f: &mut [f64]) -> Result<(), cra
 /// Add `∫ b(x) · B_α` for a general body force, by a Grundmann-Möller rule exact for
 /// polynomials of degree `degree` (choose `degree >= p + deg b`; for smooth `b` the error
 /// decays with `degree`).
-pub fn add_body_force_fn(ho: &HoMesh, b: impl Fn(Point) -> [f64; 3], degree: usize, f: &mut [f64]) -> Result<(), crate::error::FemError> {
+pub fn add_body_force_fn(
+    ho: &HoMesh,
+    b: impl Fn(Point) -> [f64; 3],
+    degree: usize,
+    f: &mut [f64],
+) -> Result<(), crate::error::FemError> {
     let p = ho.order();
     let basis = Bernstein::new(3, p);
     let rule = grundmann_moeller(3, index_for_degree(degree));
@@ -201,7 +237,10 @@ fn fact(n: usize) -> f64 {
 impl Bernstein {
     pub fn new(d: usize, p: usize) -> Self {
         let alphas = multi_indices(d, p);
-        let coef = alphas.iter().map(|a| fact(p) / a.iter().map(|&x| fact(x as usize)).product::<f64>()).collect();
+        let coef = alphas
+            .iter()
+            .map(|a| fact(p) / a.iter().map(|&x| fact(x as usize)).product::<f64>())
+            .collect();
         Bernstein { d, p, alphas, coef }
     }
     /// Number of basis functions.
@@ -235,7 +274,8 @@ impl Bernstein {
                 if i <= self.d && al[i] > 0 {
                     let mut b = *al;
                     b[i] -= 1;
-                    v = p as f64 * fact(p - 1) / b.iter().map(|&x| fact(x as usize)).product::<f64>();
+                    v = p as f64 * fact(p - 1)
+                        / b.iter().map(|&x| fact(x as usize)).product::<f64>();
                     for j in 0..=self.d {
                         v *= xi[j].powi(b[j] as i32);
                     }
@@ -266,7 +306,9 @@ mod tests {
         assert!((area - 6.0).abs() < 1e-12);
         for f in &bf {
             let pos = ho.mesh().positions();
-            let c: Vec<f64> = (0..3).map(|k| f.vertices.iter().map(|&v| pos[v as usize][k]).sum::<f64>() / 3.0).collect();
+            let c: Vec<f64> = (0..3)
+                .map(|k| f.vertices.iter().map(|&v| pos[v as usize][k]).sum::<f64>() / 3.0)
+                .collect();
             // outward: pointing away from the box centre
             let s: f64 = (0..3).map(|k| (c[k] - 0.5) * f.normal[k]).sum();
             assert!(s > 0.0);

@@ -34,19 +34,32 @@ pub struct Lame {
 impl Material {
     /// A material; checked by [`Material::validate`] when used.
     pub fn new(youngs: f64, poisson: f64, density: f64) -> Self {
-        Self { youngs, poisson, density }
+        Self {
+            youngs,
+            poisson,
+            density,
+        }
     }
 
     /// Check `E > 0`, `-1 < ν < 1/2`, `ρ >= 0`, all finite.
     pub fn validate(&self) -> Result<(), FemError> {
         if !(self.youngs.is_finite() && self.youngs > 0.0) {
-            return Err(FemError::InvalidMaterial(format!("Young's modulus must be positive and finite, got {}", self.youngs)));
+            return Err(FemError::InvalidMaterial(format!(
+                "Young's modulus must be positive and finite, got {}",
+                self.youngs
+            )));
         }
         if !(self.poisson.is_finite() && self.poisson > -1.0 && self.poisson < 0.5) {
-            return Err(FemError::InvalidMaterial(format!("Poisson's ratio must be in (-1, 0.5), got {}", self.poisson)));
+            return Err(FemError::InvalidMaterial(format!(
+                "Poisson's ratio must be in (-1, 0.5), got {}",
+                self.poisson
+            )));
         }
         if !(self.density.is_finite() && self.density >= 0.0) {
-            return Err(FemError::InvalidMaterial(format!("density must be non-negative and finite, got {}", self.density)));
+            return Err(FemError::InvalidMaterial(format!(
+                "density must be non-negative and finite, got {}",
+                self.density
+            )));
         }
         Ok(())
     }
@@ -55,7 +68,10 @@ impl Material {
     pub fn lame(&self) -> Result<Lame, FemError> {
         self.validate()?;
         let (e, nu) = (self.youngs, self.poisson);
-        Ok(Lame { lambda: e * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)), mu: e / (2.0 * (1.0 + nu)) })
+        Ok(Lame {
+            lambda: e * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)),
+            mu: e / (2.0 * (1.0 + nu)),
+        })
     }
 }
 

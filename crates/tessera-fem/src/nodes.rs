@@ -117,12 +117,21 @@ impl HoMesh {
         if d != 2 && d != 3 {
             return Err(FemError::UnsupportedDimension(d));
         }
-        let per_simplex = [1, binomial(p - 1, 1), binomial(p - 1, 2), binomial(p - 1, 3)];
+        let per_simplex = [
+            1,
+            binomial(p - 1, 1),
+            binomial(p - 1, 2),
+            binomial(p - 1, 3),
+        ];
         let counts = [
             mesh.num_vertices(),
             if p >= 2 { mesh.num_edges() } else { 0 },
             if p >= 3 { mesh.num_faces() } else { 0 },
-            if p >= 4 && d == 3 { mesh.num_cells() } else { 0 },
+            if p >= 4 && d == 3 {
+                mesh.num_cells()
+            } else {
+                0
+            },
         ];
         let mut base = [0usize; 5];
         for k in 0..=d {
@@ -150,11 +159,18 @@ impl HoMesh {
                 let k = support.len() - 1;
                 let sub = match k {
                     0 => support[0],
-                    1 => le.iter().position(|e| e[0] == support[0] && e[1] == support[1]).unwrap(),
+                    1 => le
+                        .iter()
+                        .position(|e| e[0] == support[0] && e[1] == support[1])
+                        .unwrap(),
                     _ if k == d => 0,
                     _ => TET_FACES.iter().position(|f| f[..] == support[..]).unwrap(),
                 };
-                LocalNode { alpha, k: k as u8, sub: sub as u8 }
+                LocalNode {
+                    alpha,
+                    k: k as u8,
+                    sub: sub as u8,
+                }
             })
             .collect();
         let w = p.saturating_sub(2);
@@ -167,7 +183,15 @@ impl HoMesh {
                 }
             }
         }
-        Ok(HoMesh { mesh, order: p, per_simplex, base, locals, face_rank, cell_ids: OnceLock::new() })
+        Ok(HoMesh {
+            mesh,
+            order: p,
+            per_simplex,
+            base,
+            locals,
+            face_rank,
+            cell_ids: OnceLock::new(),
+        })
     }
 
     /// The underlying simplex mesh.
@@ -238,7 +262,11 @@ impl HoMesh {
         let p = self.order;
         let cv = self.mesh.cell(c);
         let ce: &[u32] = if p >= 2 { self.mesh.cell_edges(c) } else { &[] };
-        let cf: &[u32] = if p >= 3 && d == 3 { self.mesh.cell_faces(c) } else { &[] };
+        let cf: &[u32] = if p >= 3 && d == 3 {
+            self.mesh.cell_faces(c)
+        } else {
+            &[]
+        };
         let le = local_edges(d);
         let w = p.saturating_sub(2);
         // cell nodes: the cell's local vertex positions sorted by global index
@@ -253,7 +281,11 @@ impl HoMesh {
                 0 => cv[ln.sub as usize],
                 1 => {
                     let [i, j] = le[ln.sub as usize];
-                    let a_small = if cv[i] < cv[j] { ln.alpha[i] } else { ln.alpha[j] } as usize;
+                    let a_small = if cv[i] < cv[j] {
+                        ln.alpha[i]
+                    } else {
+                        ln.alpha[j]
+                    } as usize;
                     let r = p - 1 - a_small;
                     (self.base[1] + ce[ln.sub as usize] as usize * self.per_simplex[1] + r) as u32
                 }
@@ -268,7 +300,11 @@ impl HoMesh {
                 _ => {
                     // face node (d = 3): β over the face's vertices sorted by global index
                     let f = TET_FACES[ln.sub as usize];
-                    let mut t = [(cv[f[0]], ln.alpha[f[0]]), (cv[f[1]], ln.alpha[f[1]]), (cv[f[2]], ln.alpha[f[2]])];
+                    let mut t = [
+                        (cv[f[0]], ln.alpha[f[0]]),
+                        (cv[f[1]], ln.alpha[f[1]]),
+                        (cv[f[2]], ln.alpha[f[2]]),
+                    ];
                     if t[0].0 > t[1].0 {
                         t.swap(0, 1);
                     }
@@ -278,7 +314,8 @@ impl HoMesh {
                     if t[0].0 > t[1].0 {
                         t.swap(0, 1);
                     }
-                    let r = self.face_rank[(t[0].1 as usize - 1) * w + (t[1].1 as usize - 1)] as usize;
+                    let r =
+                        self.face_rank[(t[0].1 as usize - 1) * w + (t[1].1 as usize - 1)] as usize;
                     (self.base[2] + cf[ln.sub as usize] as usize * self.per_simplex[2] + r) as u32
                 }
             };
@@ -292,7 +329,11 @@ impl HoMesh {
         let k = (0..=d).rev().find(|&k| n >= self.base[k]).unwrap_or(0);
         let off = n - self.base[k];
         let per = self.per_simplex[k];
-        NodeLocation { dim: k as u8, simplex: (off / per) as u32, rank: (off % per) as u32 }
+        NodeLocation {
+            dim: k as u8,
+            simplex: (off / per) as u32,
+            rank: (off % per) as u32,
+        }
     }
 
     /// The multi-index of a node over the vertices of its simplex (sorted by global index),
@@ -351,7 +392,11 @@ impl HoMesh {
         };
         match self.mesh.par() {
             Par::Seq => (0..self.num_nodes()).map(f).collect(),
-            Par::Rayon => (0..self.num_nodes()).into_par_iter().with_min_len(4096).map(f).collect(),
+            Par::Rayon => (0..self.num_nodes())
+                .into_par_iter()
+                .with_min_len(4096)
+                .map(f)
+                .collect(),
         }
     }
 
@@ -364,9 +409,24 @@ impl HoMesh {
         NodeCells {
             ho: self,
             vertex: self.mesh.vertex_cells(),
-            edge: if p >= 2 { Some(self.mesh.edge_cells()) } else { None },
-            face: if p >= 3 && d == 3 { Some(self.mesh.face_cells()) } else { None },
-            cells: if p > d { Some(self.cell_ids.get_or_init(|| (0..self.num_cells() as i32).collect())) } else { None },
+            edge: if p >= 2 {
+                Some(self.mesh.edge_cells())
+            } else {
+                None
+            },
+            face: if p >= 3 && d == 3 {
+                Some(self.mesh.face_cells())
+            } else {
+                None
+            },
+            cells: if p > d {
+                Some(
+                    self.cell_ids
+                        .get_or_init(|| (0..self.num_cells() as i32).collect()),
+                )
+            } else {
+                None
+            },
         }
     }
 
@@ -379,9 +439,14 @@ impl HoMesh {
         let par = self.mesh.par();
         let counts: Vec<u32> = match par {
             Par::Seq => (0..n).map(|i| nc.row(i as u32).len() as u32).collect(),
-            Par::Rayon => (0..n).into_par_iter().with_min_len(4096).map(|i| nc.row(i as u32).len() as u32).collect(),
+            Par::Rayon => (0..n)
+                .into_par_iter()
+                .with_min_len(4096)
+                .map(|i| nc.row(i as u32).len() as u32)
+                .collect(),
         };
-        let offsets = tessera_core::scan::offsets_from_counts(par, &counts).expect("fewer than 2^32 node-cell pairs");
+        let offsets = tessera_core::scan::offsets_from_counts(par, &counts)
+            .expect("fewer than 2^32 node-cell pairs");
         let mut cols = Vec::with_capacity(*offsets.last().unwrap() as usize);
         for i in 0..n {
             cols.extend_from_slice(nc.row(i as u32));

@@ -46,12 +46,23 @@ pub fn zayer_bound(ho: &HoMesh) -> u64 {
 /// Build the exact Bin-BCSR* pattern for `e` DOFs per node (dissertation §4.4.3). Stage times
 /// are added to `stages` under `count_contributions`, `bin_offsets`, `alloc_final` and
 /// `column_indices`.
-pub fn build_pattern(ho: &HoMesh, e: usize, par: Par, stages: &mut Stages) -> Result<BinBcsrPattern, FemError> {
-    let counts = time(stages, "count_contributions", || crate::count::row_counts(ho, par));
+pub fn build_pattern(
+    ho: &HoMesh,
+    e: usize,
+    par: Par,
+    stages: &mut Stages,
+) -> Result<BinBcsrPattern, FemError> {
+    let counts = time(stages, "count_contributions", || {
+        crate::count::row_counts(ho, par)
+    });
     let n = counts.len();
     let lengths: Vec<u32> = counts.iter().map(|&c| c.saturating_sub(1)).collect();
-    let offsets = time(stages, "bin_offsets", || bin_offsets_from_lengths(&lengths, par))?;
-    let mut pat = time(stages, "alloc_final", || BinBcsrPattern::with_bin_offsets(e, lengths, offsets))?;
+    let offsets = time(stages, "bin_offsets", || {
+        bin_offsets_from_lengths(&lengths, par)
+    })?;
+    let mut pat = time(stages, "alloc_final", || {
+        BinBcsrPattern::with_bin_offsets(e, lengths, offsets)
+    })?;
     time(stages, "column_indices", || fill_columns(ho, &mut pat, par))?;
     debug_assert_eq!(pat.num_block_rows(), n);
     Ok(pat)
@@ -91,7 +102,11 @@ pub fn fill_columns(ho: &HoMesh, pat: &mut BinBcsrPattern, par: Par) -> Result<(
                         }
                         // 64th column: move the list into the matrix, continue in place
                         if len >= expected as usize {
-                            return Err(FemError::PatternMismatch { row: i, expected: expected + 1, found: len as u32 + 2 });
+                            return Err(FemError::PatternMismatch {
+                                row: i,
+                                expected: expected + 1,
+                                found: len as u32 + 2,
+                            });
                         }
                         for (k, &v) in local[..len].iter().enumerate() {
                             cols[k * BIN_SIZE + lane] = v;
@@ -117,7 +132,11 @@ pub fn fill_columns(ho: &HoMesh, pat: &mut BinBcsrPattern, par: Par) -> Result<(
                         continue;
                     }
                     if len >= expected as usize {
-                        return Err(FemError::PatternMismatch { row: i, expected: expected + 1, found: len as u32 + 2 });
+                        return Err(FemError::PatternMismatch {
+                            row: i,
+                            expected: expected + 1,
+                            found: len as u32 + 2,
+                        });
                     }
                     let mut k = len;
                     while k > lo {
@@ -129,11 +148,19 @@ pub fn fill_columns(ho: &HoMesh, pat: &mut BinBcsrPattern, par: Par) -> Result<(
                 }
             }
             if len != expected as usize {
-                return Err(FemError::PatternMismatch { row: i, expected: expected + 1, found: len as u32 + 1 });
+                return Err(FemError::PatternMismatch {
+                    row: i,
+                    expected: expected + 1,
+                    found: len as u32 + 1,
+                });
             }
             if !in_global {
                 if len > expected as usize {
-                    return Err(FemError::PatternMismatch { row: i, expected: expected + 1, found: len as u32 + 1 });
+                    return Err(FemError::PatternMismatch {
+                        row: i,
+                        expected: expected + 1,
+                        found: len as u32 + 1,
+                    });
                 }
                 for (k, &v) in local[..len].iter().enumerate() {
                     cols[k * BIN_SIZE + lane] = v;
@@ -168,5 +195,9 @@ pub fn brute_force_counts(ho: &HoMesh, par: Par) -> Result<Vec<u32>, FemError> {
         all.len() as u32
     };
     let n = ho.num_nodes();
-    Ok(if par.is_parallel() { (0..n).into_par_iter().with_min_len(1024).map(row).collect() } else { (0..n).map(row).collect() })
+    Ok(if par.is_parallel() {
+        (0..n).into_par_iter().with_min_len(1024).map(row).collect()
+    } else {
+        (0..n).map(row).collect()
+    })
 }

@@ -53,11 +53,18 @@ use crate::material::Material;
 #[derive(Debug, thiserror::Error)]
 pub enum ProblemError {
     #[error("{file}: cannot read: {source}")]
-    Io { file: PathBuf, source: std::io::Error },
+    Io {
+        file: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{file}: {message}")]
     Syntax { file: String, message: String },
     #[error("{file}: `{key}`: {message}")]
-    Key { file: String, key: String, message: String },
+    Key {
+        file: String,
+        key: String,
+        message: String,
+    },
 }
 
 /// Where the mesh comes from.
@@ -77,10 +84,25 @@ pub enum Selector {
     GroupName(String),
     GroupTag(i32),
     Boundary,
-    Plane { point: [f64; 3], normal: [f64; 3], tolerance: f64 },
-    Box { min: [f64; 3], max: [f64; 3] },
-    Sphere { center: [f64; 3], radius: f64 },
-    Cylinder { point: [f64; 3], axis: [f64; 3], radius: f64, tolerance: f64 },
+    Plane {
+        point: [f64; 3],
+        normal: [f64; 3],
+        tolerance: f64,
+    },
+    Box {
+        min: [f64; 3],
+        max: [f64; 3],
+    },
+    Sphere {
+        center: [f64; 3],
+        radius: f64,
+    },
+    Cylinder {
+        point: [f64; 3],
+        axis: [f64; 3],
+        radius: f64,
+        tolerance: f64,
+    },
 }
 
 impl Selector {
@@ -91,13 +113,24 @@ impl Selector {
         Some(match self {
             Selector::GroupName(_) | Selector::GroupTag(_) => return None,
             Selector::Boundary => true,
-            Selector::Plane { point, normal, tolerance } => {
+            Selector::Plane {
+                point,
+                normal,
+                tolerance,
+            } => {
                 let n = dot(*normal, *normal).sqrt();
                 (dot(sub(x, *point), *normal) / n).abs() <= *tolerance
             }
             Selector::Box { min, max } => (0..3).all(|k| x[k] >= min[k] && x[k] <= max[k]),
-            Selector::Sphere { center, radius } => dot(sub(x, *center), sub(x, *center)).sqrt() <= *radius,
-            Selector::Cylinder { point, axis, radius, tolerance } => {
+            Selector::Sphere { center, radius } => {
+                dot(sub(x, *center), sub(x, *center)).sqrt() <= *radius
+            }
+            Selector::Cylinder {
+                point,
+                axis,
+                radius,
+                tolerance,
+            } => {
                 let a2 = dot(*axis, *axis);
                 let v = sub(x, *point);
                 let t = dot(v, *axis) / a2;
@@ -123,7 +156,10 @@ pub struct FixedRegion {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Load {
     /// Surface traction (force per area) on the selected faces.
-    Traction { selector: Selector, traction: [f64; 3] },
+    Traction {
+        selector: Selector,
+        traction: [f64; 3],
+    },
     /// Pressure (force per area along the inward normal, `t = -p n`).
     Pressure { selector: Selector, pressure: f64 },
     /// Body force `ρ a` over the whole volume.
@@ -174,10 +210,30 @@ pub struct Preset {
 
 /// Material presets (typical handbook values).
 pub const PRESETS: &[Preset] = &[
-    Preset { name: "Ti-6Al-4V", youngs_mpa: 113_800.0, poisson: 0.342, density_t_mm3: 4.43e-9 },
-    Preset { name: "steel", youngs_mpa: 200_000.0, poisson: 0.30, density_t_mm3: 7.85e-9 },
-    Preset { name: "aluminium-6061", youngs_mpa: 68_900.0, poisson: 0.33, density_t_mm3: 2.70e-9 },
-    Preset { name: "PLA", youngs_mpa: 3_500.0, poisson: 0.36, density_t_mm3: 1.24e-9 },
+    Preset {
+        name: "Ti-6Al-4V",
+        youngs_mpa: 113_800.0,
+        poisson: 0.342,
+        density_t_mm3: 4.43e-9,
+    },
+    Preset {
+        name: "steel",
+        youngs_mpa: 200_000.0,
+        poisson: 0.30,
+        density_t_mm3: 7.85e-9,
+    },
+    Preset {
+        name: "aluminium-6061",
+        youngs_mpa: 68_900.0,
+        poisson: 0.33,
+        density_t_mm3: 2.70e-9,
+    },
+    Preset {
+        name: "PLA",
+        youngs_mpa: 3_500.0,
+        poisson: 0.36,
+        density_t_mm3: 1.24e-9,
+    },
 ];
 
 /// Field access with key paths.
@@ -187,22 +243,37 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn err(&self, key: &str, message: impl Into<String>) -> ProblemError {
-        ProblemError::Key { file: self.file.to_string(), key: key.to_string(), message: message.into() }
+        ProblemError::Key {
+            file: self.file.to_string(),
+            key: key.to_string(),
+            message: message.into(),
+        }
     }
     fn keys(&self, t: &Table, path: &str, allowed: &[&str]) -> Result<(), ProblemError> {
         for k in t.keys() {
             if !allowed.contains(&k.as_str()) {
                 let full = join(path, k);
-                return Err(self.err(&full, format!("unknown key; allowed here: {}", allowed.join(", "))));
+                return Err(self.err(
+                    &full,
+                    format!("unknown key; allowed here: {}", allowed.join(", ")),
+                ));
             }
         }
         Ok(())
     }
-    fn table<'t>(&self, t: &'t Table, path: &str, key: &str) -> Result<Option<&'t Table>, ProblemError> {
+    fn table<'t>(
+        &self,
+        t: &'t Table,
+        path: &str,
+        key: &str,
+    ) -> Result<Option<&'t Table>, ProblemError> {
         match t.get(key) {
             None => Ok(None),
             Some(Value::Table(x)) => Ok(Some(x)),
-            Some(v) => Err(self.err(&join(path, key), format!("expected a table, found {}", v.type_str()))),
+            Some(v) => Err(self.err(
+                &join(path, key),
+                format!("expected a table, found {}", v.type_str()),
+            )),
         }
     }
     fn num(&self, t: &Table, path: &str, key: &str) -> Result<Option<f64>, ProblemError> {
@@ -210,11 +281,15 @@ impl Ctx<'_> {
             None => Ok(None),
             Some(Value::Float(f)) if f.is_finite() => Ok(Some(*f)),
             Some(Value::Integer(i)) => Ok(Some(*i as f64)),
-            Some(v) => Err(self.err(&join(path, key), format!("expected a finite number, found {}", v.type_str()))),
+            Some(v) => Err(self.err(
+                &join(path, key),
+                format!("expected a finite number, found {}", v.type_str()),
+            )),
         }
     }
     fn req_num(&self, t: &Table, path: &str, key: &str) -> Result<f64, ProblemError> {
-        self.num(t, path, key)?.ok_or_else(|| self.err(&join(path, key), "missing"))
+        self.num(t, path, key)?
+            .ok_or_else(|| self.err(&join(path, key), "missing"))
     }
     fn positive(&self, t: &Table, path: &str, key: &str) -> Result<f64, ProblemError> {
         let v = self.req_num(t, path, key)?;
@@ -227,14 +302,25 @@ impl Ctx<'_> {
         match t.get(key) {
             None => Ok(None),
             Some(Value::Integer(i)) => Ok(Some(*i)),
-            Some(v) => Err(self.err(&join(path, key), format!("expected an integer, found {}", v.type_str()))),
+            Some(v) => Err(self.err(
+                &join(path, key),
+                format!("expected an integer, found {}", v.type_str()),
+            )),
         }
     }
-    fn string<'t>(&self, t: &'t Table, path: &str, key: &str) -> Result<Option<&'t str>, ProblemError> {
+    fn string<'t>(
+        &self,
+        t: &'t Table,
+        path: &str,
+        key: &str,
+    ) -> Result<Option<&'t str>, ProblemError> {
         match t.get(key) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
-            Some(v) => Err(self.err(&join(path, key), format!("expected a string, found {}", v.type_str()))),
+            Some(v) => Err(self.err(
+                &join(path, key),
+                format!("expected a string, found {}", v.type_str()),
+            )),
         }
     }
     fn vec3(&self, t: &Table, path: &str, key: &str) -> Result<Option<[f64; 3]>, ProblemError> {
@@ -247,16 +333,25 @@ impl Ctx<'_> {
                     out[i] = match v {
                         Value::Float(f) if f.is_finite() => *f,
                         Value::Integer(n) => *n as f64,
-                        other => return Err(self.err(&format!("{k}[{i}]"), format!("expected a finite number, found {}", other.type_str()))),
+                        other => {
+                            return Err(self.err(
+                                &format!("{k}[{i}]"),
+                                format!("expected a finite number, found {}", other.type_str()),
+                            ))
+                        }
                     };
                 }
                 Ok(Some(out))
             }
-            Some(v) => Err(self.err(&k, format!("expected an array of 3 numbers, found {}", describe(v)))),
+            Some(v) => Err(self.err(
+                &k,
+                format!("expected an array of 3 numbers, found {}", describe(v)),
+            )),
         }
     }
     fn req_vec3(&self, t: &Table, path: &str, key: &str) -> Result<[f64; 3], ProblemError> {
-        self.vec3(t, path, key)?.ok_or_else(|| self.err(&join(path, key), "missing"))
+        self.vec3(t, path, key)?
+            .ok_or_else(|| self.err(&join(path, key), "missing"))
     }
     fn array_of_tables<'t>(&self, t: &'t Table, key: &str) -> Result<Vec<&'t Table>, ProblemError> {
         match t.get(key) {
@@ -266,10 +361,19 @@ impl Ctx<'_> {
                 .enumerate()
                 .map(|(i, v)| match v {
                     Value::Table(x) => Ok(x),
-                    v => Err(self.err(&format!("{key}[{i}]"), format!("expected a table, found {}", v.type_str()))),
+                    v => Err(self.err(
+                        &format!("{key}[{i}]"),
+                        format!("expected a table, found {}", v.type_str()),
+                    )),
                 })
                 .collect(),
-            Some(v) => Err(self.err(key, format!("expected an array of tables ([[{key}]]), found {}", v.type_str()))),
+            Some(v) => Err(self.err(
+                key,
+                format!(
+                    "expected an array of tables ([[{key}]]), found {}",
+                    v.type_str()
+                ),
+            )),
         }
     }
 }
@@ -298,16 +402,30 @@ fn nonzero(c: &Ctx, v: [f64; 3], key: &str) -> Result<(), ProblemError> {
 
 fn parse_selector(c: &Ctx, parent: &Table, ppath: &str) -> Result<Selector, ProblemError> {
     let path = join(ppath, "selector");
-    let t = c.table(parent, ppath, "selector")?.ok_or_else(|| c.err(&path, "missing (a table such as { type = \"plane\", ... })"))?;
-    let ty = c.string(t, &path, "type")?.ok_or_else(|| c.err(&join(&path, "type"), "missing (group, boundary, plane, box, sphere or cylinder)"))?;
+    let t = c
+        .table(parent, ppath, "selector")?
+        .ok_or_else(|| c.err(&path, "missing (a table such as { type = \"plane\", ... })"))?;
+    let ty = c.string(t, &path, "type")?.ok_or_else(|| {
+        c.err(
+            &join(&path, "type"),
+            "missing (group, boundary, plane, box, sphere or cylinder)",
+        )
+    })?;
     let k = |key: &str| join(&path, key);
     Ok(match ty {
         "group" => {
             c.keys(t, &path, &["type", "name", "tag"])?;
             match (c.string(t, &path, "name")?, c.int(t, &path, "tag")?) {
                 (Some(n), None) => Selector::GroupName(n.to_string()),
-                (None, Some(g)) => Selector::GroupTag(i32::try_from(g).map_err(|_| c.err(&k("tag"), "out of range"))?),
-                _ => return Err(c.err(&path, "a group selector needs exactly one of `name` and `tag`")),
+                (None, Some(g)) => Selector::GroupTag(
+                    i32::try_from(g).map_err(|_| c.err(&k("tag"), "out of range"))?,
+                ),
+                _ => {
+                    return Err(c.err(
+                        &path,
+                        "a group selector needs exactly one of `name` and `tag`",
+                    ))
+                }
             }
         }
         "boundary" => {
@@ -320,9 +438,16 @@ fn parse_selector(c: &Ctx, parent: &Table, ppath: &str) -> Result<Selector, Prob
             nonzero(c, normal, &k("normal"))?;
             let tolerance = c.num(t, &path, "tolerance")?.unwrap_or(1e-6);
             if tolerance < 0.0 {
-                return Err(c.err(&k("tolerance"), format!("must be non-negative, got {tolerance}")));
+                return Err(c.err(
+                    &k("tolerance"),
+                    format!("must be non-negative, got {tolerance}"),
+                ));
             }
-            Selector::Plane { point: c.req_vec3(t, &path, "point")?, normal, tolerance }
+            Selector::Plane {
+                point: c.req_vec3(t, &path, "point")?,
+                normal,
+                tolerance,
+            }
         }
         "box" => {
             c.keys(t, &path, &["type", "min", "max"])?;
@@ -334,7 +459,10 @@ fn parse_selector(c: &Ctx, parent: &Table, ppath: &str) -> Result<Selector, Prob
         }
         "sphere" => {
             c.keys(t, &path, &["type", "center", "radius"])?;
-            Selector::Sphere { center: c.req_vec3(t, &path, "center")?, radius: c.positive(t, &path, "radius")? }
+            Selector::Sphere {
+                center: c.req_vec3(t, &path, "center")?,
+                radius: c.positive(t, &path, "radius")?,
+            }
         }
         "cylinder" => {
             c.keys(t, &path, &["type", "point", "axis", "radius", "tolerance"])?;
@@ -342,12 +470,25 @@ fn parse_selector(c: &Ctx, parent: &Table, ppath: &str) -> Result<Selector, Prob
             nonzero(c, axis, &k("axis"))?;
             let tolerance = c.num(t, &path, "tolerance")?.unwrap_or(1e-6);
             if tolerance < 0.0 {
-                return Err(c.err(&k("tolerance"), format!("must be non-negative, got {tolerance}")));
+                return Err(c.err(
+                    &k("tolerance"),
+                    format!("must be non-negative, got {tolerance}"),
+                ));
             }
-            Selector::Cylinder { point: c.req_vec3(t, &path, "point")?, axis, radius: c.positive(t, &path, "radius")?, tolerance }
+            Selector::Cylinder {
+                point: c.req_vec3(t, &path, "point")?,
+                axis,
+                radius: c.positive(t, &path, "radius")?,
+                tolerance,
+            }
         }
         other => {
-            return Err(c.err(&k("type"), format!("unknown selector `{other}` (group, boundary, plane, box, sphere or cylinder)")))
+            return Err(c.err(
+                &k("type"),
+                format!(
+                    "unknown selector `{other}` (group, boundary, plane, box, sphere or cylinder)"
+                ),
+            ))
         }
     })
 }
@@ -356,7 +497,10 @@ impl Problem {
     /// Read and validate a problem file; a relative mesh path is resolved against the
     /// file's directory.
     pub fn from_file(path: &Path) -> Result<Problem, ProblemError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ProblemError::Io { file: path.to_path_buf(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| ProblemError::Io {
+            file: path.to_path_buf(),
+            source,
+        })?;
         let base = path.parent().unwrap_or(Path::new("."));
         Problem::parse(&text, &path.display().to_string(), base)
     }
@@ -364,12 +508,29 @@ impl Problem {
     /// Parse and validate problem text (`file` labels messages, `base` resolves mesh paths).
     pub fn parse(text: &str, file: &str, base: &Path) -> Result<Problem, ProblemError> {
         let c = Ctx { file };
-        let root: Table = text.parse::<Table>().map_err(|e| ProblemError::Syntax { file: file.to_string(), message: e.to_string().trim_end().to_string() })?;
-        c.keys(&root, "", &["title", "order", "units", "mesh", "material", "fixed", "loads", "solver"])?;
-        let title = c.string(&root, "", "title")?.unwrap_or("tessera").to_string();
-        let order = c.int(&root, "", "order")?.ok_or_else(|| c.err("order", "missing (polynomial order 1, 2 or 3)"))?;
+        let root: Table = text.parse::<Table>().map_err(|e| ProblemError::Syntax {
+            file: file.to_string(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        c.keys(
+            &root,
+            "",
+            &[
+                "title", "order", "units", "mesh", "material", "fixed", "loads", "solver",
+            ],
+        )?;
+        let title = c
+            .string(&root, "", "title")?
+            .unwrap_or("tessera")
+            .to_string();
+        let order = c
+            .int(&root, "", "order")?
+            .ok_or_else(|| c.err("order", "missing (polynomial order 1, 2 or 3)"))?;
         if !(1..=3).contains(&order) {
-            return Err(c.err("order", format!("must be 1, 2 or 3 (VTK output supports p <= 3), got {order}")));
+            return Err(c.err(
+                "order",
+                format!("must be 1, 2 or 3 (VTK output supports p <= 3), got {order}"),
+            ));
         }
         let units_mm = match c.string(&root, "", "units")?.unwrap_or("mm") {
             "mm" => true,
@@ -378,20 +539,39 @@ impl Problem {
         };
 
         // mesh
-        let mt = c.table(&root, "", "mesh")?.ok_or_else(|| c.err("mesh", "missing ([mesh] with `file` or `generate`)"))?;
+        let mt = c
+            .table(&root, "", "mesh")?
+            .ok_or_else(|| c.err("mesh", "missing ([mesh] with `file` or `generate`)"))?;
         c.keys(mt, "mesh", &["file", "generate"])?;
-        let mesh = match (c.string(mt, "mesh", "file")?, c.table(mt, "mesh", "generate")?) {
+        let mesh = match (
+            c.string(mt, "mesh", "file")?,
+            c.table(mt, "mesh", "generate")?,
+        ) {
             (Some(f), None) => {
                 let p = Path::new(f);
-                MeshSource::File(if p.is_absolute() { p.to_path_buf() } else { base.join(p) })
+                MeshSource::File(if p.is_absolute() {
+                    p.to_path_buf()
+                } else {
+                    base.join(p)
+                })
             }
             (None, Some(g)) => {
                 c.keys(g, "mesh.generate", &["bracket", "box"])?;
-                match (c.int(g, "mesh.generate", "bracket")?, c.table(g, "mesh.generate", "box")?) {
+                match (
+                    c.int(g, "mesh.generate", "bracket")?,
+                    c.table(g, "mesh.generate", "box")?,
+                ) {
                     (Some(r), None) => {
                         let range = tessera_mesh::generate::BRACKET_RESOLUTION;
                         if r < *range.start() as i64 || r > *range.end() as i64 {
-                            return Err(c.err("mesh.generate.bracket", format!("resolution must be in {}..={}, got {r}", range.start(), range.end())));
+                            return Err(c.err(
+                                "mesh.generate.bracket",
+                                format!(
+                                    "resolution must be in {}..={}, got {r}",
+                                    range.start(),
+                                    range.end()
+                                ),
+                            ));
                         }
                         MeshSource::Bracket(r as usize)
                     }
@@ -400,51 +580,104 @@ impl Problem {
                         c.keys(b, path, &["cells", "size"])?;
                         let cells = c.req_vec3(b, path, "cells")?;
                         let size = c.req_vec3(b, path, "size")?;
-                        if cells.iter().any(|&n| n < 1.0 || n > 400.0 || n.fract() != 0.0) {
-                            return Err(c.err("mesh.generate.box.cells", "must be integers in 1..=400"));
+                        if cells
+                            .iter()
+                            .any(|&n| n < 1.0 || n > 400.0 || n.fract() != 0.0)
+                        {
+                            return Err(
+                                c.err("mesh.generate.box.cells", "must be integers in 1..=400")
+                            );
                         }
                         if size.iter().any(|&s| s <= 0.0) {
                             return Err(c.err("mesh.generate.box.size", "must be positive"));
                         }
-                        MeshSource::Box { cells: cells.map(|n| n as usize), size }
+                        MeshSource::Box {
+                            cells: cells.map(|n| n as usize),
+                            size,
+                        }
                     }
-                    _ => return Err(c.err("mesh.generate", "needs exactly one of `bracket` and `box`")),
+                    _ => {
+                        return Err(
+                            c.err("mesh.generate", "needs exactly one of `bracket` and `box`")
+                        )
+                    }
                 }
             }
             _ => return Err(c.err("mesh", "needs exactly one of `file` and `generate`")),
         };
 
         // material
-        let mat = c.table(&root, "", "material")?.ok_or_else(|| c.err("material", "missing ([material] with `preset`, `youngs`/`poisson` or `lambda`/`mu`)"))?;
-        c.keys(mat, "material", &["preset", "youngs", "poisson", "lambda", "mu", "density"])?;
+        let mat = c.table(&root, "", "material")?.ok_or_else(|| {
+            c.err(
+                "material",
+                "missing ([material] with `preset`, `youngs`/`poisson` or `lambda`/`mu`)",
+            )
+        })?;
+        c.keys(
+            mat,
+            "material",
+            &["preset", "youngs", "poisson", "lambda", "mu", "density"],
+        )?;
         let scale_e = if units_mm { 1.0 } else { 1e6 }; // MPa -> Pa
         let scale_rho = if units_mm { 1.0 } else { 1e12 }; // t/mm³ -> kg/m³
         let preset = c.string(mat, "material", "preset")?;
-        let (ey, en) = (c.num(mat, "material", "youngs")?, c.num(mat, "material", "poisson")?);
-        let (ll, lm) = (c.num(mat, "material", "lambda")?, c.num(mat, "material", "mu")?);
+        let (ey, en) = (
+            c.num(mat, "material", "youngs")?,
+            c.num(mat, "material", "poisson")?,
+        );
+        let (ll, lm) = (
+            c.num(mat, "material", "lambda")?,
+            c.num(mat, "material", "mu")?,
+        );
         let density = c.num(mat, "material", "density")?;
         if let Some(d) = density {
             if d < 0.0 {
                 return Err(c.err("material.density", format!("must be non-negative, got {d}")));
             }
         }
-        let given = preset.is_some() as u8 + (ey.is_some() || en.is_some()) as u8 + (ll.is_some() || lm.is_some()) as u8;
+        let given = preset.is_some() as u8
+            + (ey.is_some() || en.is_some()) as u8
+            + (ll.is_some() || lm.is_some()) as u8;
         if given != 1 {
-            return Err(c.err("material", "give exactly one of `preset`, `youngs` + `poisson`, or `lambda` + `mu`"));
+            return Err(c.err(
+                "material",
+                "give exactly one of `preset`, `youngs` + `poisson`, or `lambda` + `mu`",
+            ));
         }
         let material = if let Some(name) = preset {
-            let pr = PRESETS.iter().find(|p| p.name.eq_ignore_ascii_case(name)).ok_or_else(|| {
-                c.err("material.preset", format!("unknown preset `{name}`; known: {}", PRESETS.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")))
-            })?;
-            Material::new(pr.youngs_mpa * scale_e, pr.poisson, density.unwrap_or(pr.density_t_mm3 * scale_rho))
+            let pr = PRESETS
+                .iter()
+                .find(|p| p.name.eq_ignore_ascii_case(name))
+                .ok_or_else(|| {
+                    c.err(
+                        "material.preset",
+                        format!(
+                            "unknown preset `{name}`; known: {}",
+                            PRESETS
+                                .iter()
+                                .map(|p| p.name)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    )
+                })?;
+            Material::new(
+                pr.youngs_mpa * scale_e,
+                pr.poisson,
+                density.unwrap_or(pr.density_t_mm3 * scale_rho),
+            )
         } else if ey.is_some() || en.is_some() {
             let e = ey.ok_or_else(|| c.err("material.youngs", "missing (given with `poisson`)"))?;
-            let nu = en.ok_or_else(|| c.err("material.poisson", "missing (given with `youngs`)"))?;
+            let nu =
+                en.ok_or_else(|| c.err("material.poisson", "missing (given with `youngs`)"))?;
             if e <= 0.0 {
                 return Err(c.err("material.youngs", format!("must be positive, got {e}")));
             }
             if !(nu > -1.0 && nu < 0.5) {
-                return Err(c.err("material.poisson", format!("must be in (-1, 0.5), got {nu}")));
+                return Err(c.err(
+                    "material.poisson",
+                    format!("must be in (-1, 0.5), got {nu}"),
+                ));
             }
             Material::new(e, nu, density.unwrap_or(0.0))
         } else {
@@ -454,10 +687,17 @@ impl Problem {
                 return Err(c.err("material.mu", format!("must be positive, got {m}")));
             }
             if !(3.0 * l + 2.0 * m > 0.0) {
-                return Err(c.err("material.lambda", format!("needs 3λ + 2μ > 0 (positive bulk modulus), got λ = {l}")));
+                return Err(c.err(
+                    "material.lambda",
+                    format!("needs 3λ + 2μ > 0 (positive bulk modulus), got λ = {l}"),
+                ));
             }
             // E = μ(3λ + 2μ)/(λ + μ), ν = λ / (2(λ + μ))
-            Material::new(m * (3.0 * l + 2.0 * m) / (l + m), l / (2.0 * (l + m)), density.unwrap_or(0.0))
+            Material::new(
+                m * (3.0 * l + 2.0 * m) / (l + m),
+                l / (2.0 * (l + m)),
+                density.unwrap_or(0.0),
+            )
         };
 
         // fixed regions
@@ -470,7 +710,15 @@ impl Problem {
             let mut components = [true; 3];
             if let Some(v) = t.get("components") {
                 let key = join(&path, "components");
-                let arr = v.as_array().ok_or_else(|| c.err(&key, format!("expected an array such as [\"x\", \"z\"], found {}", v.type_str())))?;
+                let arr = v.as_array().ok_or_else(|| {
+                    c.err(
+                        &key,
+                        format!(
+                            "expected an array such as [\"x\", \"z\"], found {}",
+                            v.type_str()
+                        ),
+                    )
+                })?;
                 if arr.is_empty() {
                     return Err(c.err(&key, "must name at least one component"));
                 }
@@ -480,14 +728,22 @@ impl Problem {
                         Some("x") => 0,
                         Some("y") => 1,
                         Some("z") => 2,
-                        _ => return Err(c.err(&format!("{key}[{j}]"), "expected \"x\", \"y\" or \"z\"")),
+                        _ => {
+                            return Err(
+                                c.err(&format!("{key}[{j}]"), "expected \"x\", \"y\" or \"z\"")
+                            )
+                        }
                     };
                     components[k] = true;
                 }
             }
             let displacement = c.vec3(t, &path, "displacement")?.unwrap_or([0.0; 3]);
             selector_keys.push((join(&path, "selector"), selector.clone()));
-            fixed.push(FixedRegion { selector, components, displacement });
+            fixed.push(FixedRegion {
+                selector,
+                components,
+                displacement,
+            });
         }
         if fixed.is_empty() {
             return Err(c.err("fixed", "missing: at least one [[fixed]] region is needed, otherwise the problem is singular (rigid-body modes)"));
@@ -497,25 +753,45 @@ impl Problem {
         let mut loads = Vec::new();
         for (i, t) in c.array_of_tables(&root, "loads")?.into_iter().enumerate() {
             let path = format!("loads[{i}]");
-            let ty = c.string(t, &path, "type")?.ok_or_else(|| c.err(&join(&path, "type"), "missing (traction, pressure or gravity)"))?;
+            let ty = c.string(t, &path, "type")?.ok_or_else(|| {
+                c.err(
+                    &join(&path, "type"),
+                    "missing (traction, pressure or gravity)",
+                )
+            })?;
             let load = match ty {
                 "traction" => {
                     c.keys(t, &path, &["type", "selector", "traction"])?;
-                    Load::Traction { selector: parse_selector(&c, t, &path)?, traction: c.req_vec3(t, &path, "traction")? }
+                    Load::Traction {
+                        selector: parse_selector(&c, t, &path)?,
+                        traction: c.req_vec3(t, &path, "traction")?,
+                    }
                 }
                 "pressure" => {
                     c.keys(t, &path, &["type", "selector", "pressure"])?;
-                    Load::Pressure { selector: parse_selector(&c, t, &path)?, pressure: c.req_num(t, &path, "pressure")? }
+                    Load::Pressure {
+                        selector: parse_selector(&c, t, &path)?,
+                        pressure: c.req_num(t, &path, "pressure")?,
+                    }
                 }
                 "gravity" => {
                     c.keys(t, &path, &["type", "acceleration"])?;
                     let g = if units_mm { 9810.0 } else { 9.81 };
-                    Load::Gravity { acceleration: c.vec3(t, &path, "acceleration")?.unwrap_or([0.0, 0.0, -g]) }
+                    Load::Gravity {
+                        acceleration: c.vec3(t, &path, "acceleration")?.unwrap_or([0.0, 0.0, -g]),
+                    }
                 }
-                other => return Err(c.err(&join(&path, "type"), format!("unknown load type `{other}` (traction, pressure or gravity)"))),
+                other => {
+                    return Err(c.err(
+                        &join(&path, "type"),
+                        format!("unknown load type `{other}` (traction, pressure or gravity)"),
+                    ))
+                }
             };
             match &load {
-                Load::Traction { selector, .. } | Load::Pressure { selector, .. } => selector_keys.push((join(&path, "selector"), selector.clone())),
+                Load::Traction { selector, .. } | Load::Pressure { selector, .. } => {
+                    selector_keys.push((join(&path, "selector"), selector.clone()))
+                }
                 Load::Gravity { .. } => {
                     if material.density <= 0.0 {
                         return Err(c.err(&path, "gravity needs a positive `material.density`"));
@@ -526,14 +802,23 @@ impl Problem {
         }
 
         // solver
-        let mut solver = SolverSpec { method: SolverMethod::Pcg, tolerance: 1e-8, max_iterations: 20_000 };
+        let mut solver = SolverSpec {
+            method: SolverMethod::Pcg,
+            tolerance: 1e-8,
+            max_iterations: 20_000,
+        };
         if let Some(s) = c.table(&root, "", "solver")? {
             c.keys(s, "solver", &["method", "tolerance", "max_iterations"])?;
             if let Some(m) = c.string(s, "solver", "method")? {
                 solver.method = match m {
                     "pcg" => SolverMethod::Pcg,
                     "cholesky" => SolverMethod::Cholesky,
-                    o => return Err(c.err("solver.method", format!("unknown method `{o}` (pcg or cholesky)"))),
+                    o => {
+                        return Err(c.err(
+                            "solver.method",
+                            format!("unknown method `{o}` (pcg or cholesky)"),
+                        ))
+                    }
                 };
             }
             if let Some(tol) = c.num(s, "solver", "tolerance")? {
@@ -544,11 +829,24 @@ impl Problem {
             }
             if let Some(n) = c.int(s, "solver", "max_iterations")? {
                 if n < 1 {
-                    return Err(c.err("solver.max_iterations", format!("must be at least 1, got {n}")));
+                    return Err(c.err(
+                        "solver.max_iterations",
+                        format!("must be at least 1, got {n}"),
+                    ));
                 }
                 solver.max_iterations = n as usize;
             }
         }
-        Ok(Problem { title, mesh, order: order as usize, units_mm, material, fixed, loads, solver, selector_keys })
+        Ok(Problem {
+            title,
+            mesh,
+            order: order as usize,
+            units_mm,
+            material,
+            fixed,
+            loads,
+            solver,
+            selector_keys,
+        })
     }
 }

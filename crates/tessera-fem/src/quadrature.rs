@@ -94,10 +94,18 @@ mod tests {
                     for g in gs {
                         let num: f64 = q
                             .iter()
-                            .map(|p| p.weight * (0..=d).map(|k| p.bary[k].powi(g[k] as i32)).product::<f64>())
+                            .map(|p| {
+                                p.weight
+                                    * (0..=d)
+                                        .map(|k| p.bary[k].powi(g[k] as i32))
+                                        .product::<f64>()
+                            })
                             .sum();
                         let ex = exact_monomial(d, &g);
-                        assert!((num - ex).abs() < 1e-12 * ex.max(1e-3), "d={d} s={s} g={g:?}: {num} vs {ex}");
+                        assert!(
+                            (num - ex).abs() < 1e-12 * ex.max(1e-3),
+                            "d={d} s={s} g={g:?}: {num} vs {ex}"
+                        );
                     }
                 }
             }

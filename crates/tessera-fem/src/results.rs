@@ -37,7 +37,10 @@ pub struct Results {
 impl Results {
     /// Largest displacement magnitude over the nodes.
     pub fn max_displacement(&self) -> f64 {
-        self.displacement.iter().map(|u| (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]).sqrt()).fold(0.0, f64::max)
+        self.displacement
+            .iter()
+            .map(|u| (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]).sqrt())
+            .fold(0.0, f64::max)
     }
     /// Largest (node-averaged) von Mises stress.
     pub fn max_von_mises(&self) -> f64 {
@@ -47,19 +50,35 @@ impl Results {
 
 /// Symmetric strain from a displacement gradient `g[k][j] = ∂u_k/∂x_j`.
 pub fn strain_of(g: &[[f64; 3]; 3]) -> [f64; 6] {
-    [g[0][0], g[1][1], g[2][2], 0.5 * (g[0][1] + g[1][0]), 0.5 * (g[1][2] + g[2][1]), 0.5 * (g[0][2] + g[2][0])]
+    [
+        g[0][0],
+        g[1][1],
+        g[2][2],
+        0.5 * (g[0][1] + g[1][0]),
+        0.5 * (g[1][2] + g[2][1]),
+        0.5 * (g[0][2] + g[2][0]),
+    ]
 }
 
 /// Cauchy stress of Eq. 4.7 from a strain.
 pub fn stress_of(e: &[f64; 6], l: Lame) -> [f64; 6] {
     let tr = e[0] + e[1] + e[2];
     let m2 = 2.0 * l.mu;
-    [m2 * e[0] + l.lambda * tr, m2 * e[1] + l.lambda * tr, m2 * e[2] + l.lambda * tr, m2 * e[3], m2 * e[4], m2 * e[5]]
+    [
+        m2 * e[0] + l.lambda * tr,
+        m2 * e[1] + l.lambda * tr,
+        m2 * e[2] + l.lambda * tr,
+        m2 * e[3],
+        m2 * e[4],
+        m2 * e[5],
+    ]
 }
 
 /// Von Mises equivalent stress.
 pub fn von_mises(s: &[f64; 6]) -> f64 {
-    (0.5 * ((s[0] - s[1]).powi(2) + (s[1] - s[2]).powi(2) + (s[2] - s[0]).powi(2)) + 3.0 * (s[3] * s[3] + s[4] * s[4] + s[5] * s[5])).sqrt()
+    (0.5 * ((s[0] - s[1]).powi(2) + (s[1] - s[2]).powi(2) + (s[2] - s[0]).powi(2))
+        + 3.0 * (s[3] * s[3] + s[4] * s[4] + s[5] * s[5]))
+        .sqrt()
 }
 
 /// Evaluates a BB displacement field on cells.
@@ -77,7 +96,14 @@ impl<'a> FieldEvaluator<'a> {
     pub fn new(ho: &'a HoMesh, u: &'a [f64]) -> Self {
         let basis = Bernstein::new(3, ho.order());
         let m = basis.len();
-        FieldEvaluator { ho, u, basis, vals: vec![0.0; m], dxi: vec![0.0; 4 * m], nodes: vec![0; m] }
+        FieldEvaluator {
+            ho,
+            u,
+            basis,
+            vals: vec![0.0; m],
+            dxi: vec![0.0; 4 * m],
+            nodes: vec![0; m],
+        }
     }
     /// The cell's geometry (to pass to [`Self::eval`]).
     pub fn geometry(&self, c: usize) -> Result<CellGeometry, FemError> {
@@ -129,7 +155,12 @@ pub fn compute_results(ho: &HoMesh, u: &[f64], lame: Lame) -> Result<Results, Fe
         let g = ev.geometry(c)?;
         ho.cell_nodes(c, &mut cn);
         for (a, al) in alphas.iter().enumerate() {
-            let xi = [al[0] as f64 / p as f64, al[1] as f64 / p as f64, al[2] as f64 / p as f64, al[3] as f64 / p as f64];
+            let xi = [
+                al[0] as f64 / p as f64,
+                al[1] as f64 / p as f64,
+                al[2] as f64 / p as f64,
+                al[3] as f64 / p as f64,
+            ];
             let (uv, gr) = ev.eval(c, &g, &xi);
             let n = cn[a] as usize;
             disp[n] = uv;
@@ -153,7 +184,15 @@ pub fn compute_results(ho: &HoMesh, u: &[f64], lame: Lame) -> Result<Results, Fe
     let vm = stress.iter().map(von_mises).collect();
     let cell_stress: Vec<[f64; 6]> = cell_strain.iter().map(|e| stress_of(e, lame)).collect();
     let cell_vm = cell_stress.iter().map(von_mises).collect();
-    Ok(Results { displacement: disp, strain, stress, von_mises: vm, cell_strain, cell_stress, cell_von_mises: cell_vm })
+    Ok(Results {
+        displacement: disp,
+        strain,
+        stress,
+        von_mises: vm,
+        cell_strain,
+        cell_stress,
+        cell_von_mises: cell_vm,
+    })
 }
 
 /// The JSON summary of a static solve.

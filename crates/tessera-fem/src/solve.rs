@@ -49,7 +49,11 @@ pub struct PcgParams {
 
 impl Default for PcgParams {
     fn default() -> Self {
-        PcgParams { tolerance: 1e-8, max_iterations: 10_000, divergence_factor: 1e8 }
+        PcgParams {
+            tolerance: 1e-8,
+            max_iterations: 10_000,
+            divergence_factor: 1e8,
+        }
     }
 }
 
@@ -65,7 +69,10 @@ pub struct Constraints {
 impl Constraints {
     /// No constraints on `n` DOFs.
     pub fn none(n: usize) -> Self {
-        Constraints { fixed: vec![false; n], values: vec![0.0; n] }
+        Constraints {
+            fixed: vec![false; n],
+            values: vec![0.0; n],
+        }
     }
     /// Fix component `comp` of node `node` (block size `e`) to `value`.
     pub fn fix(&mut self, node: usize, e: usize, comp: usize, value: f64) {
@@ -102,11 +109,18 @@ pub enum SolveError {
     #[error("diagonal block of node {node} is singular: a node with no stiffness (unused node or zero material)")]
     SingularBlock { node: usize },
     #[error("non-finite value in the {what} at iteration {iteration}")]
-    NonFinite { what: &'static str, iteration: usize },
+    NonFinite {
+        what: &'static str,
+        iteration: usize,
+    },
     #[error("PCG diverged: relative residual {residual:e} at iteration {iteration}")]
     Diverged { iteration: usize, residual: f64 },
     #[error("PCG did not converge in {iterations} iterations: relative residual {residual:e} > tolerance {tolerance:e}")]
-    NotConverged { iterations: usize, residual: f64, tolerance: f64 },
+    NotConverged {
+        iterations: usize,
+        residual: f64,
+        tolerance: f64,
+    },
 }
 
 /// Block-Jacobi preconditioner with constrained rows/columns replaced by the identity.
@@ -147,15 +161,18 @@ impl BlockJacobi {
     /// `y = P⁻¹ x`.
     pub fn apply(&self, x: &[f64], y: &mut [f64]) {
         let e = self.e;
-        y.par_chunks_mut(e).zip(x.par_chunks(e)).zip(self.inv.par_chunks(e * e)).for_each(|((yb, xb), m)| {
-            for r in 0..e {
-                let mut s = 0.0;
-                for c in 0..e {
-                    s += m[r * e + c] * xb[c];
+        y.par_chunks_mut(e)
+            .zip(x.par_chunks(e))
+            .zip(self.inv.par_chunks(e * e))
+            .for_each(|((yb, xb), m)| {
+                for r in 0..e {
+                    let mut s = 0.0;
+                    for c in 0..e {
+                        s += m[r * e + c] * xb[c];
+                    }
+                    yb[r] = s;
                 }
-                yb[r] = s;
-            }
-        });
+            });
     }
 }
 
@@ -171,7 +188,8 @@ pub fn invert_small(a: &[f64], n: usize) -> Option<Vec<f64>> {
         return None;
     }
     for col in 0..n {
-        let piv = (col..n).max_by(|&i, &j| m[i * n + col].abs().total_cmp(&m[j * n + col].abs()))?;
+        let piv =
+            (col..n).max_by(|&i, &j| m[i * n + col].abs().total_cmp(&m[j * n + col].abs()))?;
         if m[piv * n + col].abs() <= 1e-14 * scale {
             return None;
         }
@@ -203,7 +221,12 @@ pub fn invert_small(a: &[f64], n: usize) -> Option<Vec<f64>> {
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     // fixed chunking so the sum is deterministic regardless of thread count
-    a.par_chunks(8192).zip(b.par_chunks(8192)).map(|(x, y)| x.iter().zip(y).map(|(p, q)| p * q).sum::<f64>()).collect::<Vec<_>>().iter().sum()
+    a.par_chunks(8192)
+        .zip(b.par_chunks(8192))
+        .map(|(x, y)| x.iter().zip(y).map(|(p, q)| p * q).sum::<f64>())
+        .collect::<Vec<_>>()
+        .iter()
+        .sum()
 }
 
 fn filter(v: &mut [f64], fixed: &[bool]) {
@@ -224,9 +247,16 @@ pub fn pcg<A: BlockOperator + ?Sized>(
     x: &mut Vec<f64>,
 ) -> Result<SolveReport, SolveError> {
     let n = a.num_block_rows() * a.block_size();
-    for (len, _) in [(b.len(), "b"), (cons.fixed.len(), "fixed"), (cons.values.len(), "values")] {
+    for (len, _) in [
+        (b.len(), "b"),
+        (cons.fixed.len(), "fixed"),
+        (cons.values.len(), "values"),
+    ] {
         if len != n {
-            return Err(SolveError::Dimension { expected: n, found: len });
+            return Err(SolveError::Dimension {
+                expected: n,
+                found: len,
+            });
         }
     }
     if cons.num_fixed() == 0 {
@@ -237,15 +267,24 @@ pub fn pcg<A: BlockOperator + ?Sized>(
     x.extend((0..n).map(|i| if cons.fixed[i] { cons.values[i] } else { 0.0 }));
     let mut r = vec![0.0; n];
     a.apply(x, &mut r);
-    r.par_iter_mut().zip(b.par_iter()).for_each(|(ri, bi)| *ri = bi - *ri);
+    r.par_iter_mut()
+        .zip(b.par_iter())
+        .for_each(|(ri, bi)| *ri = bi - *ri);
     filter(&mut r, &cons.fixed);
     let r0 = dot(&r, &r).sqrt();
     let mut history = vec![1.0];
     if !r0.is_finite() {
-        return Err(SolveError::NonFinite { what: "initial residual", iteration: 0 });
+        return Err(SolveError::NonFinite {
+            what: "initial residual",
+            iteration: 0,
+        });
     }
     if r0 == 0.0 {
-        return Ok(SolveReport { iterations: 0, final_residual: 0.0, history });
+        return Ok(SolveReport {
+            iterations: 0,
+            final_residual: 0.0,
+            history,
+        });
     }
     let mut c = vec![0.0; n];
     prec.apply(&r, &mut c);
@@ -258,34 +297,60 @@ pub fn pcg<A: BlockOperator + ?Sized>(
         filter(&mut q, &cons.fixed);
         let cq = dot(&c, &q);
         if !cq.is_finite() {
-            return Err(SolveError::NonFinite { what: "search direction", iteration: it });
+            return Err(SolveError::NonFinite {
+                what: "search direction",
+                iteration: it,
+            });
         }
         if cq <= 0.0 {
-            return Err(SolveError::Singular { iteration: it, value: cq });
+            return Err(SolveError::Singular {
+                iteration: it,
+                value: cq,
+            });
         }
         let alpha = delta / cq;
-        x.par_iter_mut().zip(c.par_iter()).for_each(|(xi, ci)| *xi += alpha * ci);
-        r.par_iter_mut().zip(q.par_iter()).for_each(|(ri, qi)| *ri -= alpha * qi);
+        x.par_iter_mut()
+            .zip(c.par_iter())
+            .for_each(|(xi, ci)| *xi += alpha * ci);
+        r.par_iter_mut()
+            .zip(q.par_iter())
+            .for_each(|(ri, qi)| *ri -= alpha * qi);
         let rel = dot(&r, &r).sqrt() / r0;
         history.push(rel);
         if !rel.is_finite() {
-            return Err(SolveError::NonFinite { what: "residual", iteration: it });
+            return Err(SolveError::NonFinite {
+                what: "residual",
+                iteration: it,
+            });
         }
         if rel <= params.tolerance {
-            return Ok(SolveReport { iterations: it, final_residual: rel, history });
+            return Ok(SolveReport {
+                iterations: it,
+                final_residual: rel,
+                history,
+            });
         }
         if rel > params.divergence_factor {
-            return Err(SolveError::Diverged { iteration: it, residual: rel });
+            return Err(SolveError::Diverged {
+                iteration: it,
+                residual: rel,
+            });
         }
         prec.apply(&r, &mut s);
         filter(&mut s, &cons.fixed);
         let delta_new = dot(&r, &s);
         let beta = delta_new / delta;
         delta = delta_new;
-        c.par_iter_mut().zip(s.par_iter()).for_each(|(ci, si)| *ci = si + beta * *ci);
+        c.par_iter_mut()
+            .zip(s.par_iter())
+            .for_each(|(ci, si)| *ci = si + beta * *ci);
     }
     let residual = *history.last().unwrap();
-    Err(SolveError::NotConverged { iterations: params.max_iterations, residual, tolerance: params.tolerance })
+    Err(SolveError::NotConverged {
+        iterations: params.max_iterations,
+        residual,
+        tolerance: params.tolerance,
+    })
 }
 
 #[cfg(test)]
@@ -348,7 +413,17 @@ mod tests {
         let mut b = vec![0.0; n * 2];
         b[(n - 1) * 2] = 1.0; // unit force on the last node, component 0
         let mut x = Vec::new();
-        let rep = pcg(&a, &b, &cons, &PcgParams { tolerance: 1e-12, ..Default::default() }, &mut x).unwrap();
+        let rep = pcg(
+            &a,
+            &b,
+            &cons,
+            &PcgParams {
+                tolerance: 1e-12,
+                ..Default::default()
+            },
+            &mut x,
+        )
+        .unwrap();
         // exact: component 0 displacement grows by 1/k per spring (k = 1), component 1 rigidly 0.5
         for i in 0..n {
             assert!((x[i * 2] - i as f64).abs() < 1e-9, "node {i}: {}", x[i * 2]);
@@ -364,10 +439,21 @@ mod tests {
         let a = chain(n);
         let b = vec![1.0; n * 2];
         let mut x = Vec::new();
-        assert!(matches!(pcg(&a, &b, &Constraints::none(n * 2), &PcgParams::default(), &mut x), Err(SolveError::Unconstrained)));
+        assert!(matches!(
+            pcg(
+                &a,
+                &b,
+                &Constraints::none(n * 2),
+                &PcgParams::default(),
+                &mut x
+            ),
+            Err(SolveError::Unconstrained)
+        ));
         let mut cons = Constraints::none(n * 2);
         cons.fix(0, 2, 0, 0.0); // component 1 free: singular
-        let b: Vec<f64> = (0..n * 2).map(|i| if i % 2 == 1 { (i as f64) - 4.0 } else { 0.0 }).collect();
+        let b: Vec<f64> = (0..n * 2)
+            .map(|i| if i % 2 == 1 { (i as f64) - 4.0 } else { 0.0 })
+            .collect();
         let r = pcg(&a, &b, &cons, &PcgParams::default(), &mut x);
         assert!(r.is_err(), "{r:?}");
     }

@@ -32,7 +32,8 @@ impl BlockOperator for BinBcsr<f64> {
         self.pattern().block_dim()
     }
     fn apply(&self, x: &[f64], y: &mut [f64]) {
-        self.spmv(Par::Rayon, x, y).expect("PCG vectors have the operator's length");
+        self.spmv(Par::Rayon, x, y)
+            .expect("PCG vectors have the operator's length");
     }
     fn diagonal_block(&self, i: usize, out: &mut [f64]) {
         let e = self.pattern().block_dim();
@@ -91,7 +92,11 @@ pub fn load_mesh(source: &MeshSource, par: Par) -> Result<LoadedMesh, StaticErro
             let fe = poly.face_edges();
             let ev = poly.edge_vertices();
             for &f in &g.entities {
-                let mut vs: Vec<u32> = fe.row(f as usize).iter().flat_map(|&e| ev[tessera_sparse::tcsr::col(e) as usize]).collect();
+                let mut vs: Vec<u32> = fe
+                    .row(f as usize)
+                    .iter()
+                    .flat_map(|&e| ev[tessera_sparse::tcsr::col(e) as usize])
+                    .collect();
                 vs.sort_unstable();
                 vs.dedup();
                 if vs.len() == 3 {
@@ -99,11 +104,20 @@ pub fn load_mesh(source: &MeshSource, par: Par) -> Result<LoadedMesh, StaticErro
                 }
             }
         }
-        groups.push(SurfaceGroup { name: g.name, tag: g.tag, dim: g.dim, faces });
+        groups.push(SurfaceGroup {
+            name: g.name,
+            tag: g.tag,
+            dim: g.dim,
+            faces,
+        });
     }
-    let mut mesh = SimplexMesh::from_poly(&poly).map_err(|e| StaticError::Unsupported(format!("static solve needs a tetrahedral mesh: {e}")))?;
+    let mut mesh = SimplexMesh::from_poly(&poly).map_err(|e| {
+        StaticError::Unsupported(format!("static solve needs a tetrahedral mesh: {e}"))
+    })?;
     if mesh.dim() != 3 || mesh.num_cells() == 0 {
-        return Err(StaticError::Unsupported("static solve needs a tetrahedral mesh with at least one cell".into()));
+        return Err(StaticError::Unsupported(
+            "static solve needs a tetrahedral mesh with at least one cell".into(),
+        ));
     }
     mesh.set_par(par);
     Ok(LoadedMesh { mesh, groups })
@@ -111,22 +125,53 @@ pub fn load_mesh(source: &MeshSource, par: Par) -> Result<LoadedMesh, StaticErro
 
 /// The boundary faces selected by `sel` (`key` names the selector in messages). Errors for a
 /// group that does not exist or is not a surface group, and for an empty selection.
-pub fn select_faces(ho: &HoMesh, faces: &[BoundaryFace], groups: &[SurfaceGroup], sel: &Selector, key: &str) -> Result<Vec<BoundaryFace>, StaticError> {
-    let err = |message: String| StaticError::Selection { key: key.to_string(), message };
+pub fn select_faces(
+    ho: &HoMesh,
+    faces: &[BoundaryFace],
+    groups: &[SurfaceGroup],
+    sel: &Selector,
+    key: &str,
+) -> Result<Vec<BoundaryFace>, StaticError> {
+    let err = |message: String| StaticError::Selection {
+        key: key.to_string(),
+        message,
+    };
     let available = || {
         if groups.is_empty() {
             "the mesh has no physical groups".to_string()
         } else {
             format!(
                 "the mesh has: {}",
-                groups.iter().map(|g| format!("{} (tag {}, dim {})", if g.name.is_empty() { "<unnamed>" } else { &g.name }, g.tag, g.dim)).collect::<Vec<_>>().join(", ")
+                groups
+                    .iter()
+                    .map(|g| format!(
+                        "{} (tag {}, dim {})",
+                        if g.name.is_empty() {
+                            "<unnamed>"
+                        } else {
+                            &g.name
+                        },
+                        g.tag,
+                        g.dim
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )
         }
     };
     let group = match sel {
-        Selector::GroupName(n) => Some(groups.iter().find(|g| &g.name == n).ok_or_else(|| err(format!("no physical group named `{n}`; {}", available())))?),
+        Selector::GroupName(n) => Some(
+            groups
+                .iter()
+                .find(|g| &g.name == n)
+                .ok_or_else(|| err(format!("no physical group named `{n}`; {}", available())))?,
+        ),
         Selector::GroupTag(t) => Some(
-            groups.iter().find(|g| g.tag == *t && g.dim == 2).or_else(|| groups.iter().find(|g| g.tag == *t)).ok_or_else(|| err(format!("no physical group with tag {t}; {}", available())))?,
+            groups
+                .iter()
+                .find(|g| g.tag == *t && g.dim == 2)
+                .or_else(|| groups.iter().find(|g| g.tag == *t))
+                .ok_or_else(|| err(format!("no physical group with tag {t}; {}", available())))?,
         ),
         _ => None,
     };
@@ -135,9 +180,21 @@ pub fn select_faces(ho: &HoMesh, faces: &[BoundaryFace], groups: &[SurfaceGroup]
         if g.dim != 2 {
             return Err(err(format!("physical group `{}` (tag {}) has dimension {}; fixed regions and loads need a surface group (dimension 2)", g.name, g.tag, g.dim)));
         }
-        faces.iter().filter(|f| g.faces.contains(&f.vertices)).copied().collect()
+        faces
+            .iter()
+            .filter(|f| g.faces.contains(&f.vertices))
+            .copied()
+            .collect()
     } else {
-        faces.iter().filter(|f| f.vertices.iter().all(|&v| sel.contains(pos[v as usize]) == Some(true))).copied().collect()
+        faces
+            .iter()
+            .filter(|f| {
+                f.vertices
+                    .iter()
+                    .all(|&v| sel.contains(pos[v as usize]) == Some(true))
+            })
+            .copied()
+            .collect()
     };
     if out.is_empty() {
         let mut lo = [f64::INFINITY; 3];
@@ -148,7 +205,9 @@ pub fn select_faces(ho: &HoMesh, faces: &[BoundaryFace], groups: &[SurfaceGroup]
                 hi[k] = hi[k].max(p[k]);
             }
         }
-        return Err(err(format!("selects no boundary face (the mesh spans {lo:?} .. {hi:?})")));
+        return Err(err(format!(
+            "selects no boundary face (the mesh spans {lo:?} .. {hi:?})"
+        )));
     }
     Ok(out)
 }
@@ -163,7 +222,11 @@ pub struct StaticOptions {
 
 impl Default for StaticOptions {
     fn default() -> Self {
-        StaticOptions { par: Par::auto(), device: DeviceChoice::Auto, summation: Summation::PerNode }
+        StaticOptions {
+            par: Par::auto(),
+            device: DeviceChoice::Auto,
+            summation: Summation::PerNode,
+        }
     }
 }
 
@@ -186,7 +249,11 @@ pub struct StaticSolution {
 }
 
 /// Constraints and load vector of a problem on an order-`p` mesh.
-pub fn constraints_and_loads(problem: &Problem, ho: &HoMesh, groups: &[SurfaceGroup]) -> Result<(Constraints, Vec<f64>), StaticError> {
+pub fn constraints_and_loads(
+    problem: &Problem,
+    ho: &HoMesh,
+    groups: &[SurfaceGroup],
+) -> Result<(Constraints, Vec<f64>), StaticError> {
     let n = ho.num_nodes() * 3;
     let faces = boundary_faces(ho);
     let mut sel_iter = problem.selector_keys.iter();
@@ -229,11 +296,21 @@ pub fn constraints_and_loads(problem: &Problem, ho: &HoMesh, groups: &[SurfaceGr
 }
 
 /// Run the whole static simulation. `progress` is called with each stage's name as it starts.
-pub fn solve_problem(problem: &Problem, opts: &StaticOptions, progress: &mut dyn FnMut(&str)) -> Result<StaticSolution, StaticError> {
+pub fn solve_problem(
+    problem: &Problem,
+    opts: &StaticOptions,
+    progress: &mut dyn FnMut(&str),
+) -> Result<StaticSolution, StaticError> {
     let mut stages = BTreeMap::new();
     let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
     if let DeviceChoice::Cuda(_) = opts.device {
-        return Err(FemError::Device { device: opts.device.to_string(), reason: "GPU assembly and PCG kernels are not available in this build; use --device cpu".into() }.into());
+        return Err(FemError::Device {
+            device: opts.device.to_string(),
+            reason:
+                "GPU assembly and PCG kernels are not available in this build; use --device cpu"
+                    .into(),
+        }
+        .into());
     }
     problem.material.validate()?;
 
@@ -250,7 +327,15 @@ pub fn solve_problem(problem: &Problem, opts: &StaticOptions, progress: &mut dyn
 
     progress("assemble");
     let t = Instant::now();
-    let asm = assemble_stiffness::<f64>(&ho, &problem.material, &AssembleOptions { summation: opts.summation, par: opts.par, device: opts.device })?;
+    let asm = assemble_stiffness::<f64>(
+        &ho,
+        &problem.material,
+        &AssembleOptions {
+            summation: opts.summation,
+            par: opts.par,
+            device: opts.device,
+        },
+    )?;
     stages.insert("assemble".to_string(), ms(t));
 
     progress("solve");
@@ -258,30 +343,63 @@ pub fn solve_problem(problem: &Problem, opts: &StaticOptions, progress: &mut dyn
     let mut u = Vec::new();
     let report = match problem.solver.method {
         SolverMethod::Pcg => {
-            let params = PcgParams { tolerance: problem.solver.tolerance, max_iterations: problem.solver.max_iterations, ..Default::default() };
+            let params = PcgParams {
+                tolerance: problem.solver.tolerance,
+                max_iterations: problem.solver.max_iterations,
+                ..Default::default()
+            };
             pcg(&asm.matrix, &f, &constraints, &params, &mut u)?
         }
         SolverMethod::Cholesky => {
             u = crate::cholesky::solve_constrained(&asm.matrix, &f, &constraints)?;
             let res = relative_residual(&asm.matrix, &f, &constraints, &u);
-            SolveReport { iterations: 1, final_residual: res, history: vec![1.0, res] }
+            SolveReport {
+                iterations: 1,
+                final_residual: res,
+                history: vec![1.0, res],
+            }
         }
     };
     stages.insert("solve".to_string(), ms(t));
     let e = 3u64;
     let nonzeros = asm.stats.block_nonzeros * e * e;
-    Ok(StaticSolution { ho, u, f, constraints, report, assembly: asm.stats, matrix: asm.matrix, stages_ms: stages, nonzeros })
+    Ok(StaticSolution {
+        ho,
+        u,
+        f,
+        constraints,
+        report,
+        assembly: asm.stats,
+        matrix: asm.matrix,
+        stages_ms: stages,
+        nonzeros,
+    })
 }
 
 /// `‖S(f − K u)‖ / ‖S(f − K z)‖` with `z` the prescribed values (the PCG's measure).
-pub fn relative_residual<A: BlockOperator + ?Sized>(a: &A, f: &[f64], cons: &Constraints, u: &[f64]) -> f64 {
+pub fn relative_residual<A: BlockOperator + ?Sized>(
+    a: &A,
+    f: &[f64],
+    cons: &Constraints,
+    u: &[f64],
+) -> f64 {
     let n = f.len();
     let mut y = vec![0.0; n];
     a.apply(u, &mut y);
-    let r: f64 = (0..n).filter(|&i| !cons.fixed[i]).map(|i| (f[i] - y[i]).powi(2)).sum::<f64>().sqrt();
-    let z: Vec<f64> = (0..n).map(|i| if cons.fixed[i] { cons.values[i] } else { 0.0 }).collect();
+    let r: f64 = (0..n)
+        .filter(|&i| !cons.fixed[i])
+        .map(|i| (f[i] - y[i]).powi(2))
+        .sum::<f64>()
+        .sqrt();
+    let z: Vec<f64> = (0..n)
+        .map(|i| if cons.fixed[i] { cons.values[i] } else { 0.0 })
+        .collect();
     a.apply(&z, &mut y);
-    let r0: f64 = (0..n).filter(|&i| !cons.fixed[i]).map(|i| (f[i] - y[i]).powi(2)).sum::<f64>().sqrt();
+    let r0: f64 = (0..n)
+        .filter(|&i| !cons.fixed[i])
+        .map(|i| (f[i] - y[i]).powi(2))
+        .sum::<f64>()
+        .sqrt();
     if r0 == 0.0 {
         r
     } else {

@@ -75,13 +75,25 @@ pub fn vtk_point_multi_indices(p: usize) -> Option<Vec<[u8; 4]>> {
 }
 
 fn io_err(path: &Path, e: std::io::Error) -> tessera_mesh::MeshError {
-    tessera_mesh::MeshError::Io { path: path.to_path_buf(), source: e }
+    tessera_mesh::MeshError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    }
 }
 
 /// Write `ho` with point and cell data as a `.vtu` file (p = 1..=3).
-pub fn write_vtu_ho(path: &Path, ho: &HoMesh, point_data: &[VtkArray], cell_data: &[VtkArray]) -> Result<(), tessera_mesh::MeshError> {
+pub fn write_vtu_ho(
+    path: &Path,
+    ho: &HoMesh,
+    point_data: &[VtkArray],
+    cell_data: &[VtkArray],
+) -> Result<(), tessera_mesh::MeshError> {
     let p = ho.order();
-    let ty = vtk_cell_type(p).ok_or_else(|| tessera_mesh::MeshError::Unsupported(format!("VTK output supports orders 1..=3, not p = {p}")))?;
+    let ty = vtk_cell_type(p).ok_or_else(|| {
+        tessera_mesh::MeshError::Unsupported(format!(
+            "VTK output supports orders 1..=3, not p = {p}"
+        ))
+    })?;
     let vtk = vtk_point_multi_indices(p).expect("p checked");
     let alphas = multi_indices(3, p);
     let local_of = |a: &[u8; 4]| alphas.iter().position(|x| x == a).expect("a local node");
@@ -92,12 +104,22 @@ pub fn write_vtu_ho(path: &Path, ho: &HoMesh, point_data: &[VtkArray], cell_data
     let nc = ho.num_cells();
     for a in point_data {
         if a.values.len() != nn * a.components {
-            return Err(tessera_mesh::MeshError::Unsupported(format!("point array `{}` has {} values, expected {}", a.name, a.values.len(), nn * a.components)));
+            return Err(tessera_mesh::MeshError::Unsupported(format!(
+                "point array `{}` has {} values, expected {}",
+                a.name,
+                a.values.len(),
+                nn * a.components
+            )));
         }
     }
     for a in cell_data {
         if a.values.len() != nc * a.components {
-            return Err(tessera_mesh::MeshError::Unsupported(format!("cell array `{}` has {} values, expected {}", a.name, a.values.len(), nc * a.components)));
+            return Err(tessera_mesh::MeshError::Unsupported(format!(
+                "cell array `{}` has {} values, expected {}",
+                a.name,
+                a.values.len(),
+                nc * a.components
+            )));
         }
     }
     let pos = ho.node_positions();
@@ -108,8 +130,13 @@ pub fn write_vtu_ho(path: &Path, ho: &HoMesh, point_data: &[VtkArray], cell_data
     let res = (|| -> std::io::Result<()> {
         writeln!(w, "<?xml version=\"1.0\"?>")?;
         writeln!(w, "<VTKFile type=\"UnstructuredGrid\" version=\"1.0\" byte_order=\"LittleEndian\" header_type=\"UInt64\">")?;
-        writeln!(w, "<UnstructuredGrid>\n<Piece NumberOfPoints=\"{nn}\" NumberOfCells=\"{nc}\">")?;
-        let arr = |w: &mut std::io::BufWriter<std::fs::File>, a: &VtkArray| -> std::io::Result<()> {
+        writeln!(
+            w,
+            "<UnstructuredGrid>\n<Piece NumberOfPoints=\"{nn}\" NumberOfCells=\"{nc}\">"
+        )?;
+        let arr = |w: &mut std::io::BufWriter<std::fs::File>,
+                   a: &VtkArray|
+         -> std::io::Result<()> {
             writeln!(w, "<DataArray type=\"Float64\" Name=\"{}\" NumberOfComponents=\"{}\" format=\"ascii\">", a.name, a.components)?;
             for row in a.values.chunks(a.components.max(1)) {
                 for v in row {
@@ -141,28 +168,38 @@ pub fn write_vtu_ho(path: &Path, ho: &HoMesh, point_data: &[VtkArray], cell_data
                 [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
             };
             let (a, b, e) = (d(1), d(2), d(3));
-            let det = a[0] * (b[1] * e[2] - b[2] * e[1]) - a[1] * (b[0] * e[2] - b[2] * e[0]) + a[2] * (b[0] * e[1] - b[1] * e[0]);
+            let det = a[0] * (b[1] * e[2] - b[2] * e[1]) - a[1] * (b[0] * e[2] - b[2] * e[0])
+                + a[2] * (b[0] * e[1] - b[1] * e[0]);
             let m = if det >= 0.0 { &map } else { &map_swapped };
             for &l in m {
                 write!(w, "{} ", cn[l])?;
             }
             writeln!(w)?;
         }
-        writeln!(w, "</DataArray>\n<DataArray type=\"Int64\" Name=\"offsets\" format=\"ascii\">")?;
+        writeln!(
+            w,
+            "</DataArray>\n<DataArray type=\"Int64\" Name=\"offsets\" format=\"ascii\">"
+        )?;
         for c in 0..nc {
             write!(w, "{} ", (c + 1) * vtk.len())?;
             if c % 16 == 15 {
                 writeln!(w)?;
             }
         }
-        writeln!(w, "\n</DataArray>\n<DataArray type=\"UInt8\" Name=\"types\" format=\"ascii\">")?;
+        writeln!(
+            w,
+            "\n</DataArray>\n<DataArray type=\"UInt8\" Name=\"types\" format=\"ascii\">"
+        )?;
         for c in 0..nc {
             write!(w, "{ty} ")?;
             if c % 32 == 31 {
                 writeln!(w)?;
             }
         }
-        writeln!(w, "\n</DataArray>\n</Cells>\n</Piece>\n</UnstructuredGrid>\n</VTKFile>")?;
+        writeln!(
+            w,
+            "\n</DataArray>\n</Cells>\n</Piece>\n</UnstructuredGrid>\n</VTKFile>"
+        )?;
         w.flush()
     })();
     res.map_err(|e| io_err(&tmp, e))?;
@@ -171,7 +208,11 @@ pub fn write_vtu_ho(path: &Path, ho: &HoMesh, point_data: &[VtkArray], cell_data
 }
 
 /// Write the standard result arrays of [`crate::results::Results`].
-pub fn write_results_vtu(path: &Path, ho: &HoMesh, r: &crate::results::Results) -> Result<(), tessera_mesh::MeshError> {
+pub fn write_results_vtu(
+    path: &Path,
+    ho: &HoMesh,
+    r: &crate::results::Results,
+) -> Result<(), tessera_mesh::MeshError> {
     let flat3: Vec<f64> = r.displacement.iter().flatten().copied().collect();
     let strain: Vec<f64> = r.strain.iter().flatten().copied().collect();
     let stress: Vec<f64> = r.stress.iter().flatten().copied().collect();
@@ -181,15 +222,43 @@ pub fn write_results_vtu(path: &Path, ho: &HoMesh, r: &crate::results::Results) 
         path,
         ho,
         &[
-            VtkArray { name: "displacement", components: 3, values: &flat3 },
-            VtkArray { name: "strain", components: 6, values: &strain },
-            VtkArray { name: "stress", components: 6, values: &stress },
-            VtkArray { name: "von_mises", components: 1, values: &r.von_mises },
+            VtkArray {
+                name: "displacement",
+                components: 3,
+                values: &flat3,
+            },
+            VtkArray {
+                name: "strain",
+                components: 6,
+                values: &strain,
+            },
+            VtkArray {
+                name: "stress",
+                components: 6,
+                values: &stress,
+            },
+            VtkArray {
+                name: "von_mises",
+                components: 1,
+                values: &r.von_mises,
+            },
         ],
         &[
-            VtkArray { name: "cell_strain", components: 6, values: &cstrain },
-            VtkArray { name: "cell_stress", components: 6, values: &cstress },
-            VtkArray { name: "cell_von_mises", components: 1, values: &r.cell_von_mises },
+            VtkArray {
+                name: "cell_strain",
+                components: 6,
+                values: &cstrain,
+            },
+            VtkArray {
+                name: "cell_stress",
+                components: 6,
+                values: &cstress,
+            },
+            VtkArray {
+                name: "cell_von_mises",
+                components: 1,
+                values: &r.cell_von_mises,
+            },
         ],
     )
 }

@@ -3,7 +3,9 @@
 //! invariance to cell-vertex order, agreement of the three summations, Seq == Rayon, mass.
 
 use tessera_core::{DeviceChoice, Par};
-use tessera_fem::assemble::{assemble_mass, assemble_stiffness, AssembleOptions, Assembly, Summation};
+use tessera_fem::assemble::{
+    assemble_mass, assemble_stiffness, AssembleOptions, Assembly, Summation,
+};
 use tessera_fem::material::Material;
 use tessera_fem::nodes::HoMesh;
 use tessera_fem::pattern::{brute_force_counts, zayer_bound};
@@ -13,7 +15,10 @@ use tessera_sparse::binbcsr::BinBcsr;
 struct Lcg(u64);
 impl Lcg {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         self.0 >> 11
     }
     fn f(&mut self) -> f64 {
@@ -41,7 +46,14 @@ fn tet_grid(n: [usize; 3], seed: u64) -> SimplexMesh {
         }
     }
     let mut cells = Vec::new();
-    let perms = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
+    let perms = [
+        [0, 1, 2],
+        [0, 2, 1],
+        [1, 0, 2],
+        [1, 2, 0],
+        [2, 0, 1],
+        [2, 1, 0],
+    ];
     for k in 0..n[2] {
         for j in 0..n[1] {
             for i in 0..n[0] {
@@ -56,7 +68,9 @@ fn tet_grid(n: [usize; 3], seed: u64) -> SimplexMesh {
                     let p: Vec<[f64; 3]> = tet.iter().map(|&v| pos[v as usize]).collect();
                     let d = |a: usize| [p[a][0] - p[0][0], p[a][1] - p[0][1], p[a][2] - p[0][2]];
                     let (a, b, cc) = (d(1), d(2), d(3));
-                    let det = a[0] * (b[1] * cc[2] - b[2] * cc[1]) - a[1] * (b[0] * cc[2] - b[2] * cc[0]) + a[2] * (b[0] * cc[1] - b[1] * cc[0]);
+                    let det = a[0] * (b[1] * cc[2] - b[2] * cc[1])
+                        - a[1] * (b[0] * cc[2] - b[2] * cc[0])
+                        + a[2] * (b[0] * cc[1] - b[1] * cc[0]);
                     if det < 0.0 {
                         tet.swap(2, 3);
                     }
@@ -98,7 +112,11 @@ fn material() -> Material {
 }
 
 fn opts(summation: Summation, par: Par) -> AssembleOptions {
-    AssembleOptions { summation, par, device: DeviceChoice::Cpu }
+    AssembleOptions {
+        summation,
+        par,
+        device: DeviceChoice::Cpu,
+    }
 }
 
 fn dense(m: &BinBcsr<f64>) -> (usize, Vec<f64>) {
@@ -114,14 +132,22 @@ fn dense(m: &BinBcsr<f64>) -> (usize, Vec<f64>) {
 }
 
 fn matvec(n: usize, a: &[f64], x: &[f64]) -> Vec<f64> {
-    (0..n).map(|i| (0..n).map(|j| a[i * n + j] * x[j]).sum()).collect()
+    (0..n)
+        .map(|i| (0..n).map(|j| a[i * n + j] * x[j]).sum())
+        .collect()
 }
 
 /// Rigid modes at the node positions: `d` translations and `d(d-1)/2` rotations.
 fn rigid_modes(d: usize, x: &[[f64; 3]]) -> Vec<Vec<f64>> {
     let n = x.len() * d;
-    let mut modes: Vec<Vec<f64>> = (0..d).map(|c| (0..n).map(|r| if r % d == c { 1.0 } else { 0.0 }).collect()).collect();
-    let rots: &[(usize, usize)] = if d == 3 { &[(0, 1), (1, 2), (2, 0)] } else { &[(0, 1)] };
+    let mut modes: Vec<Vec<f64>> = (0..d)
+        .map(|c| (0..n).map(|r| if r % d == c { 1.0 } else { 0.0 }).collect())
+        .collect();
+    let rots: &[(usize, usize)] = if d == 3 {
+        &[(0, 1), (1, 2), (2, 0)]
+    } else {
+        &[(0, 1)]
+    };
     for &(a, b) in rots {
         let mut r = vec![0.0; n];
         for (node, xn) in x.iter().enumerate() {
@@ -171,7 +197,8 @@ fn exact_allocation_only_bin_padding() {
     for (_d, mesh) in meshes() {
         for p in 1..=3 {
             let h = ho(mesh.clone(), p);
-            let a: Assembly<f64> = assemble_stiffness(&h, &material(), &opts(Summation::PerNode, Par::Rayon)).unwrap();
+            let a: Assembly<f64> =
+                assemble_stiffness(&h, &material(), &opts(Summation::PerNode, Par::Rayon)).unwrap();
             let pat = a.matrix.pattern();
             pat.validate().unwrap();
             let counts = brute_force_counts(&h, Par::Seq).unwrap();
@@ -198,17 +225,30 @@ fn exact_allocation_only_bin_padding() {
             let exact: u64 = counts.iter().map(|&c| c as u64).sum();
             assert_eq!(a.stats.block_nonzeros, exact);
             // allocated blocks = off-diagonal slots + diagonal blocks = exact + bin padding
-            assert_eq!(pat.num_slots() as u64 + pat.num_block_rows() as u64, exact + a.stats.padding_blocks);
+            assert_eq!(
+                pat.num_slots() as u64 + pat.num_block_rows() as u64,
+                exact + a.stats.padding_blocks
+            );
             let e = h.dim();
             assert_eq!(a.matrix.values().len(), pat.num_slots() * e * e);
             assert_eq!(a.matrix.diag().len(), pat.num_block_rows() * e * e);
             // bin padding is at most (bin width - row length) per row
-            let widths: u64 = (0..pat.num_bins()).map(|b| pat.bin_width(b) as u64 * 32).sum();
+            let widths: u64 = (0..pat.num_bins())
+                .map(|b| pat.bin_width(b) as u64 * 32)
+                .sum();
             assert_eq!(widths, pat.num_slots() as u64);
             assert_eq!(a.stats.zayer_bound, zayer_bound(&h));
             assert!(a.stats.zayer_bound >= exact);
             assert_eq!(a.stats.dofs, (h.num_nodes() * e) as u64);
-            for k in ["count_contributions", "bin_offsets", "alloc_final", "column_indices", "element_matrices", "summation", "total"] {
+            for k in [
+                "count_contributions",
+                "bin_offsets",
+                "alloc_final",
+                "column_indices",
+                "element_matrices",
+                "summation",
+                "total",
+            ] {
                 assert!(a.stats.stages_ms.contains_key(k), "stage {k}");
             }
         }
@@ -220,21 +260,36 @@ fn summations_agree_and_seq_equals_rayon() {
     for (_d, mesh) in meshes() {
         for p in 1..=3 {
             let h = ho(mesh.clone(), p);
-            let reference: Assembly<f64> = assemble_stiffness(&h, &material(), &opts(Summation::PerNode, Par::Seq)).unwrap();
+            let reference: Assembly<f64> =
+                assemble_stiffness(&h, &material(), &opts(Summation::PerNode, Par::Seq)).unwrap();
             let norm = reference.matrix.frobenius_norm();
             for s in [Summation::PerNode, Summation::Inline, Summation::PerEntry] {
-                let seq: Assembly<f64> = assemble_stiffness(&h, &material(), &opts(s, Par::Seq)).unwrap();
-                let ray: Assembly<f64> = assemble_stiffness(&h, &material(), &opts(s, Par::Rayon)).unwrap();
+                let seq: Assembly<f64> =
+                    assemble_stiffness(&h, &material(), &opts(s, Par::Seq)).unwrap();
+                let ray: Assembly<f64> =
+                    assemble_stiffness(&h, &material(), &opts(s, Par::Rayon)).unwrap();
                 assert_eq!(seq.matrix.pattern(), ray.matrix.pattern());
-                assert_eq!(seq.matrix.values(), ray.matrix.values(), "{s:?} p={p}: Seq == Rayon");
+                assert_eq!(
+                    seq.matrix.values(),
+                    ray.matrix.values(),
+                    "{s:?} p={p}: Seq == Rayon"
+                );
                 assert_eq!(seq.matrix.diag(), ray.matrix.diag());
                 assert_eq!(seq.matrix.pattern(), reference.matrix.pattern());
-                for (x, y) in seq.matrix.values().iter().zip(reference.matrix.values()).chain(seq.matrix.diag().iter().zip(reference.matrix.diag())) {
+                for (x, y) in seq
+                    .matrix
+                    .values()
+                    .iter()
+                    .zip(reference.matrix.values())
+                    .chain(seq.matrix.diag().iter().zip(reference.matrix.diag()))
+                {
                     assert!((x - y).abs() <= 1e-12 * norm, "{s:?} p={p}: {x} vs {y}");
                 }
             }
             // f32 assembly agrees to single precision
-            let f32a: Assembly<f32> = assemble_stiffness(&h, &material(), &opts(Summation::PerEntry, Par::Rayon)).unwrap();
+            let f32a: Assembly<f32> =
+                assemble_stiffness(&h, &material(), &opts(Summation::PerEntry, Par::Rayon))
+                    .unwrap();
             for (x, y) in f32a.matrix.values().iter().zip(reference.matrix.values()) {
                 assert!((*x as f64 - y).abs() <= 1e-5 * norm);
             }
@@ -248,7 +303,8 @@ fn symmetric_rigid_modes_and_positive_definite_complement() {
     for (d, mesh) in meshes() {
         for p in 1..=3 {
             let h = ho(mesh.clone(), p);
-            let a: Assembly<f64> = assemble_stiffness(&h, &material(), &opts(Summation::PerNode, Par::Rayon)).unwrap();
+            let a: Assembly<f64> =
+                assemble_stiffness(&h, &material(), &opts(Summation::PerNode, Par::Rayon)).unwrap();
             let (n, mut k) = dense(&a.matrix);
             for i in 0..n {
                 for j in 0..i {
@@ -268,7 +324,10 @@ fn symmetric_rigid_modes_and_positive_definite_complement() {
             // K + c R Rᵀ is positive definite iff K is positive definite on the complement of
             // the rigid modes (K is PSD and K R = 0): exactly 6 (3 in 2D) zero eigenvalues.
             let c = scale / n as f64;
-            let rn: Vec<f64> = modes.iter().map(|r| r.iter().map(|v| v * v).sum::<f64>()).collect();
+            let rn: Vec<f64> = modes
+                .iter()
+                .map(|r| r.iter().map(|v| v * v).sum::<f64>())
+                .collect();
             for (r, nn) in modes.iter().zip(&rn) {
                 for i in 0..n {
                     for j in 0..n {
@@ -277,11 +336,17 @@ fn symmetric_rigid_modes_and_positive_definite_complement() {
                 }
             }
             let minp = cholesky_min_pivot(n, &mut k);
-            assert!(minp > 1e-9 * scale, "d={d} p={p}: not positive definite on the complement (pivot {minp})");
+            assert!(
+                minp > 1e-9 * scale,
+                "d={d} p={p}: not positive definite on the complement (pivot {minp})"
+            );
             // and without the rigid-mode shift the matrix is singular: a zero pivot appears
             let (_, mut k0) = dense(&a.matrix);
             let minp0 = cholesky_min_pivot(n, &mut k0);
-            assert!(minp0 <= 1e-8 * scale, "d={d} p={p}: free body must be singular (pivot {minp0})");
+            assert!(
+                minp0 <= 1e-8 * scale,
+                "d={d} p={p}: free body must be singular (pivot {minp0})"
+            );
         }
     }
 }
@@ -315,7 +380,8 @@ fn patch_test_uniform_stress() {
     for (d, mesh) in meshes() {
         for p in 1..=3 {
             let h = ho(mesh.clone(), p);
-            let a: Assembly<f64> = assemble_stiffness(&h, &mat, &opts(Summation::PerEntry, Par::Rayon)).unwrap();
+            let a: Assembly<f64> =
+                assemble_stiffness(&h, &mat, &opts(Summation::PerEntry, Par::Rayon)).unwrap();
             let x = h.node_positions();
             let e = d;
             // u = A x + c, a linear field, is reproduced exactly by the BB basis (control points)
@@ -332,7 +398,9 @@ fn patch_test_uniform_stress() {
             // uniform stress σ = 2 μ ε + λ tr(ε) I (Eq. 4.7)
             let eps = |k: usize, l: usize| 0.5 * (am[k * e + l] + am[l * e + k]);
             let tr: f64 = (0..e).map(|k| eps(k, k)).sum();
-            let sigma = |k: usize, l: usize| 2.0 * lame.mu * eps(k, l) + if k == l { lame.lambda * tr } else { 0.0 };
+            let sigma = |k: usize, l: usize| {
+                2.0 * lame.mu * eps(k, l) + if k == l { lame.lambda * tr } else { 0.0 }
+            };
             // exact nodal forces: f_i = ∫_∂Ω B_i σ n dA; a boundary facet's Bernstein
             // polynomials each integrate to |facet| / C(p + d - 1, d - 1)
             let sm = h.mesh();
@@ -345,7 +413,12 @@ fn patch_test_uniform_stress() {
             for cidx in 0..sm.num_cells() {
                 let cv = sm.cell(cidx);
                 for opp in 0..=d {
-                    let mut f: Vec<u32> = cv.iter().enumerate().filter(|&(i, _)| i != opp).map(|(_, &v)| v).collect();
+                    let mut f: Vec<u32> = cv
+                        .iter()
+                        .enumerate()
+                        .filter(|&(i, _)| i != opp)
+                        .map(|(_, &v)| v)
+                        .collect();
                     f.sort_unstable();
                     *facet_count.entry(f).or_insert(0) += 1;
                 }
@@ -362,7 +435,12 @@ fn patch_test_uniform_stress() {
                 }
                 h.cell_nodes(cidx, &mut nodes);
                 for opp in 0..=d {
-                    let fv: Vec<u32> = cv.iter().enumerate().filter(|&(i, _)| i != opp).map(|(_, &v)| v).collect();
+                    let fv: Vec<u32> = cv
+                        .iter()
+                        .enumerate()
+                        .filter(|&(i, _)| i != opp)
+                        .map(|(_, &v)| v)
+                        .collect();
                     let mut key = fv.clone();
                     key.sort_unstable();
                     if facet_count[&key] != 1 {
@@ -376,7 +454,8 @@ fn patch_test_uniform_stress() {
                         }
                         let nd = nodes[loc] as usize;
                         for k in 0..e {
-                            fexact[nd * e + k] += (0..e).map(|l| sigma(k, l) * an[l]).sum::<f64>() / denom;
+                            fexact[nd * e + k] +=
+                                (0..e).map(|l| sigma(k, l) * an[l]).sum::<f64>() / denom;
                         }
                     }
                 }
@@ -384,19 +463,32 @@ fn patch_test_uniform_stress() {
             let fmax = fexact.iter().fold(0.0f64, |acc, v| acc.max(v.abs()));
             assert!(fmax > 0.0);
             for i in 0..u.len() {
-                assert!((f[i] - fexact[i]).abs() <= 1e-9 * fmax, "d={d} p={p} dof {i}: K u = {} vs {}", f[i], fexact[i]);
+                assert!(
+                    (f[i] - fexact[i]).abs() <= 1e-9 * fmax,
+                    "d={d} p={p} dof {i}: K u = {} vs {}",
+                    f[i],
+                    fexact[i]
+                );
             }
             // and uᵀ K u = 2 · strain energy = (λ tr(ε)² + 2 μ ε:ε) · volume
             let vol: f64 = (0..sm.num_cells())
                 .map(|cidx| {
                     let v: Vec<[f64; 3]> = sm.cell(cidx).iter().map(|&i| pos[i as usize]).collect();
-                    tessera_fem::element::CellGeometry::new(d, &v, cidx).unwrap().volume
+                    tessera_fem::element::CellGeometry::new(d, &v, cidx)
+                        .unwrap()
+                        .volume
                 })
                 .sum();
-            let ee: f64 = (0..e).flat_map(|k| (0..e).map(move |l| (k, l))).map(|(k, l)| eps(k, l).powi(2)).sum();
+            let ee: f64 = (0..e)
+                .flat_map(|k| (0..e).map(move |l| (k, l)))
+                .map(|(k, l)| eps(k, l).powi(2))
+                .sum();
             let energy = (lame.lambda * tr * tr + 2.0 * lame.mu * ee) * vol;
             let uku: f64 = u.iter().zip(&f).map(|(a, b)| a * b).sum();
-            assert!((uku - energy).abs() <= 1e-9 * energy, "d={d} p={p}: {uku} vs {energy}");
+            assert!(
+                (uku - energy).abs() <= 1e-9 * energy,
+                "d={d} p={p}: {uku} vs {energy}"
+            );
         }
     }
 }
@@ -415,11 +507,31 @@ fn invariant_to_cell_vertex_reordering() {
         }
         let permuted = SimplexMesh::new(dim, cv, pos).unwrap();
         for p in 1..=3 {
-            let a: Assembly<f64> = assemble_stiffness(&ho(mesh.clone(), p), &material(), &opts(Summation::PerNode, Par::Rayon)).unwrap();
-            let b: Assembly<f64> = assemble_stiffness(&ho(permuted.clone(), p), &material(), &opts(Summation::PerNode, Par::Rayon)).unwrap();
-            assert_eq!(a.matrix.pattern(), b.matrix.pattern(), "d={d} p={p}: same pattern");
+            let a: Assembly<f64> = assemble_stiffness(
+                &ho(mesh.clone(), p),
+                &material(),
+                &opts(Summation::PerNode, Par::Rayon),
+            )
+            .unwrap();
+            let b: Assembly<f64> = assemble_stiffness(
+                &ho(permuted.clone(), p),
+                &material(),
+                &opts(Summation::PerNode, Par::Rayon),
+            )
+            .unwrap();
+            assert_eq!(
+                a.matrix.pattern(),
+                b.matrix.pattern(),
+                "d={d} p={p}: same pattern"
+            );
             let norm = a.matrix.frobenius_norm();
-            for (x, y) in a.matrix.values().iter().zip(b.matrix.values()).chain(a.matrix.diag().iter().zip(b.matrix.diag())) {
+            for (x, y) in a
+                .matrix
+                .values()
+                .iter()
+                .zip(b.matrix.values())
+                .chain(a.matrix.diag().iter().zip(b.matrix.diag()))
+            {
                 assert!((x - y).abs() <= 1e-12 * norm, "d={d} p={p}: {x} vs {y}");
             }
         }
@@ -436,8 +548,14 @@ fn mass_matrix_sums_to_mass() {
                 let sm = h.mesh();
                 (0..sm.num_cells())
                     .map(|c| {
-                        let v: Vec<[f64; 3]> = sm.cell(c).iter().map(|&i| sm.positions()[i as usize]).collect();
-                        tessera_fem::element::CellGeometry::new(d, &v, c).unwrap().volume
+                        let v: Vec<[f64; 3]> = sm
+                            .cell(c)
+                            .iter()
+                            .map(|&i| sm.positions()[i as usize])
+                            .collect();
+                        tessera_fem::element::CellGeometry::new(d, &v, c)
+                            .unwrap()
+                            .volume
                     })
                     .sum()
             };
@@ -445,11 +563,16 @@ fn mass_matrix_sums_to_mass() {
                 let a: Assembly<f64> = assemble_mass(&h, &mat, &opts(s, Par::Rayon)).unwrap();
                 let n = h.num_nodes() * d;
                 for comp in 0..d {
-                    let ones: Vec<f64> = (0..n).map(|r| if r % d == comp { 1.0 } else { 0.0 }).collect();
+                    let ones: Vec<f64> = (0..n)
+                        .map(|r| if r % d == comp { 1.0 } else { 0.0 })
+                        .collect();
                     let mut y = vec![0.0; n];
                     a.matrix.spmv(Par::Rayon, &ones, &mut y).unwrap();
                     let total: f64 = y.iter().zip(&ones).map(|(a, b)| a * b).sum();
-                    assert!((total - mat.density * vol).abs() <= 1e-12 * total, "{s:?} p={p}: {total}");
+                    assert!(
+                        (total - mat.density * vol).abs() <= 1e-12 * total,
+                        "{s:?} p={p}: {total}"
+                    );
                 }
             }
         }
@@ -459,15 +582,25 @@ fn mass_matrix_sums_to_mass() {
 #[test]
 fn errors_not_panics() {
     let h = ho(tet_grid([1, 1, 1], 3), 1);
-    let o = AssembleOptions { summation: Summation::PerNode, par: Par::Seq, device: DeviceChoice::Cuda(0) };
+    let o = AssembleOptions {
+        summation: Summation::PerNode,
+        par: Par::Seq,
+        device: DeviceChoice::Cuda(0),
+    };
     let e = assemble_stiffness::<f64>(&h, &material(), &o).unwrap_err();
     assert!(e.to_string().contains("cuda"), "{e}");
     let bad = Material::new(1.0, 0.7, 1.0);
     assert!(assemble_stiffness::<f64>(&h, &bad, &opts(Summation::PerNode, Par::Seq)).is_err());
     // a flat tetrahedron is reported with its index
-    let flat = SimplexMesh::new(3, vec![0, 1, 2, 3], vec![[0.0; 3], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 0.0]]).unwrap();
+    let flat = SimplexMesh::new(
+        3,
+        vec![0, 1, 2, 3],
+        vec![[0.0; 3], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 0.0]],
+    )
+    .unwrap();
     for s in [Summation::PerNode, Summation::Inline, Summation::PerEntry] {
-        let e = assemble_stiffness::<f64>(&ho(flat.clone(), 2), &material(), &opts(s, Par::Seq)).unwrap_err();
+        let e = assemble_stiffness::<f64>(&ho(flat.clone(), 2), &material(), &opts(s, Par::Seq))
+            .unwrap_err();
         assert!(e.to_string().contains("degenerate cell 0"), "{e}");
     }
 }

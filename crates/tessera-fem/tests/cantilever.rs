@@ -54,7 +54,9 @@ tolerance = 1e-10
 
 fn tip(sol: &StaticSolution) -> f64 {
     let pos = sol.ho.mesh().positions();
-    let tips: Vec<usize> = (0..pos.len()).filter(|&v| (pos[v][0] - 10.0).abs() < 1e-9).collect();
+    let tips: Vec<usize> = (0..pos.len())
+        .filter(|&v| (pos[v][0] - 10.0).abs() < 1e-9)
+        .collect();
     -tips.iter().map(|&v| sol.u[v * 3 + 2]).sum::<f64>() / tips.len() as f64
 }
 
@@ -65,8 +67,15 @@ fn quadratic_tip_deflection_within_one_percent_of_timoshenko() {
     let sol = solve(2, [20, 2, 2], "pcg");
     let d = tip(&sol);
     let rel = (d - exact).abs() / exact;
-    println!("p = 2, 20x2x2 voxels: tip {d:.5}, Timoshenko {exact:.5}, error {:.3}%", rel * 100.0);
-    assert!(rel < 0.01, "tip deflection {d} vs Timoshenko {exact}: {:.3}%", rel * 100.0);
+    println!(
+        "p = 2, 20x2x2 voxels: tip {d:.5}, Timoshenko {exact:.5}, error {:.3}%",
+        rel * 100.0
+    );
+    assert!(
+        rel < 0.01,
+        "tip deflection {d} vs Timoshenko {exact}: {:.3}%",
+        rel * 100.0
+    );
     assert!(sol.report.final_residual <= 1e-10);
 }
 
@@ -79,7 +88,10 @@ fn linear_elements_lock_and_converge_under_refinement() {
         let d = tip(&solve(1, [10 * n, n, n], "cholesky"));
         let r = d / exact;
         ratios.push(r);
-        assert!(r > prev, "refinement must increase the (locked) deflection: {ratios:?}");
+        assert!(
+            r > prev,
+            "refinement must increase the (locked) deflection: {ratios:?}"
+        );
         assert!(r < 1.0, "p = 1 is too stiff (shear locking): {ratios:?}");
         prev = r;
     }
@@ -94,8 +106,17 @@ fn pcg_equals_cholesky() {
     let a = solve(2, [10, 1, 1], "pcg");
     let b = solve(2, [10, 1, 1], "cholesky");
     let norm = b.u.iter().map(|x| x * x).sum::<f64>().sqrt();
-    let diff = a.u.iter().zip(&b.u).map(|(x, y)| (x - y).powi(2)).sum::<f64>().sqrt();
-    println!("PCG {} iterations, ‖u_pcg − u_chol‖ / ‖u_chol‖ = {:.2e}", a.report.iterations, diff / norm);
+    let diff =
+        a.u.iter()
+            .zip(&b.u)
+            .map(|(x, y)| (x - y).powi(2))
+            .sum::<f64>()
+            .sqrt();
+    println!(
+        "PCG {} iterations, ‖u_pcg − u_chol‖ / ‖u_chol‖ = {:.2e}",
+        a.report.iterations,
+        diff / norm
+    );
     // tolerance 1e-10 on the residual; κ(K) ~ 1e5 here
     assert!(diff / norm < 1e-6, "{}", diff / norm);
 }

@@ -4,7 +4,8 @@
 
 use tessera_core::Par;
 use tessera_fem::count::{
-    block_nonzeros, block_nonzeros_from_totals, nonzero_summary, row_counts, simplex_counts, zayer_bound,
+    block_nonzeros, block_nonzeros_from_totals, nonzero_summary, row_counts, simplex_counts,
+    zayer_bound,
 };
 use tessera_fem::nodes::HoMesh;
 use tessera_mesh::simplex::SimplexMesh;
@@ -64,7 +65,14 @@ fn grid_mesh(d: usize, n: [usize; 3], seed: u64, drop: f64) -> SimplexMesh {
         cells.push(t);
     };
     if d == 3 {
-        let axes = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
+        let axes = [
+            [0, 1, 2],
+            [0, 2, 1],
+            [1, 0, 2],
+            [1, 2, 0],
+            [2, 0, 1],
+            [2, 1, 0],
+        ];
         for k in 0..nz {
             for j in 0..n[1] {
                 for i in 0..n[0] {
@@ -83,7 +91,13 @@ fn grid_mesh(d: usize, n: [usize; 3], seed: u64, drop: f64) -> SimplexMesh {
     } else {
         for j in 0..n[1] {
             for i in 0..n[0] {
-                let q = [idx(i, j, 0), idx(i + 1, j, 0), idx(i + 1, j + 1, 0), idx(i, j + 1, 0)].map(|v| perm[v]);
+                let q = [
+                    idx(i, j, 0),
+                    idx(i + 1, j, 0),
+                    idx(i + 1, j + 1, 0),
+                    idx(i, j + 1, 0),
+                ]
+                .map(|v| perm[v]);
                 push(&mut rng, vec![q[0], q[1], q[2]]);
                 push(&mut rng, vec![q[0], q[2], q[3]]);
             }
@@ -120,9 +134,16 @@ fn eq_4_6_equals_brute_force() {
     let mut checked = 0;
     for seed in 0..10u64 {
         let drop = [0.0, 0.15, 0.4][seed as usize % 3];
-        let n3 = [1 + seed as usize % 3, 1 + (seed as usize / 3) % 2, 1 + seed as usize % 2];
+        let n3 = [
+            1 + seed as usize % 3,
+            1 + (seed as usize / 3) % 2,
+            1 + seed as usize % 2,
+        ];
         let n2 = [2 + seed as usize % 4, 1 + seed as usize % 3, 0];
-        for m in [grid_mesh(3, n3, seed, drop), grid_mesh(2, n2, 1000 + seed, drop)] {
+        for m in [
+            grid_mesh(3, n3, seed, drop),
+            grid_mesh(2, n2, 1000 + seed, drop),
+        ] {
             if m.num_cells() == 0 {
                 continue;
             }
@@ -164,7 +185,12 @@ fn eq_4_6_on_non_manifold_complexes() {
     for mesh in [m, m2] {
         for p in 1..=5 {
             let ho = HoMesh::new(mesh.clone(), p).unwrap();
-            assert_eq!(row_counts(&ho, Par::Seq), brute_force_rows(&ho), "d = {}, p = {p}", mesh.dim());
+            assert_eq!(
+                row_counts(&ho, Par::Seq),
+                brute_force_rows(&ho),
+                "d = {}, p = {p}",
+                mesh.dim()
+            );
         }
     }
 }
@@ -175,9 +201,15 @@ fn seq_equals_rayon() {
         let m = grid_mesh(d, [8, 7, 5], 77, 0.1);
         for p in 1..=5 {
             let ho = HoMesh::new(m.clone(), p).unwrap();
-            assert_eq!(simplex_counts(&ho, Par::Seq), simplex_counts(&ho, Par::Rayon));
+            assert_eq!(
+                simplex_counts(&ho, Par::Seq),
+                simplex_counts(&ho, Par::Rayon)
+            );
             assert_eq!(row_counts(&ho, Par::Seq), row_counts(&ho, Par::Rayon));
-            assert_eq!(block_nonzeros(&ho, Par::Seq), block_nonzeros(&ho, Par::Rayon));
+            assert_eq!(
+                block_nonzeros(&ho, Par::Seq),
+                block_nonzeros(&ho, Par::Rayon)
+            );
         }
     }
 }
@@ -188,10 +220,19 @@ fn seq_equals_rayon() {
 fn totals_and_bound() {
     for d in [2, 3] {
         let m = grid_mesh(d, [3, 3, 2], 5, 0.0);
-        let n = [m.num_vertices() as u64, m.num_edges() as u64, m.num_faces() as u64, m.num_cells() as u64];
+        let n = [
+            m.num_vertices() as u64,
+            m.num_edges() as u64,
+            m.num_faces() as u64,
+            m.num_cells() as u64,
+        ];
         for p in 1..=5 {
             let ho = HoMesh::new(m.clone(), p).unwrap();
-            assert_eq!(block_nonzeros_from_totals(d, p, n), block_nonzeros(&ho, Par::Rayon), "d = {d}, p = {p}");
+            assert_eq!(
+                block_nonzeros_from_totals(d, p, n),
+                block_nonzeros(&ho, Par::Rayon),
+                "d = {d}, p = {p}"
+            );
             let npc = tessera_fem::multi_index::num_local_nodes(d, p) as u64;
             assert_eq!(zayer_bound(&ho), n[3.min(d)] * npc * npc);
             let s = nonzero_summary(&ho, Par::Seq);
@@ -199,8 +240,14 @@ fn totals_and_bound() {
         }
     }
     // closed forms quoted in the docs
-    assert_eq!(block_nonzeros_from_totals(3, 1, [10, 20, 30, 40]), 10 + 2 * 20);
-    assert_eq!(block_nonzeros_from_totals(3, 2, [10, 20, 30, 40]), 10 + 7 * 20 + 12 * 30 + 6 * 40);
+    assert_eq!(
+        block_nonzeros_from_totals(3, 1, [10, 20, 30, 40]),
+        10 + 2 * 20
+    );
+    assert_eq!(
+        block_nonzeros_from_totals(3, 2, [10, 20, 30, 40]),
+        10 + 7 * 20 + 12 * 30 + 6 * 40
+    );
     assert_eq!(block_nonzeros_from_totals(3, 3, [1, 0, 0, 0]), 1);
     assert_eq!(block_nonzeros_from_totals(3, 3, [0, 1, 1, 1]), 14 + 55 + 92);
 }
@@ -213,13 +260,34 @@ fn totals_and_bound() {
 #[test]
 fn reproduces_table_4_1() {
     let rows: [([f64; 4], [(f64, f64); 3]); 7] = [
-        ([2.9e3, 13.5e3, 18.3e3, 7.7e3], [(29.8e3, 124.0e3), (363.9e3, 774.9e3), (1.9e6, 3.1e6)]),
-        ([11.7e3, 64.2e3, 96.7e3, 44.2e3], [(140.0e3, 707.7e3), (1.9e6, 4.4e6), (10.3e6, 17.7e6)]),
-        ([21.7e3, 125.5e3, 194.3e3, 90.6e3], [(272.8e3, 1.4e6), (3.8e6, 9.1e6), (20.8e6, 36.2e6)]),
-        ([30.8e3, 181.4e3, 283.9e3, 133.3e3], [(393.7e3, 2.1e6), (5.5e6, 13.3e6), (30.4e6, 53.3e6)]),
-        ([47.1e3, 284.2e3, 450.5e3, 213.4e3], [(615.6e3, 3.4e6), (8.7e6, 21.3e6), (48.4e6, 85.4e6)]),
-        ([59.7e3, 364.1e3, 580.7e3, 276.3e3], [(787.9e3, 4.4e6), (11.2e6, 27.6e6), (62.5e6, 110.5e6)]),
-        ([77.6e3, 479.4e3, 769.4e3, 367.6e3], [(1.0e6, 5.9e6), (14.9e6, 36.8e6), (82.9e6, 147.0e6)]),
+        (
+            [2.9e3, 13.5e3, 18.3e3, 7.7e3],
+            [(29.8e3, 124.0e3), (363.9e3, 774.9e3), (1.9e6, 3.1e6)],
+        ),
+        (
+            [11.7e3, 64.2e3, 96.7e3, 44.2e3],
+            [(140.0e3, 707.7e3), (1.9e6, 4.4e6), (10.3e6, 17.7e6)],
+        ),
+        (
+            [21.7e3, 125.5e3, 194.3e3, 90.6e3],
+            [(272.8e3, 1.4e6), (3.8e6, 9.1e6), (20.8e6, 36.2e6)],
+        ),
+        (
+            [30.8e3, 181.4e3, 283.9e3, 133.3e3],
+            [(393.7e3, 2.1e6), (5.5e6, 13.3e6), (30.4e6, 53.3e6)],
+        ),
+        (
+            [47.1e3, 284.2e3, 450.5e3, 213.4e3],
+            [(615.6e3, 3.4e6), (8.7e6, 21.3e6), (48.4e6, 85.4e6)],
+        ),
+        (
+            [59.7e3, 364.1e3, 580.7e3, 276.3e3],
+            [(787.9e3, 4.4e6), (11.2e6, 27.6e6), (62.5e6, 110.5e6)],
+        ),
+        (
+            [77.6e3, 479.4e3, 769.4e3, 367.6e3],
+            [(1.0e6, 5.9e6), (14.9e6, 36.8e6), (82.9e6, 147.0e6)],
+        ),
     ];
     // half a unit of the last printed digit ("12.3 k" or "1.2 M")
     let half_unit = |x: f64| if x >= 1e6 { 0.05e6 } else { 0.05e3 };
@@ -235,11 +303,17 @@ fn reproduces_table_4_1() {
                 tol += block_nonzeros_from_totals(3, p, unit) as f64 * half_unit(n[l]);
             }
             let e = block_nonzeros_from_totals(3, p, nn) as f64;
-            assert!((e - exact).abs() <= tol, "row {r}, p = {p}: {e} vs {exact} (tolerance {tol})");
+            assert!(
+                (e - exact).abs() <= tol,
+                "row {r}, p = {p}: {e} vs {exact} (tolerance {tol})"
+            );
             let m = tessera_fem::multi_index::num_local_nodes(3, p) as f64;
             let b = n[3] * m * m;
             let btol = half_unit(bound) + m * m * half_unit(n[3]);
-            assert!((b - bound).abs() <= btol, "row {r}, p = {p}: bound {b} vs {bound}");
+            assert!(
+                (b - bound).abs() <= btol,
+                "row {r}, p = {p}: bound {b} vs {bound}"
+            );
         }
     }
     // the last row's p = 3 "Exact" (329.3 M) disagrees with its own counts and ratio:
@@ -252,7 +326,10 @@ fn reproduces_table_4_1() {
 /// p = 1..3 (skipped when absent).
 #[test]
 fn eq_4_6_on_shared_armadillo() {
-    let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/meshes/armadillo-3k.msh.gz"));
+    let path = std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/meshes/armadillo-3k.msh.gz"
+    ));
     if !path.exists() {
         eprintln!("skipping {}: not present", path.display());
         return;
@@ -264,6 +341,9 @@ fn eq_4_6_on_shared_armadillo() {
         let want = brute_force_rows(&ho);
         assert_eq!(row_counts(&ho, Par::Rayon), want, "p = {p}");
         let s = nonzero_summary(&ho, Par::Rayon);
-        eprintln!("armadillo-3k p = {p}: exact {} bound {} ratio {:.2}", s.exact, s.bound, s.ratio);
+        eprintln!(
+            "armadillo-3k p = {p}: exact {} bound {} ratio {:.2}",
+            s.exact, s.bound, s.ratio
+        );
     }
 }

@@ -9,7 +9,10 @@ use tessera_fem::quadrature::{grundmann_moeller, index_for_degree};
 struct Lcg(u64);
 impl Lcg {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         self.0 >> 11
     }
     fn f(&mut self) -> f64 {
@@ -44,7 +47,9 @@ fn invert(a: &[f64], n: usize) -> Vec<f64> {
         inv[i * n + i] = 1.0;
     }
     for c in 0..n {
-        let piv = (c..n).max_by(|&x, &y| m[x * n + c].abs().total_cmp(&m[y * n + c].abs())).unwrap();
+        let piv = (c..n)
+            .max_by(|&x, &y| m[x * n + c].abs().total_cmp(&m[y * n + c].abs()))
+            .unwrap();
         for k in 0..n {
             m.swap(c * n + k, piv * n + k);
             inv.swap(c * n + k, piv * n + k);
@@ -75,7 +80,13 @@ fn factorial(n: usize) -> f64 {
 /// barycentric system, BB basis values and gradients evaluated pointwise at Grundmann-Möller
 /// points (chain rule), and `K = ∫ Bᵀ D B` in Voigt notation with
 /// `D = λ 1 1ᵀ + μ diag(2, .., 2, 1, .., 1)` (plane strain for d = 2).
-fn quadrature_element(d: usize, p: usize, v: &[[f64; 3]], lame: Lame, rho: f64) -> (Vec<f64>, Vec<f64>) {
+fn quadrature_element(
+    d: usize,
+    p: usize,
+    v: &[[f64; 3]],
+    lame: Lame,
+    rho: f64,
+) -> (Vec<f64>, Vec<f64>) {
     let nv = d + 1;
     // [1 … 1; x_0 … x_d] ξ = [1; x]
     let mut sys = vec![0.0; nv * nv];
@@ -98,7 +109,8 @@ fn quadrature_element(d: usize, p: usize, v: &[[f64; 3]], lame: Lame, rho: f64) 
         if d == 2 {
             e[0] * e[3] - e[1] * e[2]
         } else {
-            e[0] * (e[4] * e[8] - e[5] * e[7]) - e[1] * (e[3] * e[8] - e[5] * e[6]) + e[2] * (e[3] * e[7] - e[4] * e[6])
+            e[0] * (e[4] * e[8] - e[5] * e[7]) - e[1] * (e[3] * e[8] - e[5] * e[6])
+                + e[2] * (e[3] * e[7] - e[4] * e[6])
         }
     };
     let vol = det.abs() / factorial(d);
@@ -117,7 +129,11 @@ fn quadrature_element(d: usize, p: usize, v: &[[f64; 3]], lame: Lame, rho: f64) 
         dmat[r * nvoigt + r] = lame.mu;
     }
     // Voigt shear pairs
-    let shear: &[(usize, usize)] = if d == 3 { &[(1, 2), (0, 2), (0, 1)] } else { &[(0, 1)] };
+    let shear: &[(usize, usize)] = if d == 3 {
+        &[(1, 2), (0, 2), (0, 1)]
+    } else {
+        &[(0, 1)]
+    };
     let mut kmat = vec![0.0; n * n];
     for q in grundmann_moeller(d, index_for_degree(2 * (p - 1))) {
         let mut bmat = vec![0.0; nvoigt * n];
@@ -163,7 +179,9 @@ fn quadrature_element(d: usize, p: usize, v: &[[f64; 3]], lame: Lame, rho: f64) 
             .iter()
             .map(|al| {
                 factorial(p) / al.iter().map(|&x| factorial(x as usize)).product::<f64>()
-                    * (0..nv).map(|j| q.bary[j].powi(al[j] as i32)).product::<f64>()
+                    * (0..nv)
+                        .map(|j| q.bary[j].powi(al[j] as i32))
+                        .product::<f64>()
             })
             .collect();
         for a in 0..m {
@@ -196,8 +214,18 @@ fn closed_form_matches_quadrature_element() {
                 let (kq, mq) = quadrature_element(d, p, &v, lame, 7.8);
                 let (sk, sm) = (max_abs(&kq), max_abs(&mq));
                 for i in 0..k.len() {
-                    assert!((k[i] - kq[i]).abs() <= 1e-10 * sk, "K d={d} p={p} entry {i}: {} vs {}", k[i], kq[i]);
-                    assert!((m[i] - mq[i]).abs() <= 1e-10 * sm, "M d={d} p={p} entry {i}: {} vs {}", m[i], mq[i]);
+                    assert!(
+                        (k[i] - kq[i]).abs() <= 1e-10 * sk,
+                        "K d={d} p={p} entry {i}: {} vs {}",
+                        k[i],
+                        kq[i]
+                    );
+                    assert!(
+                        (m[i] - mq[i]).abs() <= 1e-10 * sm,
+                        "M d={d} p={p} entry {i}: {} vs {}",
+                        m[i],
+                        mq[i]
+                    );
                 }
             }
         }
@@ -208,7 +236,10 @@ fn closed_form_matches_quadrature_element() {
 fn jacobi_eigenvalues(a: &[f64], n: usize) -> Vec<f64> {
     let mut a = a.to_vec();
     for _sweep in 0..100 {
-        let off: f64 = (0..n).flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j))).map(|(i, j)| a[i * n + j].powi(2)).sum();
+        let off: f64 = (0..n)
+            .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)))
+            .map(|(i, j)| a[i * n + j].powi(2))
+            .sum();
         let diag: f64 = (0..n).map(|i| a[i * n + i].powi(2)).sum();
         if off <= 1e-30 * diag {
             break;
@@ -283,7 +314,11 @@ fn symmetric_rigid_modes_and_definite_complement() {
             for c in 0..d {
                 modes.push((0..n).map(|r| if r % d == c { 1.0 } else { 0.0 }).collect());
             }
-            let rots: &[(usize, usize)] = if d == 3 { &[(0, 1), (1, 2), (2, 0)] } else { &[(0, 1)] };
+            let rots: &[(usize, usize)] = if d == 3 {
+                &[(0, 1), (1, 2), (2, 0)]
+            } else {
+                &[(0, 1)]
+            };
             for &(a, b) in rots {
                 let mut r = vec![0.0; n];
                 for (node, xn) in x.iter().enumerate() {
@@ -295,7 +330,10 @@ fn symmetric_rigid_modes_and_definite_complement() {
             for r in &modes {
                 for i in 0..n {
                     let kr: f64 = (0..n).map(|j| k[i * n + j] * r[j]).sum();
-                    assert!(kr.abs() <= 1e-11 * sk, "K r != 0: d={d} p={p} row {i}: {kr}");
+                    assert!(
+                        kr.abs() <= 1e-11 * sk,
+                        "K r != 0: d={d} p={p} row {i}: {kr}"
+                    );
                 }
             }
             let ev = jacobi_eigenvalues(&k, n);
@@ -303,7 +341,11 @@ fn symmetric_rigid_modes_and_definite_complement() {
             let top = ev[n - 1];
             let zeros = ev.iter().filter(|&&x| x.abs() <= 1e-10 * top).count();
             assert_eq!(zeros, nzero, "d={d} p={p} eigenvalues {ev:?}");
-            assert!(ev[nzero] > 1e-6 * top, "positive definite on the complement: {}", ev[nzero]);
+            assert!(
+                ev[nzero] > 1e-6 * top,
+                "positive definite on the complement: {}",
+                ev[nzero]
+            );
         }
     }
 }
@@ -329,17 +371,32 @@ fn uniform_strain_energy_and_mass_sums() {
                 }
             }
             let k = t.stiffness_dense(&geo, lame);
-            let uku: f64 = (0..n).map(|i| u[i] * (0..n).map(|j| k[i * n + j] * u[j]).sum::<f64>()).sum();
+            let uku: f64 = (0..n)
+                .map(|i| u[i] * (0..n).map(|j| k[i * n + j] * u[j]).sum::<f64>())
+                .sum();
             let eps = |k: usize, l: usize| 0.5 * (a[k * d + l] + a[l * d + k]);
             let tr: f64 = (0..d).map(|k| eps(k, k)).sum();
-            let ee: f64 = (0..d).flat_map(|k| (0..d).map(move |l| (k, l))).map(|(k, l)| eps(k, l).powi(2)).sum();
+            let ee: f64 = (0..d)
+                .flat_map(|k| (0..d).map(move |l| (k, l)))
+                .map(|(k, l)| eps(k, l).powi(2))
+                .sum();
             let energy = geo.volume * (lame.lambda * tr * tr + 2.0 * lame.mu * ee);
-            assert!((uku - energy).abs() <= 1e-11 * energy.abs().max(1e-3), "d={d} p={p}: {uku} vs {energy}");
+            assert!(
+                (uku - energy).abs() <= 1e-11 * energy.abs().max(1e-3),
+                "d={d} p={p}: {uku} vs {energy}"
+            );
 
             let m = t.mass_dense(&geo, mat.density);
             for c in 0..d {
-                let s: f64 = (0..n).filter(|r| r % d == c).flat_map(|r| (0..n).map(move |q| (r, q))).map(|(r, q)| m[r * n + q]).sum();
-                assert!((s - mat.density * geo.volume).abs() <= 1e-12 * s, "mass sum {s}");
+                let s: f64 = (0..n)
+                    .filter(|r| r % d == c)
+                    .flat_map(|r| (0..n).map(move |q| (r, q)))
+                    .map(|(r, q)| m[r * n + q])
+                    .sum();
+                assert!(
+                    (s - mat.density * geo.volume).abs() <= 1e-12 * s,
+                    "mass sum {s}"
+                );
             }
             let ev = jacobi_eigenvalues(&m, n);
             assert!(ev[0] > 0.0, "mass matrix positive definite");
@@ -369,7 +426,12 @@ fn row_and_symmetric_forms_agree_and_errors() {
     }
     assert_eq!(t.vertex_locals(), vec![0, 10, 16, 19]);
     // degenerate and bad inputs are errors, not panics
-    let flat = [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 0.0]];
+    let flat = [
+        [0.0, 0.0, 0.0],
+        [1.0, 0.0, 0.0],
+        [0.0, 1.0, 0.0],
+        [1.0, 1.0, 0.0],
+    ];
     assert!(CellGeometry::new(3, &flat, 3).is_err());
     let tilted = [[0.0, 0.0, 0.0], [1.0, 0.0, 0.5], [0.0, 1.0, 0.0]];
     assert!(CellGeometry::new(2, &tilted, 0).is_err());

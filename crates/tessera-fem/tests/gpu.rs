@@ -4,7 +4,9 @@
 
 use tessera_core::{DeviceChoice, Par};
 use tessera_fem::assemble::{assemble_stiffness, AssembleOptions, Summation};
-use tessera_fem::cuda::{assemble_stiffness_gpu, bench_assembly_gpu, pcg_gpu, DeviceBinBcsr, FemKernels, GpuScalar};
+use tessera_fem::cuda::{
+    assemble_stiffness_gpu, bench_assembly_gpu, pcg_gpu, DeviceBinBcsr, FemKernels, GpuScalar,
+};
 use tessera_fem::material::Material;
 use tessera_fem::nodes::HoMesh;
 use tessera_fem::solve::{pcg, BlockOperator, Constraints, PcgParams};
@@ -26,7 +28,10 @@ fn gpu() -> Option<Gpu> {
 struct Lcg(u64);
 impl Lcg {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         self.0 >> 11
     }
     fn f(&mut self) -> f64 {
@@ -40,7 +45,12 @@ fn material() -> Material {
 
 /// A generated tetrahedral box (6 Kuhn tets per voxel) as a simplex mesh.
 fn tet_box(n: [usize; 3]) -> SimplexMesh {
-    SimplexMesh::from_poly(&box_mesh(BoxKind::Tet, n, [n[0] as f64, n[1] as f64 * 0.9, n[2] as f64 * 1.2])).unwrap()
+    SimplexMesh::from_poly(&box_mesh(
+        BoxKind::Tet,
+        n,
+        [n[0] as f64, n[1] as f64 * 0.9, n[2] as f64 * 1.2],
+    ))
+    .unwrap()
 }
 
 /// A jittered triangle grid (d = 2, e = 2).
@@ -72,8 +82,17 @@ fn tri_grid(n: [usize; 2], seed: u64) -> SimplexMesh {
 /// be identical.
 fn rel_diff<T: Scalar>(a: &BinBcsr<T>, b: &BinBcsr<T>) -> f64 {
     assert_eq!(a.pattern(), b.pattern(), "patterns differ");
-    let scale = a.values().iter().chain(a.diag()).fold(0.0f64, |s, v| s.max(v.to_f64().abs()));
-    let d = a.values().iter().zip(b.values()).chain(a.diag().iter().zip(b.diag())).fold(0.0f64, |s, (x, y)| s.max((x.to_f64() - y.to_f64()).abs()));
+    let scale = a
+        .values()
+        .iter()
+        .chain(a.diag())
+        .fold(0.0f64, |s, v| s.max(v.to_f64().abs()));
+    let d = a
+        .values()
+        .iter()
+        .zip(b.values())
+        .chain(a.diag().iter().zip(b.diag()))
+        .fold(0.0f64, |s, (x, y)| s.max((x.to_f64() - y.to_f64()).abs()));
     d / scale
 }
 
@@ -83,7 +102,10 @@ fn spmv_case<T: GpuScalar>(gpu: &Gpu, k: &FemKernels<'_>, e: usize, n: usize, se
     let rows: Vec<Vec<u32>> = (0..n)
         .map(|i| {
             let len = (g.next() % if i % 97 == 0 { 150 } else { 20 }) as usize;
-            let mut r: Vec<u32> = (0..len).map(|_| (g.next() % n as u64) as u32).filter(|&c| c as usize != i).collect();
+            let mut r: Vec<u32> = (0..len)
+                .map(|_| (g.next() % n as u64) as u32)
+                .filter(|&c| c as usize != i)
+                .collect();
             r.sort_unstable();
             r.dedup();
             r
@@ -106,9 +128,20 @@ fn spmv_case<T: GpuScalar>(gpu: &Gpu, k: &FemKernels<'_>, e: usize, n: usize, se
     dm.spmv(k, &xd, &mut yd).unwrap();
     let y = gpu.download(&yd).unwrap();
     let scale = y_cpu.iter().fold(0.0f64, |s, v| s.max(v.to_f64().abs()));
-    let err = y.iter().zip(&y_cpu).fold(0.0f64, |s, (a, b)| s.max((a.to_f64() - b.to_f64()).abs()));
-    println!("spmv {} e={e} n={n}: max rel diff {:.3e}", T::NAME, err / scale);
-    assert!(err <= tol * scale, "{} e = {e}: {err:e} > {tol:e} * {scale:e}", T::NAME);
+    let err = y
+        .iter()
+        .zip(&y_cpu)
+        .fold(0.0f64, |s, (a, b)| s.max((a.to_f64() - b.to_f64()).abs()));
+    println!(
+        "spmv {} e={e} n={n}: max rel diff {:.3e}",
+        T::NAME,
+        err / scale
+    );
+    assert!(
+        err <= tol * scale,
+        "{} e = {e}: {err:e} > {tol:e} * {scale:e}",
+        T::NAME
+    );
     // round trip of the device matrix
     let back = dm.download(gpu).unwrap();
     assert_eq!(back.pattern(), m.pattern());
@@ -130,12 +163,20 @@ fn binbcsr_spmv_matches_reference() {
 }
 
 fn cpu_opts(summation: Summation) -> AssembleOptions {
-    AssembleOptions { summation, par: Par::Rayon, device: DeviceChoice::Cpu }
+    AssembleOptions {
+        summation,
+        par: Par::Rayon,
+        device: DeviceChoice::Cpu,
+    }
 }
 
 fn assembly_case<T: GpuScalar>(gpu: &Gpu, ho: &HoMesh, tol: f64) {
     let mat = material();
-    let sums: &[Summation] = if ho.order() == 1 { &[Summation::PerNode, Summation::Inline, Summation::PerEntry] } else { &[Summation::PerNode, Summation::PerEntry] };
+    let sums: &[Summation] = if ho.order() == 1 {
+        &[Summation::PerNode, Summation::Inline, Summation::PerEntry]
+    } else {
+        &[Summation::PerNode, Summation::PerEntry]
+    };
     let cpu = assemble_stiffness::<T>(ho, &mat, &cpu_opts(Summation::PerNode)).unwrap();
     let mut first: Option<BinBcsr<T>> = None;
     for &s in sums {
@@ -157,7 +198,13 @@ fn assembly_case<T: GpuScalar>(gpu: &Gpu, ho: &HoMesh, tol: f64) {
         );
         assert_eq!(stats.block_nonzeros, cpu.stats.block_nonzeros);
         assert_eq!(stats.padding_blocks, cpu.stats.padding_blocks);
-        assert!(d <= tol, "{} p = {} {}: {d:e} > {tol:e}", T::NAME, ho.order(), s.name());
+        assert!(
+            d <= tol,
+            "{} p = {} {}: {d:e} > {tol:e}",
+            T::NAME,
+            ho.order(),
+            s.name()
+        );
         // the three summations agree with each other (GPU)
         if let Some(f) = &first {
             let dd = rel_diff(f, &g);
@@ -214,7 +261,9 @@ fn pcg_matches_reference() {
     let k = FemKernels::new(&gpu).unwrap();
     for p in 1..=2 {
         let ho = HoMesh::new(tet_box([8, 5, 4]), p).unwrap();
-        let (dm, _) = assemble_stiffness_gpu::<f64>(&gpu, &ho, &material(), &cpu_opts(Summation::PerNode)).unwrap();
+        let (dm, _) =
+            assemble_stiffness_gpu::<f64>(&gpu, &ho, &material(), &cpu_opts(Summation::PerNode))
+                .unwrap();
         let kh = dm.download(&gpu).unwrap();
         let e = 3;
         let n = ho.num_nodes();
@@ -231,17 +280,39 @@ fn pcg_matches_reference() {
                 cons.fix(i, e, 0, 0.01);
             }
         }
-        let b: Vec<f64> = (0..n * e).map(|i| if i % 3 == 2 { -0.05 } else { 0.0 }).collect();
-        let params = PcgParams { tolerance: 1e-10, ..Default::default() };
+        let b: Vec<f64> = (0..n * e)
+            .map(|i| if i % 3 == 2 { -0.05 } else { 0.0 })
+            .collect();
+        let params = PcgParams {
+            tolerance: 1e-10,
+            ..Default::default()
+        };
         let mut x_cpu = Vec::new();
         let rc = pcg(&CpuOp(&kh), &b, &cons, &params, &mut x_cpu).unwrap();
         let mut x_gpu = Vec::new();
         let rg = pcg_gpu(&k, &dm, &b, &cons, &params, &mut x_gpu).unwrap();
         let norm = x_cpu.iter().map(|v| v * v).sum::<f64>().sqrt();
-        let diff = x_cpu.iter().zip(&x_gpu).map(|(a, b)| (a - b) * (a - b)).sum::<f64>().sqrt();
-        println!("pcg p={p}: CPU {} it, GPU {} it, final {:.2e} / {:.2e}, |dx|/|x| = {:.3e}", rc.iterations, rg.iterations, rc.final_residual, rg.final_residual, diff / norm);
+        let diff = x_cpu
+            .iter()
+            .zip(&x_gpu)
+            .map(|(a, b)| (a - b) * (a - b))
+            .sum::<f64>()
+            .sqrt();
+        println!(
+            "pcg p={p}: CPU {} it, GPU {} it, final {:.2e} / {:.2e}, |dx|/|x| = {:.3e}",
+            rc.iterations,
+            rg.iterations,
+            rc.final_residual,
+            rg.final_residual,
+            diff / norm
+        );
         assert!(rg.final_residual <= params.tolerance);
-        assert!(rc.iterations.abs_diff(rg.iterations) <= 2, "{} vs {}", rc.iterations, rg.iterations);
+        assert!(
+            rc.iterations.abs_diff(rg.iterations) <= 2,
+            "{} vs {}",
+            rc.iterations,
+            rg.iterations
+        );
         assert!(diff <= 1e-7 * norm, "{diff:e} vs {norm:e}");
         // independent residual check of the GPU solution on the free DOFs
         let mut ax = vec![0.0; n * e];
@@ -256,15 +327,33 @@ fn pcg_matches_reference() {
                 assert_eq!(x_gpu[i], cons.values[i]);
             }
         }
-        assert!(rr.sqrt() <= 1e-6 * (bb.sqrt() + 1.0), "residual {}", rr.sqrt());
+        assert!(
+            rr.sqrt() <= 1e-6 * (bb.sqrt() + 1.0),
+            "residual {}",
+            rr.sqrt()
+        );
     }
     // unconstrained: the same error as the CPU solver
     let ho = HoMesh::new(tet_box([3, 3, 3]), 1).unwrap();
-    let (dm, _) = assemble_stiffness_gpu::<f64>(&gpu, &ho, &material(), &cpu_opts(Summation::PerNode)).unwrap();
+    let (dm, _) =
+        assemble_stiffness_gpu::<f64>(&gpu, &ho, &material(), &cpu_opts(Summation::PerNode))
+            .unwrap();
     let n = ho.num_nodes() * 3;
     let mut x = Vec::new();
-    let r = pcg_gpu(&k, &dm, &vec![1.0; n], &Constraints::none(n), &PcgParams::default(), &mut x);
-    assert!(matches!(r, Err(tessera_fem::cuda::GpuSolveError::Solve(tessera_fem::solve::SolveError::Unconstrained))));
+    let r = pcg_gpu(
+        &k,
+        &dm,
+        &vec![1.0; n],
+        &Constraints::none(n),
+        &PcgParams::default(),
+        &mut x,
+    );
+    assert!(matches!(
+        r,
+        Err(tessera_fem::cuda::GpuSolveError::Solve(
+            tessera_fem::solve::SolveError::Unconstrained
+        ))
+    ));
 }
 
 /// GPU assembly stage times and SpMV bandwidth on generated brackets (prints the table;
@@ -273,18 +362,32 @@ fn pcg_matches_reference() {
 #[ignore = "needs a CUDA GPU"]
 fn bench_fem_gpu() {
     let Some(gpu) = gpu() else { return };
-    let res: usize = std::env::var("TESSERA_FEMGPU_RES").ok().and_then(|v| v.parse().ok()).unwrap_or(130);
-    let res3: usize = std::env::var("TESSERA_FEMGPU_RES3").ok().and_then(|v| v.parse().ok()).unwrap_or(98);
+    let res: usize = std::env::var("TESSERA_FEMGPU_RES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(130);
+    let res3: usize = std::env::var("TESSERA_FEMGPU_RES3")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(98);
     println!("device: {}", gpu.describe());
     println!("| mesh | p | T | cells | dofs | blocks | summation | counts | pattern | elements | summation | total ms | SpMV ms | SpMV GB/s |");
     for (r, ps) in [(res, vec![1usize, 2]), (res3, vec![3])] {
         let sm = SimplexMesh::from_poly(&bracket(r).unwrap()).unwrap();
         for p in ps {
             let ho = HoMesh::new(sm.clone(), p).unwrap();
-            let sums: &[Summation] = if p == 1 { &[Summation::PerNode, Summation::Inline, Summation::PerEntry] } else { &[Summation::PerNode, Summation::PerEntry] };
+            let sums: &[Summation] = if p == 1 {
+                &[Summation::PerNode, Summation::Inline, Summation::PerEntry]
+            } else {
+                &[Summation::PerNode, Summation::PerEntry]
+            };
             for &s in sums {
                 for t in ["f32", "f64"] {
-                    let b = if t == "f32" { bench_assembly_gpu::<f32>(&gpu, &ho, &material(), s, 10) } else { bench_assembly_gpu::<f64>(&gpu, &ho, &material(), s, 10) };
+                    let b = if t == "f32" {
+                        bench_assembly_gpu::<f32>(&gpu, &ho, &material(), s, 10)
+                    } else {
+                        bench_assembly_gpu::<f64>(&gpu, &ho, &material(), s, 10)
+                    };
                     match b {
                         Ok(b) => println!(
                             "| bracket-{r} | {p} | {t} | {} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.3} | {:.0} |",

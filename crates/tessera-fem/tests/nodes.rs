@@ -64,7 +64,14 @@ fn grid_mesh(d: usize, n: [usize; 3], seed: u64, drop: f64) -> SimplexMesh {
         cells.push(t);
     };
     if d == 3 {
-        let axes = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
+        let axes = [
+            [0, 1, 2],
+            [0, 2, 1],
+            [1, 0, 2],
+            [1, 2, 0],
+            [2, 0, 1],
+            [2, 1, 0],
+        ];
         for k in 0..nz {
             for j in 0..n[1] {
                 for i in 0..n[0] {
@@ -83,7 +90,13 @@ fn grid_mesh(d: usize, n: [usize; 3], seed: u64, drop: f64) -> SimplexMesh {
     } else {
         for j in 0..n[1] {
             for i in 0..n[0] {
-                let q = [idx(i, j, 0), idx(i + 1, j, 0), idx(i + 1, j + 1, 0), idx(i, j + 1, 0)].map(|v| perm[v]);
+                let q = [
+                    idx(i, j, 0),
+                    idx(i + 1, j, 0),
+                    idx(i + 1, j + 1, 0),
+                    idx(i, j + 1, 0),
+                ]
+                .map(|v| perm[v]);
                 push(&mut rng, vec![q[0], q[1], q[2]]);
                 push(&mut rng, vec![q[0], q[2], q[3]]);
             }
@@ -123,7 +136,12 @@ fn rank_matches_multi_index_order() {
 fn node_counts_follow_eq_4_4() {
     for m in meshes() {
         let d = m.dim();
-        let counts = [m.num_vertices(), m.num_edges(), m.num_faces(), m.num_cells()];
+        let counts = [
+            m.num_vertices(),
+            m.num_edges(),
+            m.num_faces(),
+            m.num_cells(),
+        ];
         for p in 1..=5 {
             let ho = HoMesh::new(m.clone(), p).unwrap();
             let mut want = 0;
@@ -181,7 +199,10 @@ fn shared_nodes_agree_on_index_and_position() {
                         }
                     }
                     for k in 0..3 {
-                        assert!((x[k] - pos[g as usize][k]).abs() <= 1e-12, "cell {c}, local {l}, node {g}");
+                        assert!(
+                            (x[k] - pos[g as usize][k]).abs() <= 1e-12,
+                            "cell {c}, local {l}, node {g}"
+                        );
                     }
                     let key = x.map(|t| (t * 1e6).round() as i64);
                     let prev = *by_point.entry(key).or_insert(g);
@@ -190,11 +211,20 @@ fn shared_nodes_agree_on_index_and_position() {
             }
             // only vertices that belong to no cell (after dropping cells) are unused
             let vc = m.vertex_cells();
-            let isolated = (0..m.num_vertices()).filter(|&v| vc.row_len(v) == 0).count();
+            let isolated = (0..m.num_vertices())
+                .filter(|&v| vc.row_len(v) == 0)
+                .count();
             for (g, &u) in used.iter().enumerate() {
-                assert!(u || (g < m.num_vertices() && vc.row_len(g) == 0), "d = {d}, p = {p}: unused node {g}");
+                assert!(
+                    u || (g < m.num_vertices() && vc.row_len(g) == 0),
+                    "d = {d}, p = {p}: unused node {g}"
+                );
             }
-            assert_eq!(by_point.len() + isolated, ho.num_nodes(), "distinct nodes at distinct points");
+            assert_eq!(
+                by_point.len() + isolated,
+                ho.num_nodes(),
+                "distinct nodes at distinct points"
+            );
         }
     }
 }
@@ -224,7 +254,14 @@ fn local_order_and_canonical_edge_order() {
                 let (i, j) = (support[0], support[1]);
                 let (lo, hi) = if cv[i] < cv[j] { (i, j) } else { (j, i) };
                 let e = m.find_edge(cv[i], cv[j]).unwrap();
-                assert_eq!(loc, NodeLocation { dim: 1, simplex: e, rank: (p - 1 - a[lo] as usize) as u32 });
+                assert_eq!(
+                    loc,
+                    NodeLocation {
+                        dim: 1,
+                        simplex: e,
+                        rank: (p - 1 - a[lo] as usize) as u32
+                    }
+                );
                 assert_eq!(a[lo] as usize + a[hi] as usize, p);
             }
             if support.len() == 4 {
@@ -267,7 +304,10 @@ fn seq_equals_rayon() {
         let b = HoMesh::new(m.clone().with_par(Par::Rayon), p).unwrap();
         assert_eq!(a.node_positions(), b.node_positions());
         assert_eq!(a.node_cells_tcsr(), b.node_cells_tcsr());
-        let (mut x, mut y) = (vec![0u32; a.nodes_per_cell()], vec![0u32; a.nodes_per_cell()]);
+        let (mut x, mut y) = (
+            vec![0u32; a.nodes_per_cell()],
+            vec![0u32; a.nodes_per_cell()],
+        );
         for c in 0..m.num_cells() {
             a.cell_nodes(c, &mut x);
             b.cell_nodes(c, &mut y);
@@ -279,8 +319,14 @@ fn seq_equals_rayon() {
 #[test]
 fn invalid_order_is_an_error() {
     let m = grid_mesh(2, [1, 1, 0], 1, 0.0);
-    assert!(matches!(HoMesh::new(m.clone(), 0), Err(FemError::InvalidOrder(0))));
-    assert!(matches!(HoMesh::new(m, 13), Err(FemError::InvalidOrder(13))));
+    assert!(matches!(
+        HoMesh::new(m.clone(), 0),
+        Err(FemError::InvalidOrder(0))
+    ));
+    assert!(matches!(
+        HoMesh::new(m, 13),
+        Err(FemError::InvalidOrder(13))
+    ));
 }
 
 #[test]
@@ -292,7 +338,10 @@ fn node_location_round_trip() {
         let l = ho.node_location(g);
         let per = binomial(4, l.dim as usize) as u32;
         assert!(l.rank < per);
-        assert_eq!(ho.node_base(l.dim as usize) as u32 + l.simplex * per + l.rank, g);
+        assert_eq!(
+            ho.node_base(l.dim as usize) as u32 + l.simplex * per + l.rank,
+            g
+        );
         assert!(seen.insert((l.dim, l.simplex, l.rank), g).is_none());
     }
 }
@@ -315,7 +364,10 @@ fn global_numbering_is_invariant_to_cell_vertex_order() {
             let b = HoMesh::new(m2.clone(), p).unwrap();
             assert_eq!(a.num_nodes(), b.num_nodes());
             assert_eq!(a.node_positions(), b.node_positions(), "d = {d}, p = {p}");
-            let (mut x, mut y) = (vec![0u32; a.nodes_per_cell()], vec![0u32; a.nodes_per_cell()]);
+            let (mut x, mut y) = (
+                vec![0u32; a.nodes_per_cell()],
+                vec![0u32; a.nodes_per_cell()],
+            );
             for c in 0..m.num_cells() {
                 a.cell_nodes(c, &mut x);
                 b.cell_nodes(c, &mut y);

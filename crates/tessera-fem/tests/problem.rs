@@ -23,16 +23,29 @@ type = "gravity"
 "#;
 
 fn err(text: &str) -> String {
-    Problem::parse(text, "p.toml", Path::new(".")).unwrap_err().to_string()
+    Problem::parse(text, "p.toml", Path::new("."))
+        .unwrap_err()
+        .to_string()
 }
 
 #[test]
 fn good_file_parses_with_preset_and_defaults() {
     let p = Problem::parse(GOOD, "p.toml", Path::new(".")).unwrap();
     assert_eq!(p.order, 2);
-    assert_eq!(p.mesh, MeshSource::Box { cells: [4, 1, 1], size: [4.0, 1.0, 1.0] });
+    assert_eq!(
+        p.mesh,
+        MeshSource::Box {
+            cells: [4, 1, 1],
+            size: [4.0, 1.0, 1.0]
+        }
+    );
     assert_eq!(p.material.youngs, 200_000.0);
-    assert_eq!(p.loads[1], Load::Gravity { acceleration: [0.0, 0.0, -9810.0] });
+    assert_eq!(
+        p.loads[1],
+        Load::Gravity {
+            acceleration: [0.0, 0.0, -9810.0]
+        }
+    );
     assert!(matches!(p.fixed[0].selector, Selector::Plane { .. }));
     let sol = solve_problem(&p, &StaticOptions::default(), &mut |_| {}).unwrap();
     assert!(sol.report.final_residual <= 1e-8);
@@ -42,15 +55,51 @@ fn good_file_parses_with_preset_and_defaults() {
 fn bad_files_name_the_key() {
     let cases: &[(&str, &str, &str)] = &[
         ("order = 2", "order = 7", "`order`"),
-        ("preset = \"steel\"", "preset = \"unobtainium\"", "`material.preset`"),
-        ("preset = \"steel\"", "youngs = -1.0\npoisson = 0.3", "`material.youngs`"),
-        ("preset = \"steel\"", "youngs = 1.0\npoisson = 0.5", "`material.poisson`"),
-        ("pressure = 2.0", "pressure = 2.0\ncolour = 1", "`loads[0].colour`"),
-        ("type = \"box\", min = [3.9, -1, -1], max = [5, 2, 2]", "type = \"sphere\", center = [4, 0, 0], radius = -1", "`loads[0].selector.radius`"),
-        ("type = \"box\", min = [3.9, -1, -1], max = [5, 2, 2]", "type = \"cone\"", "`loads[0].selector.type`"),
-        ("normal = [1, 0, 0] }", "normal = [0, 0, 0] }", "`fixed[0].selector.normal`"),
-        ("normal = [1, 0, 0] }", "normal = [1, 0] }", "`fixed[0].selector.normal`"),
-        ("type = \"gravity\"", "type = \"magnetism\"", "`loads[1].type`"),
+        (
+            "preset = \"steel\"",
+            "preset = \"unobtainium\"",
+            "`material.preset`",
+        ),
+        (
+            "preset = \"steel\"",
+            "youngs = -1.0\npoisson = 0.3",
+            "`material.youngs`",
+        ),
+        (
+            "preset = \"steel\"",
+            "youngs = 1.0\npoisson = 0.5",
+            "`material.poisson`",
+        ),
+        (
+            "pressure = 2.0",
+            "pressure = 2.0\ncolour = 1",
+            "`loads[0].colour`",
+        ),
+        (
+            "type = \"box\", min = [3.9, -1, -1], max = [5, 2, 2]",
+            "type = \"sphere\", center = [4, 0, 0], radius = -1",
+            "`loads[0].selector.radius`",
+        ),
+        (
+            "type = \"box\", min = [3.9, -1, -1], max = [5, 2, 2]",
+            "type = \"cone\"",
+            "`loads[0].selector.type`",
+        ),
+        (
+            "normal = [1, 0, 0] }",
+            "normal = [0, 0, 0] }",
+            "`fixed[0].selector.normal`",
+        ),
+        (
+            "normal = [1, 0, 0] }",
+            "normal = [1, 0] }",
+            "`fixed[0].selector.normal`",
+        ),
+        (
+            "type = \"gravity\"",
+            "type = \"magnetism\"",
+            "`loads[1].type`",
+        ),
         ("[mesh]", "[mesh]\nfile = \"x.msh\"", "`mesh`"),
     ];
     for (from, to, key) in cases {
@@ -66,14 +115,22 @@ fn bad_files_name_the_key() {
 #[test]
 fn unconstrained_problems_are_one_clear_error() {
     // no [[fixed]] at all: rejected while parsing
-    let text = GOOD.replace("[[fixed]]\nselector = { type = \"plane\", point = [0, 0, 0], normal = [1, 0, 0] }\n", "");
+    let text = GOOD.replace(
+        "[[fixed]]\nselector = { type = \"plane\", point = [0, 0, 0], normal = [1, 0, 0] }\n",
+        "",
+    );
     let e = err(&text);
     assert!(e.contains("`fixed`") && e.contains("singular"), "{e}");
     // only one component fixed: the free DOFs still have rigid-body modes
     for method in ["pcg", "cholesky"] {
-        let text = GOOD.replace("normal = [1, 0, 0] }\n", "normal = [1, 0, 0] }\ncomponents = [\"x\"]\n") + &format!("[solver]\nmethod = \"{method}\"\n");
+        let text = GOOD.replace(
+            "normal = [1, 0, 0] }\n",
+            "normal = [1, 0, 0] }\ncomponents = [\"x\"]\n",
+        ) + &format!("[solver]\nmethod = \"{method}\"\n");
         let p = Problem::parse(&text, "p.toml", Path::new(".")).unwrap();
-        let e = solve_problem(&p, &StaticOptions::default(), &mut |_| {}).err().expect("singular");
+        let e = solve_problem(&p, &StaticOptions::default(), &mut |_| {})
+            .err()
+            .expect("singular");
         let msg = e.to_string();
         assert!(matches!(e, StaticError::Solve(_)), "{msg}");
         assert!(msg.contains("rigid-body modes"), "{method}: {msg}");
@@ -82,15 +139,33 @@ fn unconstrained_problems_are_one_clear_error() {
 
 #[test]
 fn selectors_that_select_nothing_and_missing_groups_are_errors() {
-    let text = GOOD.replace("point = [0, 0, 0], normal = [1, 0, 0]", "point = [-5, 0, 0], normal = [1, 0, 0]");
+    let text = GOOD.replace(
+        "point = [0, 0, 0], normal = [1, 0, 0]",
+        "point = [-5, 0, 0], normal = [1, 0, 0]",
+    );
     let p = Problem::parse(&text, "p.toml", Path::new(".")).unwrap();
-    let e = solve_problem(&p, &StaticOptions::default(), &mut |_| {}).err().unwrap().to_string();
-    assert!(e.contains("`fixed[0].selector`") && e.contains("selects no boundary face"), "{e}");
+    let e = solve_problem(&p, &StaticOptions::default(), &mut |_| {})
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("`fixed[0].selector`") && e.contains("selects no boundary face"),
+        "{e}"
+    );
 
-    let text = GOOD.replace("type = \"plane\", point = [0, 0, 0], normal = [1, 0, 0]", "type = \"group\", name = \"bolts\"");
+    let text = GOOD.replace(
+        "type = \"plane\", point = [0, 0, 0], normal = [1, 0, 0]",
+        "type = \"group\", name = \"bolts\"",
+    );
     let p = Problem::parse(&text, "p.toml", Path::new(".")).unwrap();
-    let e = solve_problem(&p, &StaticOptions::default(), &mut |_| {}).err().unwrap().to_string();
-    assert!(e.contains("no physical group named `bolts`") && e.contains("no physical groups"), "{e}");
+    let e = solve_problem(&p, &StaticOptions::default(), &mut |_| {})
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("no physical group named `bolts`") && e.contains("no physical groups"),
+        "{e}"
+    );
 }
 
 /// A Gmsh 2.2 file: one tetrahedron (physical volume 1 "solid") with a tagged face
@@ -112,9 +187,20 @@ fn gmsh_groups_select_faces_and_missing_tags_are_errors() {
     // the tagged face is found by name and by tag (a clamped face: the tet is constrained)
     assert!(run("{ type = \"group\", name = \"base\" }").is_ok());
     assert!(run("{ type = \"group\", tag = 7 }").is_ok());
-    let e = run("{ type = \"group\", tag = 99 }").err().unwrap().to_string();
-    assert!(e.contains("`fixed[0].selector`") && e.contains("no physical group with tag 99") && e.contains("base (tag 7, dim 2)"), "{e}");
-    let e = run("{ type = \"group\", name = \"solid\" }").err().unwrap().to_string();
+    let e = run("{ type = \"group\", tag = 99 }")
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("`fixed[0].selector`")
+            && e.contains("no physical group with tag 99")
+            && e.contains("base (tag 7, dim 2)"),
+        "{e}"
+    );
+    let e = run("{ type = \"group\", name = \"solid\" }")
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("dimension 3"), "{e}");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -89,7 +89,10 @@ pub fn cccl_include_paths() -> Vec<String> {
 impl CompileOptions {
     /// Options named `name` with everything else default.
     pub fn named(name: impl Into<String>) -> Self {
-        CompileOptions { name: name.into(), ..Default::default() }
+        CompileOptions {
+            name: name.into(),
+            ..Default::default()
+        }
     }
 
     /// The NVRTC arguments for a device of compute capability `sm` (for example 90).
@@ -97,7 +100,10 @@ impl CompileOptions {
     /// driver turns it into machine code for exactly that device when the module loads.
     pub fn to_args(&self, sm: u32) -> Vec<String> {
         let sm = self.arch.unwrap_or(sm);
-        let mut a = vec![format!("--gpu-architecture=compute_{sm}"), format!("--std={}", self.std)];
+        let mut a = vec![
+            format!("--gpu-architecture=compute_{sm}"),
+            format!("--std={}", self.std),
+        ];
         if self.default_device {
             a.push("-default-device".into());
         }
@@ -167,12 +173,17 @@ pub fn cache_dir() -> Option<PathBuf> {
 
 /// Read a cached PTX entry.
 pub fn cache_read(dir: &Path, key: &str) -> Option<String> {
-    std::fs::read_to_string(dir.join(format!("{key}.ptx"))).ok().filter(|s| s.contains(".version"))
+    std::fs::read_to_string(dir.join(format!("{key}.ptx")))
+        .ok()
+        .filter(|s| s.contains(".version"))
 }
 
 /// Write a PTX entry (temporary file + rename).
 pub fn cache_write(dir: &Path, key: &str, ptx: &str) -> GpuResult<()> {
-    let err = |p: &Path, e: std::io::Error| GpuError::Cache { path: p.to_path_buf(), msg: e.to_string() };
+    let err = |p: &Path, e: std::io::Error| GpuError::Cache {
+        path: p.to_path_buf(),
+        msg: e.to_string(),
+    };
     std::fs::create_dir_all(dir).map_err(|e| err(dir, e))?;
     let fin = dir.join(format!("{key}.ptx"));
     let tmp = dir.join(format!("{key}.ptx.tmp{}", std::process::id()));
@@ -184,7 +195,9 @@ pub fn cache_write(dir: &Path, key: &str, ptx: &str) -> GpuResult<()> {
 /// Compile CUDA C++ to PTX with NVRTC (no caching; see [`crate::Gpu::compile`]).
 pub fn compile_to_ptx(source: &str, name: &str, args: &[String]) -> GpuResult<String> {
     if source.contains('\0') {
-        return Err(GpuError::InvalidArgument(format!("kernel source `{name}` contains a NUL byte")));
+        return Err(GpuError::InvalidArgument(format!(
+            "kernel source `{name}` contains a NUL byte"
+        )));
     }
     crate::probe::probe_nvrtc()?;
     crate::error::guard("NVRTC compile", || {
@@ -195,12 +208,20 @@ pub fn compile_to_ptx(source: &str, name: &str, args: &[String]) -> GpuResult<St
         };
         match cudarc::nvrtc::compile_ptx_with_opts(source, opts) {
             Ok(ptx) => Ok(ptx.to_src()),
-            Err(cudarc::nvrtc::CompileError::CompileError { nvrtc, options, log }) => Err(GpuError::Compile {
+            Err(cudarc::nvrtc::CompileError::CompileError {
+                nvrtc,
+                options,
+                log,
+            }) => Err(GpuError::Compile {
                 name: name.to_string(),
                 options,
                 log: format!("{}\n({nvrtc:?})", log.to_string_lossy()),
             }),
-            Err(e) => Err(GpuError::Compile { name: name.to_string(), options: args.to_vec(), log: format!("{e:?}") }),
+            Err(e) => Err(GpuError::Compile {
+                name: name.to_string(),
+                options: args.to_vec(),
+                log: format!("{e:?}"),
+            }),
         }
     })
 }
@@ -212,7 +233,8 @@ pub fn nvrtc_version() -> GpuResult<(i32, i32)> {
         let (mut a, mut b) = (0i32, 0i32);
         // SAFETY: nvrtcVersion writes two ints through valid pointers to locals.
         let r = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut a, &mut b) };
-        r.result().map_err(|e| GpuError::NoNvrtc(format!("nvrtcVersion failed: {e:?}")))?;
+        r.result()
+            .map_err(|e| GpuError::NoNvrtc(format!("nvrtcVersion failed: {e:?}")))?;
         Ok((a, b))
     })
 }
@@ -224,12 +246,18 @@ mod tests {
     #[test]
     fn cache_key_is_stable_and_sensitive() {
         let src = "extern \"C\" __global__ void k() {}";
-        let opts = vec!["--gpu-architecture=compute_90".to_string(), "--std=c++17".to_string()];
+        let opts = vec![
+            "--gpu-architecture=compute_90".to_string(),
+            "--std=c++17".to_string(),
+        ];
         let k = cache_key(src, &opts, 90, (13, 0));
         // golden value: sha256 of the bytes `src \0 opt0 \0 opt1 \0` (checked with sha256sum)
         assert_eq!(k, format!("{}-sm_90-nvrtc13.0", GOLDEN));
         assert_eq!(k, cache_key(src, &opts, 90, (13, 0)));
-        assert_ne!(k, cache_key("extern \"C\" __global__ void k2() {}", &opts, 90, (13, 0)));
+        assert_ne!(
+            k,
+            cache_key("extern \"C\" __global__ void k2() {}", &opts, 90, (13, 0))
+        );
         assert_ne!(k, cache_key(src, &opts[..1], 90, (13, 0)));
         assert_ne!(k, cache_key(src, &opts, 89, (13, 0)));
         assert_ne!(k, cache_key(src, &opts, 90, (12, 8)));
@@ -251,7 +279,13 @@ mod tests {
         o.default_device = true;
         assert_eq!(
             o.to_args(90),
-            vec!["--gpu-architecture=compute_90", "--std=c++17", "-default-device", "-DBLOCK=256", "--maxrregcount=64"]
+            vec![
+                "--gpu-architecture=compute_90",
+                "--std=c++17",
+                "-default-device",
+                "-DBLOCK=256",
+                "--maxrregcount=64"
+            ]
         );
         o.arch = Some(80);
         assert_eq!(o.to_args(90)[0], "--gpu-architecture=compute_80");

@@ -152,15 +152,27 @@ fn check(op: &'static str, s: sys::cusparseStatus_t) -> GpuResult<()> {
     if s == sys::cusparseStatus_t::CUSPARSE_STATUS_SUCCESS {
         Ok(())
     } else {
-        Err(GpuError::Driver { op, msg: format!("{s:?}") })
+        Err(GpuError::Driver {
+            op,
+            msg: format!("{s:?}"),
+        })
     }
 }
 
 enum Kind {
     /// Generic API CSR: matrix and vector descriptors, work buffer, value type.
-    Csr { mat: sys::cusparseSpMatDescr_t, vx: sys::cusparseDnVecDescr_t, vy: sys::cusparseDnVecDescr_t, ty: sys::cudaDataType, complex: bool },
+    Csr {
+        mat: sys::cusparseSpMatDescr_t,
+        vx: sys::cusparseDnVecDescr_t,
+        vy: sys::cusparseDnVecDescr_t,
+        ty: sys::cudaDataType,
+        complex: bool,
+    },
     /// Legacy BSR: matrix descriptor and block dimension.
-    Bsr { descr: sys::cusparseMatDescr_t, dim: i32 },
+    Bsr {
+        descr: sys::cusparseMatDescr_t,
+        dim: i32,
+    },
 }
 
 /// A cuSPARSE SpMV `y = A x` with its matrix and vectors in device memory.
@@ -181,37 +193,85 @@ pub struct CusparseSpmv<T: CusparseScalar> {
 }
 
 fn to_i32(v: &[u32], what: &str) -> GpuResult<Vec<i32>> {
-    v.iter().map(|&x| i32::try_from(x).map_err(|_| GpuError::InvalidArgument(format!("{what} {x} exceeds i32")))).collect()
+    v.iter()
+        .map(|&x| {
+            i32::try_from(x)
+                .map_err(|_| GpuError::InvalidArgument(format!("{what} {x} exceeds i32")))
+        })
+        .collect()
 }
 
 impl<T: CusparseScalar> CusparseSpmv<T> {
-    fn base(ordinal: usize, row_ptr: &[u32], col_idx: &[u32], vals: &[T], x: &[T], y_len: usize) -> GpuResult<(Arc<CudaContext>, Arc<CudaStream>, sys::cusparseHandle_t, [CudaSlice<i32>; 2], [CudaSlice<T>; 3])> {
+    fn base(
+        ordinal: usize,
+        row_ptr: &[u32],
+        col_idx: &[u32],
+        vals: &[T],
+        x: &[T],
+        y_len: usize,
+    ) -> GpuResult<(
+        Arc<CudaContext>,
+        Arc<CudaStream>,
+        sys::cusparseHandle_t,
+        [CudaSlice<i32>; 2],
+        [CudaSlice<T>; 3],
+    )> {
         crate::probe::probe_driver()?;
         guard("cuSPARSE setup", || {
-            let ctx = CudaContext::new(ordinal).map_err(|e| GpuError::NoDevice(format!("cuda:{ordinal}: {e}")))?;
-            let stream = ctx.new_stream().map_err(|e| GpuError::driver("cuStreamCreate", e))?;
-            let up_i = |v: &[i32]| stream.clone_htod(v).map_err(|e| GpuError::driver("cuMemcpyHtoD", e));
-            let up_t = |v: &[T]| stream.clone_htod(v).map_err(|e| GpuError::driver("cuMemcpyHtoD", e));
+            let ctx = CudaContext::new(ordinal)
+                .map_err(|e| GpuError::NoDevice(format!("cuda:{ordinal}: {e}")))?;
+            let stream = ctx
+                .new_stream()
+                .map_err(|e| GpuError::driver("cuStreamCreate", e))?;
+            let up_i = |v: &[i32]| {
+                stream
+                    .clone_htod(v)
+                    .map_err(|e| GpuError::driver("cuMemcpyHtoD", e))
+            };
+            let up_t = |v: &[T]| {
+                stream
+                    .clone_htod(v)
+                    .map_err(|e| GpuError::driver("cuMemcpyHtoD", e))
+            };
             let r = up_i(&to_i32(row_ptr, "row offset")?)?;
             let c = up_i(&to_i32(col_idx, "column index")?)?;
             let v = up_t(vals)?;
             let dx = up_t(x)?;
-            let dy = stream.alloc_zeros::<T>(y_len.max(1)).map_err(|e| GpuError::driver("cuMemAlloc", e))?;
-            let handle = cudarc::cusparse::result::create().map_err(|e| GpuError::Driver { op: "cusparseCreate", msg: format!("{e:?}") })?;
+            let dy = stream
+                .alloc_zeros::<T>(y_len.max(1))
+                .map_err(|e| GpuError::driver("cuMemAlloc", e))?;
+            let handle = cudarc::cusparse::result::create().map_err(|e| GpuError::Driver {
+                op: "cusparseCreate",
+                msg: format!("{e:?}"),
+            })?;
             // SAFETY: `handle` was just created; the stream is a valid stream of this context.
-            check("cusparseSetStream", unsafe { sys::cusparseSetStream(handle, stream.cu_stream() as _) })?;
+            check("cusparseSetStream", unsafe {
+                sys::cusparseSetStream(handle, stream.cu_stream() as _)
+            })?;
             Ok((ctx, stream, handle, [r, c], [v, dx, dy]))
         })
     }
 
     /// CSR SpMV through the generic API. `complex`: values, `x` and `y` hold interleaved
     /// (re, im) pairs (`vals.len() == 2 nnz`); otherwise real.
-    pub fn csr(ordinal: usize, n_rows: usize, n_cols: usize, row_ptr: &[u32], col_idx: &[u32], vals: &[T], x: &[T], complex: bool) -> GpuResult<Self> {
+    pub fn csr(
+        ordinal: usize,
+        n_rows: usize,
+        n_cols: usize,
+        row_ptr: &[u32],
+        col_idx: &[u32],
+        vals: &[T],
+        x: &[T],
+        complex: bool,
+    ) -> GpuResult<Self> {
         let l = if complex { 2 } else { 1 };
         if row_ptr.len() != n_rows + 1 || vals.len() != col_idx.len() * l || x.len() != n_cols * l {
-            return Err(GpuError::InvalidArgument("CSR arrays do not match the sizes".into()));
+            return Err(GpuError::InvalidArgument(
+                "CSR arrays do not match the sizes".into(),
+            ));
         }
-        let (ctx, stream, handle, [r, c], [v, dx, mut dy]) = Self::base(ordinal, row_ptr, col_idx, vals, x, n_rows * l)?;
+        let (ctx, stream, handle, [r, c], [v, dx, mut dy]) =
+            Self::base(ordinal, row_ptr, col_idx, vals, x, n_rows * l)?;
         let ty = if complex { T::COMPLEX } else { T::REAL };
         let nnz = col_idx.len() as i64;
         guard("cuSPARSE CSR setup", move || {
@@ -245,8 +305,14 @@ impl<T: CusparseScalar> CusparseSpmv<T> {
                         ty,
                     ),
                 )?;
-                check("cusparseCreateDnVec", sys::cusparseCreateDnVec(&mut vx, n_cols as i64, px as *mut _, ty))?;
-                check("cusparseCreateDnVec", sys::cusparseCreateDnVec(&mut vy, n_rows as i64, py as *mut _, ty))?;
+                check(
+                    "cusparseCreateDnVec",
+                    sys::cusparseCreateDnVec(&mut vx, n_cols as i64, px as *mut _, ty),
+                )?;
+                check(
+                    "cusparseCreateDnVec",
+                    sys::cusparseCreateDnVec(&mut vy, n_rows as i64, py as *mut _, ty),
+                )?;
                 check(
                     "cusparseSpMV_bufferSize",
                     sys::cusparseSpMV_bufferSize(
@@ -264,12 +330,20 @@ impl<T: CusparseScalar> CusparseSpmv<T> {
                 )?;
             }
             drop((_g1, _g2, _g3, _g4, _g5));
-            let work = stream.alloc_zeros::<u8>(size.max(1)).map_err(|e| GpuError::driver("cuMemAlloc", e))?;
+            let work = stream
+                .alloc_zeros::<u8>(size.max(1))
+                .map_err(|e| GpuError::driver("cuMemAlloc", e))?;
             Ok(CusparseSpmv {
                 ctx,
                 stream,
                 handle,
-                kind: Kind::Csr { mat, vx, vy, ty, complex },
+                kind: Kind::Csr {
+                    mat,
+                    vx,
+                    vy,
+                    ty,
+                    complex,
+                },
                 n_rows: n_rows as i32,
                 n_cols: n_cols as i32,
                 nnz: nnz as i32,
@@ -285,21 +359,44 @@ impl<T: CusparseScalar> CusparseSpmv<T> {
 
     /// BSR SpMV (`cusparse{S,D}bsrmv`, row-major `dim x dim` blocks): `vals.len() == dim^2 nnzb`,
     /// `x.len() == dim n_block_cols`.
-    pub fn bsr(ordinal: usize, dim: usize, n_block_rows: usize, n_block_cols: usize, row_ptr: &[u32], col_idx: &[u32], vals: &[T], x: &[T]) -> GpuResult<Self> {
-        if dim == 0 || row_ptr.len() != n_block_rows + 1 || vals.len() != col_idx.len() * dim * dim || x.len() != n_block_cols * dim {
-            return Err(GpuError::InvalidArgument("BSR arrays do not match the sizes".into()));
+    pub fn bsr(
+        ordinal: usize,
+        dim: usize,
+        n_block_rows: usize,
+        n_block_cols: usize,
+        row_ptr: &[u32],
+        col_idx: &[u32],
+        vals: &[T],
+        x: &[T],
+    ) -> GpuResult<Self> {
+        if dim == 0
+            || row_ptr.len() != n_block_rows + 1
+            || vals.len() != col_idx.len() * dim * dim
+            || x.len() != n_block_cols * dim
+        {
+            return Err(GpuError::InvalidArgument(
+                "BSR arrays do not match the sizes".into(),
+            ));
         }
-        let (ctx, stream, handle, [r, c], [v, dx, dy]) = Self::base(ordinal, row_ptr, col_idx, vals, x, n_block_rows * dim)?;
+        let (ctx, stream, handle, [r, c], [v, dx, dy]) =
+            Self::base(ordinal, row_ptr, col_idx, vals, x, n_block_rows * dim)?;
         guard("cuSPARSE BSR setup", move || {
             let mut descr: sys::cusparseMatDescr_t = std::ptr::null_mut();
             // SAFETY: creates a default (general, zero-based) descriptor, destroyed in Drop.
-            check("cusparseCreateMatDescr", unsafe { sys::cusparseCreateMatDescr(&mut descr) })?;
-            let work = stream.alloc_zeros::<u8>(1).map_err(|e| GpuError::driver("cuMemAlloc", e))?;
+            check("cusparseCreateMatDescr", unsafe {
+                sys::cusparseCreateMatDescr(&mut descr)
+            })?;
+            let work = stream
+                .alloc_zeros::<u8>(1)
+                .map_err(|e| GpuError::driver("cuMemAlloc", e))?;
             Ok(CusparseSpmv {
                 ctx,
                 stream,
                 handle,
-                kind: Kind::Bsr { descr, dim: dim as i32 },
+                kind: Kind::Bsr {
+                    descr,
+                    dim: dim as i32,
+                },
                 n_rows: n_block_rows as i32,
                 n_cols: n_block_cols as i32,
                 nnz: col_idx.len() as i32,
@@ -317,7 +414,9 @@ impl<T: CusparseScalar> CusparseSpmv<T> {
     pub fn run(&mut self) -> GpuResult<()> {
         let handle = self.handle;
         match self.kind {
-            Kind::Csr { mat, vx, vy, ty, .. } => {
+            Kind::Csr {
+                mat, vx, vy, ty, ..
+            } => {
                 let (pw, _g) = self.work.device_ptr_mut(&self.stream);
                 let one = [T::one(), T::zero()];
                 let zero = [T::zero(), T::zero()];
@@ -346,7 +445,19 @@ impl<T: CusparseScalar> CusparseSpmv<T> {
                 // SAFETY: all pointers are live device arrays of `self` with the sizes checked
                 // in `bsr`.
                 check("cusparseXbsrmv", unsafe {
-                    T::bsrmv(handle, self.n_rows, self.n_cols, self.nnz, descr, pv as *const T, pr as *const i32, pc as *const i32, dim, px as *const T, py as *mut T)
+                    T::bsrmv(
+                        handle,
+                        self.n_rows,
+                        self.n_cols,
+                        self.nnz,
+                        descr,
+                        pv as *const T,
+                        pr as *const i32,
+                        pc as *const i32,
+                        dim,
+                        px as *const T,
+                        py as *mut T,
+                    )
                 })
             }
         }
@@ -358,22 +469,39 @@ impl<T: CusparseScalar> CusparseSpmv<T> {
             self.run()?;
         }
         let fl = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
-        let start = self.ctx.new_event(fl).map_err(|e| GpuError::driver("cuEventCreate", e))?;
-        let stop = self.ctx.new_event(fl).map_err(|e| GpuError::driver("cuEventCreate", e))?;
+        let start = self
+            .ctx
+            .new_event(fl)
+            .map_err(|e| GpuError::driver("cuEventCreate", e))?;
+        let stop = self
+            .ctx
+            .new_event(fl)
+            .map_err(|e| GpuError::driver("cuEventCreate", e))?;
         let mut v = Vec::with_capacity(runs.max(1));
         for _ in 0..runs.max(1) {
-            start.record(&self.stream).map_err(|e| GpuError::driver("cuEventRecord", e))?;
+            start
+                .record(&self.stream)
+                .map_err(|e| GpuError::driver("cuEventRecord", e))?;
             self.run()?;
-            stop.record(&self.stream).map_err(|e| GpuError::driver("cuEventRecord", e))?;
-            stop.synchronize().map_err(|e| GpuError::driver("cuEventSynchronize", e))?;
-            v.push(start.elapsed_ms(&stop).map_err(|e| GpuError::driver("cuEventElapsedTime", e))? as f64);
+            stop.record(&self.stream)
+                .map_err(|e| GpuError::driver("cuEventRecord", e))?;
+            stop.synchronize()
+                .map_err(|e| GpuError::driver("cuEventSynchronize", e))?;
+            v.push(
+                start
+                    .elapsed_ms(&stop)
+                    .map_err(|e| GpuError::driver("cuEventElapsedTime", e))? as f64,
+            );
         }
         Ok(median(&mut v))
     }
 
     /// Downloads `y` (after the SpMVs enqueued so far).
     pub fn result(&self) -> GpuResult<Vec<T>> {
-        let mut v = self.stream.clone_dtoh(&self.y).map_err(|e| GpuError::driver("cuMemcpyDtoH", e))?;
+        let mut v = self
+            .stream
+            .clone_dtoh(&self.y)
+            .map_err(|e| GpuError::driver("cuMemcpyDtoH", e))?;
         let len = match self.kind {
             Kind::Csr { complex, .. } => self.n_rows as usize * if complex { 2 } else { 1 },
             Kind::Bsr { dim, .. } => (self.n_rows * dim) as usize,

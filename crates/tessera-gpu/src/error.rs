@@ -19,7 +19,11 @@ pub enum GpuError {
     Driver { op: &'static str, msg: String },
     /// NVRTC rejected a kernel source; keeps the compile log and the options used.
     #[error("NVRTC could not compile `{name}` (options: {}):\n{log}", options.join(" "))]
-    Compile { name: String, options: Vec<String>, log: String },
+    Compile {
+        name: String,
+        options: Vec<String>,
+        log: String,
+    },
     /// A loaded module has no function of that name.
     #[error("module `{module}` has no kernel named `{name}`")]
     MissingKernel { module: String, name: String },
@@ -36,7 +40,10 @@ pub enum GpuError {
 
 impl GpuError {
     pub(crate) fn driver(op: &'static str, e: impl std::fmt::Display) -> Self {
-        GpuError::Driver { op, msg: e.to_string() }
+        GpuError::Driver {
+            op,
+            msg: e.to_string(),
+        }
     }
 }
 

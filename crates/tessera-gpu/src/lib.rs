@@ -14,11 +14,13 @@
 pub mod compile;
 pub mod cusparse;
 pub mod error;
-pub mod probe;
 pub mod primitives;
+pub mod probe;
 pub mod runtime;
 
 pub use compile::{cache_key, CompileOptions};
 pub use error::{GpuError, GpuResult};
 pub use primitives::{Primitives, SegOrder};
-pub use runtime::{median, DeviceBuffer, Element, EventTimer, Gpu, Kernel, KernelArg, Launch, LaunchConfig, Module};
+pub use runtime::{
+    median, DeviceBuffer, Element, EventTimer, Gpu, Kernel, KernelArg, Launch, LaunchConfig, Module,
+};

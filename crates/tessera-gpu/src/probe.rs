@@ -62,7 +62,11 @@ pub fn search_dirs() -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = rd
             .filter_map(|e| e.ok())
             .map(|e| e.path())
-            .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("cuda-")))
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("cuda-"))
+            })
             .map(|p| p.join("lib64"))
             .collect();
         v.sort();
@@ -74,13 +78,17 @@ pub fn search_dirs() -> Vec<PathBuf> {
 
 /// Files in `dir` that look like `lib` (for example `libnvrtc.so.13.0.48`), best first.
 fn candidates_in(dir: &Path, lib: CudaLibrary) -> Vec<PathBuf> {
-    let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
     let stem = lib.stem();
     let mut v: Vec<PathBuf> = rd
         .filter_map(|e| e.ok())
         .map(|e| e.path())
         .filter(|p| {
-            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n == stem || n.starts_with(&format!("{stem}.")))
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n == stem || n.starts_with(&format!("{stem}.")))
         })
         .collect();
     v.sort();
@@ -115,29 +123,44 @@ fn probe_uncached(lib: CudaLibrary) -> Result<String, String> {
                     if now {
                         return Ok(cand.display().to_string());
                     }
-                    tried.push(format!("{} (loaded, but its soname does not match what cudarc asks for)", cand.display()));
+                    tried.push(format!(
+                        "{} (loaded, but its soname does not match what cudarc asks for)",
+                        cand.display()
+                    ));
                 }
                 Err(e) => tried.push(format!("{}: {e}", cand.display())),
             }
         }
     }
     if tried.is_empty() {
-        Err(format!("{}* not found on the loader path or in {}", lib.stem(), "LD_LIBRARY_PATH, /usr/local/cuda*/lib64, /usr/lib/x86_64-linux-gnu"))
+        Err(format!(
+            "{}* not found on the loader path or in {}",
+            lib.stem(),
+            "LD_LIBRARY_PATH, /usr/local/cuda*/lib64, /usr/lib/x86_64-linux-gnu"
+        ))
     } else {
-        Err(format!("{}* could not be loaded: {}", lib.stem(), tried.join("; ")))
+        Err(format!(
+            "{}* could not be loaded: {}",
+            lib.stem(),
+            tried.join("; ")
+        ))
     }
 }
 
 /// Check (once per process) that the CUDA driver library can be loaded.
 pub fn probe_driver() -> Result<String, GpuError> {
     static R: OnceLock<Result<String, String>> = OnceLock::new();
-    R.get_or_init(|| probe_uncached(CudaLibrary::Driver)).clone().map_err(GpuError::NoDriver)
+    R.get_or_init(|| probe_uncached(CudaLibrary::Driver))
+        .clone()
+        .map_err(GpuError::NoDriver)
 }
 
 /// Check (once per process) that NVRTC can be loaded.
 pub fn probe_nvrtc() -> Result<String, GpuError> {
     static R: OnceLock<Result<String, String>> = OnceLock::new();
-    R.get_or_init(|| probe_uncached(CudaLibrary::Nvrtc)).clone().map_err(GpuError::NoNvrtc)
+    R.get_or_init(|| probe_uncached(CudaLibrary::Nvrtc))
+        .clone()
+        .map_err(GpuError::NoNvrtc)
 }
 
 #[cfg(test)]
@@ -159,6 +182,8 @@ mod tests {
 
     #[test]
     fn search_dirs_include_standard_cuda_folder() {
-        assert!(search_dirs().iter().any(|d| d == Path::new("/usr/local/cuda/lib64")));
+        assert!(search_dirs()
+            .iter()
+            .any(|d| d == Path::new("/usr/local/cuda/lib64")));
     }
 }

@@ -6,12 +6,17 @@
 
 use crate::compile::{self, CompileOptions};
 use crate::error::{guard, GpuError, GpuResult};
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits,
+};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// Element types that can live in a [`DeviceBuffer`] and be passed to kernels.
-pub trait Element: DeviceRepr + ValidAsZeroBits + Copy + Default + Send + Sync + std::fmt::Debug + 'static {}
+pub trait Element:
+    DeviceRepr + ValidAsZeroBits + Copy + Default + Send + Sync + std::fmt::Debug + 'static
+{
+}
 impl Element for u8 {}
 impl Element for i8 {}
 impl Element for u16 {}
@@ -53,20 +58,30 @@ impl Gpu {
     pub fn new(ordinal: usize) -> GpuResult<Gpu> {
         crate::probe::probe_driver()?;
         let count = guard("cuDeviceGetCount", || {
-            CudaContext::device_count().map_err(|e| GpuError::NoDevice(format!("the driver reports {e}")))
+            CudaContext::device_count()
+                .map_err(|e| GpuError::NoDevice(format!("the driver reports {e}")))
         })?;
         if count <= 0 {
             return Err(GpuError::NoDevice("the driver reports 0 devices".into()));
         }
         if ordinal >= count as usize {
-            return Err(GpuError::NoDevice(format!("device {ordinal} requested, but there are {count}")));
+            return Err(GpuError::NoDevice(format!(
+                "device {ordinal} requested, but there are {count}"
+            )));
         }
         let nvrtc = compile::nvrtc_version()?;
         guard("context creation", || {
-            let ctx = CudaContext::new(ordinal).map_err(|e| GpuError::NoDevice(format!("cuda:{ordinal}: {e}")))?;
-            let name = ctx.name().map_err(|e| GpuError::driver("cuDeviceGetName", e))?;
-            let cc = ctx.compute_capability().map_err(|e| GpuError::driver("compute capability", e))?;
-            let total_mem = ctx.total_mem().map_err(|e| GpuError::driver("cuDeviceTotalMem", e))?;
+            let ctx = CudaContext::new(ordinal)
+                .map_err(|e| GpuError::NoDevice(format!("cuda:{ordinal}: {e}")))?;
+            let name = ctx
+                .name()
+                .map_err(|e| GpuError::driver("cuDeviceGetName", e))?;
+            let cc = ctx
+                .compute_capability()
+                .map_err(|e| GpuError::driver("compute capability", e))?;
+            let total_mem = ctx
+                .total_mem()
+                .map_err(|e| GpuError::driver("cuDeviceTotalMem", e))?;
             let sm_count = ctx
                 .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
                 .map_err(|e| GpuError::driver("cuDeviceGetAttribute", e))? as u32;
@@ -112,7 +127,12 @@ impl Gpu {
     }
     /// Free device memory in bytes (queried now).
     pub fn free_memory(&self) -> GpuResult<usize> {
-        guard("cuMemGetInfo", || self.ctx.mem_get_info().map(|m| m.0).map_err(|e| GpuError::driver("cuMemGetInfo", e)))
+        guard("cuMemGetInfo", || {
+            self.ctx
+                .mem_get_info()
+                .map(|m| m.0)
+                .map_err(|e| GpuError::driver("cuMemGetInfo", e))
+        })
     }
     /// NVRTC version `(major, minor)`.
     pub fn nvrtc_version(&self) -> (i32, i32) {
@@ -133,7 +153,11 @@ impl Gpu {
 
     /// Wait for all work on this device's stream.
     pub fn synchronize(&self) -> GpuResult<()> {
-        guard("synchronize", || self.stream.synchronize().map_err(|e| GpuError::driver("cuStreamSynchronize", e)))
+        guard("synchronize", || {
+            self.stream
+                .synchronize()
+                .map_err(|e| GpuError::driver("cuStreamSynchronize", e))
+        })
     }
 
     // ---------------------------------------------------------------- buffers
@@ -147,15 +171,20 @@ impl Gpu {
                 self.stream.clone_htod(data)
             }
             .map_err(|e| GpuError::driver("cuMemcpyHtoD", e))?;
-            Ok(DeviceBuffer { slice, len: data.len() })
+            Ok(DeviceBuffer {
+                slice,
+                len: data.len(),
+            })
         })
     }
 
     /// A new device buffer of `n` zeros.
     pub fn zeros<T: Element>(&self, n: usize) -> GpuResult<DeviceBuffer<T>> {
         guard("alloc", || {
-            let slice =
-                self.stream.alloc_zeros::<T>(n.max(1)).map_err(|e| GpuError::driver("cuMemAlloc", e))?;
+            let slice = self
+                .stream
+                .alloc_zeros::<T>(n.max(1))
+                .map_err(|e| GpuError::driver("cuMemAlloc", e))?;
             Ok(DeviceBuffer { slice, len: n })
         })
     }
@@ -166,7 +195,8 @@ impl Gpu {
             // SAFETY: the memory is uninitialised device memory of plain-old-data elements;
             // Tessera kernels write before they read, and a host read of unwritten elements
             // returns arbitrary but valid bit patterns of `T` (all `Element`s accept any bits).
-            let slice = unsafe { self.stream.alloc::<T>(n.max(1)) }.map_err(|e| GpuError::driver("cuMemAlloc", e))?;
+            let slice = unsafe { self.stream.alloc::<T>(n.max(1)) }
+                .map_err(|e| GpuError::driver("cuMemAlloc", e))?;
             Ok(DeviceBuffer { slice, len: n })
         })
     }
@@ -177,20 +207,31 @@ impl Gpu {
             return Ok(Vec::new());
         }
         guard("download", || {
-            self.stream.clone_dtoh(&buf.slice.slice(0..buf.len)).map_err(|e| GpuError::driver("cuMemcpyDtoH", e))
+            self.stream
+                .clone_dtoh(&buf.slice.slice(0..buf.len))
+                .map_err(|e| GpuError::driver("cuMemcpyDtoH", e))
         })
     }
 
     /// Copy elements `range` of a device buffer back to the host.
-    pub fn download_range<T: Element>(&self, buf: &DeviceBuffer<T>, range: std::ops::Range<usize>) -> GpuResult<Vec<T>> {
+    pub fn download_range<T: Element>(
+        &self,
+        buf: &DeviceBuffer<T>,
+        range: std::ops::Range<usize>,
+    ) -> GpuResult<Vec<T>> {
         if range.start > range.end || range.end > buf.len {
-            return Err(GpuError::InvalidArgument(format!("range {range:?} of a buffer of {}", buf.len)));
+            return Err(GpuError::InvalidArgument(format!(
+                "range {range:?} of a buffer of {}",
+                buf.len
+            )));
         }
         if range.is_empty() {
             return Ok(Vec::new());
         }
         guard("download", || {
-            self.stream.clone_dtoh(&buf.slice.slice(range.clone())).map_err(|e| GpuError::driver("cuMemcpyDtoH", e))
+            self.stream
+                .clone_dtoh(&buf.slice.slice(range.clone()))
+                .map_err(|e| GpuError::driver("cuMemcpyDtoH", e))
         })
     }
 
@@ -200,31 +241,54 @@ impl Gpu {
     }
 
     /// Overwrite a device buffer with host data of the same length.
-    pub fn copy_to_device<T: Element>(&self, data: &[T], buf: &mut DeviceBuffer<T>) -> GpuResult<()> {
+    pub fn copy_to_device<T: Element>(
+        &self,
+        data: &[T],
+        buf: &mut DeviceBuffer<T>,
+    ) -> GpuResult<()> {
         if data.len() != buf.len {
-            return Err(GpuError::InvalidArgument(format!("{} host elements into a buffer of {}", data.len(), buf.len)));
+            return Err(GpuError::InvalidArgument(format!(
+                "{} host elements into a buffer of {}",
+                data.len(),
+                buf.len
+            )));
         }
         if data.is_empty() {
             return Ok(());
         }
         guard("upload", || {
             let mut v = buf.slice.slice_mut(0..data.len());
-            self.stream.memcpy_htod(data, &mut v).map_err(|e| GpuError::driver("cuMemcpyHtoD", e))
+            self.stream
+                .memcpy_htod(data, &mut v)
+                .map_err(|e| GpuError::driver("cuMemcpyHtoD", e))
         })
     }
 
     /// Device-to-device copy of a whole buffer into a new buffer.
     pub fn duplicate<T: Element>(&self, buf: &DeviceBuffer<T>) -> GpuResult<DeviceBuffer<T>> {
         guard("copy", || {
-            let slice = self.stream.clone_dtod(&buf.slice).map_err(|e| GpuError::driver("cuMemcpyDtoD", e))?;
-            Ok(DeviceBuffer { slice, len: buf.len })
+            let slice = self
+                .stream
+                .clone_dtod(&buf.slice)
+                .map_err(|e| GpuError::driver("cuMemcpyDtoD", e))?;
+            Ok(DeviceBuffer {
+                slice,
+                len: buf.len,
+            })
         })
     }
 
     /// Device-to-device copy of `src` into `dst` (equal lengths).
-    pub fn copy_device<T: Element>(&self, src: &DeviceBuffer<T>, dst: &mut DeviceBuffer<T>) -> GpuResult<()> {
+    pub fn copy_device<T: Element>(
+        &self,
+        src: &DeviceBuffer<T>,
+        dst: &mut DeviceBuffer<T>,
+    ) -> GpuResult<()> {
         if src.len != dst.len {
-            return Err(GpuError::InvalidArgument(format!("copy of {} elements into {}", src.len, dst.len)));
+            return Err(GpuError::InvalidArgument(format!(
+                "copy of {} elements into {}",
+                src.len, dst.len
+            )));
         }
         if src.len == 0 {
             return Ok(());
@@ -232,13 +296,19 @@ impl Gpu {
         guard("copy", || {
             let s = src.slice.slice(0..src.len);
             let mut d = dst.slice.slice_mut(0..src.len);
-            self.stream.memcpy_dtod(&s, &mut d).map_err(|e| GpuError::driver("cuMemcpyDtoD", e))
+            self.stream
+                .memcpy_dtod(&s, &mut d)
+                .map_err(|e| GpuError::driver("cuMemcpyDtoD", e))
         })
     }
 
     /// Set every byte of a buffer to zero.
     pub fn memset_zero<T: Element>(&self, buf: &mut DeviceBuffer<T>) -> GpuResult<()> {
-        guard("memset", || self.stream.memset_zeros(&mut buf.slice).map_err(|e| GpuError::driver("cuMemsetD8", e)))
+        guard("memset", || {
+            self.stream
+                .memset_zeros(&mut buf.slice)
+                .map_err(|e| GpuError::driver("cuMemsetD8", e))
+        })
     }
 
     // ---------------------------------------------------------------- modules
@@ -247,8 +317,18 @@ impl Gpu {
     /// `kernels` are the `extern "C"` function names to resolve now.
     pub fn compile(&self, source: &str, opts: &CompileOptions) -> GpuResult<Arc<Module>> {
         let args = opts.to_args(self.sm());
-        let key = compile::cache_key(source, &args, opts.arch.unwrap_or(self.sm()), self.nvrtc_version());
-        if let Some(m) = self.modules.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        let key = compile::cache_key(
+            source,
+            &args,
+            opts.arch.unwrap_or(self.sm()),
+            self.nvrtc_version(),
+        );
+        if let Some(m) = self
+            .modules
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
             return Ok(m.clone());
         }
         let dir = compile::cache_dir();
@@ -270,10 +350,17 @@ impl Gpu {
     /// in-memory module cache; the PTX is also stored in the disk cache under its key.
     pub fn load_ptx(&self, ptx: &str, name: &str) -> GpuResult<Arc<Module>> {
         if ptx.contains('\0') {
-            return Err(GpuError::InvalidArgument(format!("PTX `{name}` contains a NUL byte")));
+            return Err(GpuError::InvalidArgument(format!(
+                "PTX `{name}` contains a NUL byte"
+            )));
         }
         let key = compile::ptx_cache_key(ptx, self.sm(), self.nvrtc_version());
-        if let Some(m) = self.modules.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        if let Some(m) = self
+            .modules
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
             return Ok(m.clone());
         }
         if let Some(d) = compile::cache_dir() {
@@ -288,10 +375,20 @@ impl Gpu {
         let m = guard("cuModuleLoadData", || {
             self.ctx
                 .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
-                .map_err(|e| GpuError::Driver { op: "cuModuleLoadData", msg: format!("`{name}`: {e}") })
+                .map_err(|e| GpuError::Driver {
+                    op: "cuModuleLoadData",
+                    msg: format!("`{name}`: {e}"),
+                })
         })?;
-        let module = Arc::new(Module { inner: m, name: name.to_string(), key: key.clone() });
-        self.modules.lock().unwrap_or_else(|p| p.into_inner()).insert(key, module.clone());
+        let module = Arc::new(Module {
+            inner: m,
+            name: name.to_string(),
+            key: key.clone(),
+        });
+        self.modules
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, module.clone());
         Ok(module)
     }
 
@@ -300,7 +397,12 @@ impl Gpu {
     /// Start a kernel launch; add arguments with [`Launch::arg`] in the kernel's parameter
     /// order, then [`Launch::run`].
     pub fn launch<'a>(&'a self, kernel: &'a Kernel, cfg: LaunchConfig) -> Launch<'a> {
-        Launch { gpu: self, cfg, args: ArgList(self.stream.launch_builder(&kernel.func)), kernel }
+        Launch {
+            gpu: self,
+            cfg,
+            args: ArgList(self.stream.launch_builder(&kernel.func)),
+            kernel,
+        }
     }
 
     // ---------------------------------------------------------------- timing
@@ -314,7 +416,12 @@ impl Gpu {
     }
 
     /// Median of `runs` CUDA-event timings of `f` after `warmup` untimed calls (ms).
-    pub fn median_ms(&self, runs: usize, warmup: usize, mut f: impl FnMut() -> GpuResult<()>) -> GpuResult<f64> {
+    pub fn median_ms(
+        &self,
+        runs: usize,
+        warmup: usize,
+        mut f: impl FnMut() -> GpuResult<()>,
+    ) -> GpuResult<f64> {
         for _ in 0..warmup {
             f()?;
         }
@@ -337,7 +444,11 @@ pub fn median(v: &mut [f64]) -> f64 {
     }
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
-    if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    }
 }
 
 /// A pair of CUDA events for timing device work on a [`Gpu`]'s stream.
@@ -351,21 +462,37 @@ impl<'a> EventTimer<'a> {
     pub fn new(gpu: &'a Gpu) -> GpuResult<Self> {
         guard("cuEventCreate", || {
             let fl = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
-            let start = gpu.ctx.new_event(fl).map_err(|e| GpuError::driver("cuEventCreate", e))?;
-            let stop = gpu.ctx.new_event(fl).map_err(|e| GpuError::driver("cuEventCreate", e))?;
+            let start = gpu
+                .ctx
+                .new_event(fl)
+                .map_err(|e| GpuError::driver("cuEventCreate", e))?;
+            let stop = gpu
+                .ctx
+                .new_event(fl)
+                .map_err(|e| GpuError::driver("cuEventCreate", e))?;
             Ok(EventTimer { gpu, start, stop })
         })
     }
     /// Record the start event.
     pub fn start(&self) -> GpuResult<()> {
-        guard("cuEventRecord", || self.start.record(&self.gpu.stream).map_err(|e| GpuError::driver("cuEventRecord", e)))
+        guard("cuEventRecord", || {
+            self.start
+                .record(&self.gpu.stream)
+                .map_err(|e| GpuError::driver("cuEventRecord", e))
+        })
     }
     /// Record the stop event, wait for it and return the elapsed milliseconds.
     pub fn stop(&self) -> GpuResult<f32> {
         guard("cuEventElapsedTime", || {
-            self.stop.record(&self.gpu.stream).map_err(|e| GpuError::driver("cuEventRecord", e))?;
-            self.stop.synchronize().map_err(|e| GpuError::driver("cuEventSynchronize", e))?;
-            self.start.elapsed_ms(&self.stop).map_err(|e| GpuError::driver("cuEventElapsedTime", e))
+            self.stop
+                .record(&self.gpu.stream)
+                .map_err(|e| GpuError::driver("cuEventRecord", e))?;
+            self.stop
+                .synchronize()
+                .map_err(|e| GpuError::driver("cuEventSynchronize", e))?;
+            self.start
+                .elapsed_ms(&self.stop)
+                .map_err(|e| GpuError::driver("cuEventElapsedTime", e))
         })
     }
 }
@@ -401,7 +528,12 @@ impl<T: Element> DeviceBuffer<T> {
 
 impl<T: Element> std::fmt::Debug for DeviceBuffer<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "DeviceBuffer<{}>[{}]", std::any::type_name::<T>(), self.len)
+        write!(
+            f,
+            "DeviceBuffer<{}>[{}]",
+            std::any::type_name::<T>(),
+            self.len
+        )
     }
 }
 
@@ -416,14 +548,22 @@ impl Module {
     /// Resolve an `extern "C"` kernel of this module.
     pub fn function(&self, name: &str) -> GpuResult<Kernel> {
         if name.contains('\0') {
-            return Err(GpuError::InvalidArgument(format!("kernel name {name:?} contains a NUL byte")));
+            return Err(GpuError::InvalidArgument(format!(
+                "kernel name {name:?} contains a NUL byte"
+            )));
         }
         guard("cuModuleGetFunction", || {
             let func = self
                 .inner
                 .load_function(name)
-                .map_err(|_| GpuError::MissingKernel { module: self.name.clone(), name: name.to_string() })?;
-            Ok(Kernel { func, name: name.to_string() })
+                .map_err(|_| GpuError::MissingKernel {
+                    module: self.name.clone(),
+                    name: name.to_string(),
+                })?;
+            Ok(Kernel {
+                func,
+                name: name.to_string(),
+            })
         })
     }
     /// Program name.
@@ -460,13 +600,19 @@ pub struct LaunchConfig {
 impl LaunchConfig {
     /// A 1-D launch of `blocks` blocks of `threads` threads.
     pub fn blocks(blocks: u32, threads: u32) -> Self {
-        LaunchConfig { grid: [blocks, 1, 1], block: [threads, 1, 1], shared: 0 }
+        LaunchConfig {
+            grid: [blocks, 1, 1],
+            block: [threads, 1, 1],
+            shared: 0,
+        }
     }
     /// A 1-D launch with one thread per item: `ceil(n / threads)` blocks.
     pub fn for_items(n: usize, threads: u32) -> GpuResult<Self> {
         let b = n.div_ceil(threads as usize);
         if b > i32::MAX as usize {
-            return Err(GpuError::InvalidArgument(format!("{n} items need {b} blocks of {threads}")));
+            return Err(GpuError::InvalidArgument(format!(
+                "{n} items need {b} blocks of {threads}"
+            )));
         }
         Ok(Self::blocks(b as u32, threads))
     }
@@ -536,7 +682,10 @@ impl<'a> Launch<'a> {
             return Ok(());
         }
         if c.block.contains(&0) || c.block.iter().product::<u32>() > 1024 {
-            return Err(GpuError::InvalidArgument(format!("block {:?} for kernel `{}`", c.block, self.kernel.name)));
+            return Err(GpuError::InvalidArgument(format!(
+                "block {:?} for kernel `{}`",
+                c.block, self.kernel.name
+            )));
         }
         let cfg = cudarc::driver::LaunchConfig {
             grid_dim: (c.grid[0], c.grid[1], c.grid[2]),
@@ -555,7 +704,10 @@ impl<'a> Launch<'a> {
             // conformance tests.
             unsafe { self.args.0.launch(cfg) }
                 .map(|_| ())
-                .map_err(|e| GpuError::Driver { op: "cuLaunchKernel", msg: format!("`{name}`: {e}") })
+                .map_err(|e| GpuError::Driver {
+                    op: "cuLaunchKernel",
+                    msg: format!("`{name}`: {e}"),
+                })
         })
     }
 }

@@ -42,9 +42,18 @@ impl Rng {
 }
 
 fn first_mismatch<T: PartialEq + std::fmt::Debug>(what: &str, n: usize, got: &[T], want: &[T]) {
-    assert_eq!(got.len(), want.len(), "{what} (n = {n}): length {} != reference {}", got.len(), want.len());
+    assert_eq!(
+        got.len(),
+        want.len(),
+        "{what} (n = {n}): length {} != reference {}",
+        got.len(),
+        want.len()
+    );
     if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
-        panic!("{what} (n = {n}): first mismatch at index {i}: gpu {:?} != reference {:?}", got[i], want[i]);
+        panic!(
+            "{what} (n = {n}): first mismatch at index {i}: gpu {:?} != reference {:?}",
+            got[i], want[i]
+        );
     }
 }
 
@@ -61,7 +70,10 @@ fn runtime_matches_reference() {
         assert_eq!(b.len(), n);
         first_mismatch("upload/download", n, &g.download(&b).unwrap(), &v);
         let z = g.zeros::<f64>(n).unwrap();
-        assert!(g.download(&z).unwrap().iter().all(|&x| x == 0.0), "zeros (n = {n})");
+        assert!(
+            g.download(&z).unwrap().iter().all(|&x| x == 0.0),
+            "zeros (n = {n})"
+        );
     }
     // compile, launch and time a kernel
     let src = r#"extern "C" __global__ void axpy(double a, const double* x, double* y, unsigned long long n) {
@@ -76,7 +88,14 @@ fn runtime_matches_reference() {
     let (bx, by) = (g.upload(&x).unwrap(), g.upload(&y).unwrap());
     let (a, nn) = (3.0f64, n as u64);
     let ms = g
-        .time_ms(|| g.launch(&k, LaunchConfig::for_items(n, 256).unwrap()).arg(&a).arg(&bx).arg(&by).arg(&nn).run())
+        .time_ms(|| {
+            g.launch(&k, LaunchConfig::for_items(n, 256).unwrap())
+                .arg(&a)
+                .arg(&bx)
+                .arg(&by)
+                .arg(&nn)
+                .run()
+        })
         .unwrap();
     assert!(ms >= 0.0 && ms.is_finite());
     let out = g.download(&by).unwrap();
@@ -86,24 +105,49 @@ fn runtime_matches_reference() {
     // a second compile of the same source is served from the in-memory cache
     let m2 = g.compile(src, &CompileOptions::named("axpy.cu")).unwrap();
     assert_eq!(m.cache_key(), m2.cache_key());
-    assert!(matches!(m.function("nope"), Err(GpuError::MissingKernel { .. })));
+    assert!(matches!(
+        m.function("nope"),
+        Err(GpuError::MissingKernel { .. })
+    ));
     // compile errors carry the log and the options
-    match g.compile("extern \"C\" __global__ void bad() { undeclared_thing = 1; }", &CompileOptions::named("bad.cu")) {
+    match g.compile(
+        "extern \"C\" __global__ void bad() { undeclared_thing = 1; }",
+        &CompileOptions::named("bad.cu"),
+    ) {
         Err(GpuError::Compile { name, options, log }) => {
             assert_eq!(name, "bad.cu");
-            assert!(options.iter().any(|o| o.starts_with("--gpu-architecture=compute_")), "{options:?}");
+            assert!(
+                options
+                    .iter()
+                    .any(|o| o.starts_with("--gpu-architecture=compute_")),
+                "{options:?}"
+            );
             assert!(log.contains("undeclared_thing"), "log: {log}");
         }
-        other => panic!("expected a compile error, got {:?}", other.map(|m| m.cache_key().to_string())),
+        other => panic!(
+            "expected a compile error, got {:?}",
+            other.map(|m| m.cache_key().to_string())
+        ),
     }
     // PTX generated elsewhere loads through load_ptx
     let ptx = std::fs::read_to_string(
-        tessera_gpu::compile::cache_dir().unwrap().join(format!("{}.ptx", m.cache_key())),
+        tessera_gpu::compile::cache_dir()
+            .unwrap()
+            .join(format!("{}.ptx", m.cache_key())),
     )
     .expect("the compiled PTX is in the disk cache");
     let m3 = g.load_ptx(&ptx, "axpy.ptx").unwrap();
     m3.function("axpy").unwrap();
-    let med = g.median_ms(5, 1, || g.launch(&k, LaunchConfig::for_items(n, 256).unwrap()).arg(&a).arg(&bx).arg(&by).arg(&nn).run()).unwrap();
+    let med = g
+        .median_ms(5, 1, || {
+            g.launch(&k, LaunchConfig::for_items(n, 256).unwrap())
+                .arg(&a)
+                .arg(&bx)
+                .arg(&by)
+                .arg(&nn)
+                .run()
+        })
+        .unwrap();
     assert!(med.is_finite());
 }
 
@@ -116,24 +160,67 @@ fn scan_matches_reference() {
         let mut r = Rng(0x5ca1 + n as u64);
         let v: Vec<u32> = (0..n).map(|_| r.below(1000) as u32).collect();
         let b = g.upload(&v).unwrap();
-        first_mismatch("exclusive scan u32", n, &g.download(&p.exclusive_scan(&b).unwrap()).unwrap(), &cpu::exclusive_scan_u32(&v));
-        first_mismatch("inclusive scan u32", n, &g.download(&p.inclusive_scan(&b).unwrap()).unwrap(), &cpu::inclusive_scan_u32(&v));
+        first_mismatch(
+            "exclusive scan u32",
+            n,
+            &g.download(&p.exclusive_scan(&b).unwrap()).unwrap(),
+            &cpu::exclusive_scan_u32(&v),
+        );
+        first_mismatch(
+            "inclusive scan u32",
+            n,
+            &g.download(&p.inclusive_scan(&b).unwrap()).unwrap(),
+            &cpu::inclusive_scan_u32(&v),
+        );
         if n <= SIZES[5] {
             // wrapping u32 and u64 with full-range values
             let w: Vec<u32> = (0..n).map(|_| r.next() as u32).collect();
             let bw = g.upload(&w).unwrap();
-            first_mismatch("exclusive scan u32 (wrapping)", n, &g.download(&p.exclusive_scan(&bw).unwrap()).unwrap(), &cpu::exclusive_scan_u32(&w));
+            first_mismatch(
+                "exclusive scan u32 (wrapping)",
+                n,
+                &g.download(&p.exclusive_scan(&bw).unwrap()).unwrap(),
+                &cpu::exclusive_scan_u32(&w),
+            );
             let w64: Vec<u64> = (0..n).map(|_| r.next()).collect();
             let b64 = g.upload(&w64).unwrap();
-            first_mismatch("exclusive scan u64", n, &g.download(&p.exclusive_scan(&b64).unwrap()).unwrap(), &cpu::exclusive_scan_u64(&w64));
-            first_mismatch("inclusive scan u64", n, &g.download(&p.inclusive_scan(&b64).unwrap()).unwrap(), &cpu::inclusive_scan_u64(&w64));
+            first_mismatch(
+                "exclusive scan u64",
+                n,
+                &g.download(&p.exclusive_scan(&b64).unwrap()).unwrap(),
+                &cpu::exclusive_scan_u64(&w64),
+            );
+            first_mismatch(
+                "inclusive scan u64",
+                n,
+                &g.download(&p.inclusive_scan(&b64).unwrap()).unwrap(),
+                &cpu::inclusive_scan_u64(&w64),
+            );
             let mut ip = g.upload(&w64).unwrap();
             p.inclusive_scan_in_place(&mut ip).unwrap();
-            first_mismatch("in-place inclusive scan u64", n, &g.download(&ip).unwrap(), &cpu::inclusive_scan_u64(&w64));
+            first_mismatch(
+                "in-place inclusive scan u64",
+                n,
+                &g.download(&ip).unwrap(),
+                &cpu::inclusive_scan_u64(&w64),
+            );
             // ragged row lengths -> CSR offsets
-            let counts: Vec<u32> = (0..n).map(|_| if r.below(7) == 0 { r.below(200) as u32 } else { r.below(4) as u32 }).collect();
+            let counts: Vec<u32> = (0..n)
+                .map(|_| {
+                    if r.below(7) == 0 {
+                        r.below(200) as u32
+                    } else {
+                        r.below(4) as u32
+                    }
+                })
+                .collect();
             let bc = g.upload(&counts).unwrap();
-            first_mismatch("offsets_from_counts", n, &g.download(&p.offsets_from_counts(&bc).unwrap()).unwrap(), &cpu::offsets_from_counts(&counts).unwrap());
+            first_mismatch(
+                "offsets_from_counts",
+                n,
+                &g.download(&p.offsets_from_counts(&bc).unwrap()).unwrap(),
+                &cpu::offsets_from_counts(&counts).unwrap(),
+            );
         }
     }
     // overflow of 32-bit offsets is an error, not a wrong answer
@@ -150,16 +237,33 @@ fn reduce_matches_reference() {
         let mut r = Rng(0x7ed + n as u64);
         let v: Vec<u32> = (0..n).map(|_| r.next() as u32).collect();
         let b = g.upload(&v).unwrap();
-        assert_eq!(p.reduce_sum_u32(&b).unwrap(), cpu::reduce_sum_u32(&v), "sum u32 (n = {n})");
-        assert_eq!(p.reduce_max_u32(&b).unwrap(), cpu::reduce_max_u32(&v), "max u32 (n = {n})");
+        assert_eq!(
+            p.reduce_sum_u32(&b).unwrap(),
+            cpu::reduce_sum_u32(&v),
+            "sum u32 (n = {n})"
+        );
+        assert_eq!(
+            p.reduce_max_u32(&b).unwrap(),
+            cpu::reduce_max_u32(&v),
+            "max u32 (n = {n})"
+        );
         let w: Vec<u64> = (0..n).map(|_| r.next()).collect();
-        assert_eq!(p.reduce_sum_u64(&g.upload(&w).unwrap()).unwrap(), cpu::reduce_sum_u64(&w), "sum u64 (n = {n})");
-        let f: Vec<f64> = (0..n).map(|_| (r.next() >> 11) as f64 / (1u64 << 53) as f64 - 0.25).collect();
+        assert_eq!(
+            p.reduce_sum_u64(&g.upload(&w).unwrap()).unwrap(),
+            cpu::reduce_sum_u64(&w),
+            "sum u64 (n = {n})"
+        );
+        let f: Vec<f64> = (0..n)
+            .map(|_| (r.next() >> 11) as f64 / (1u64 << 53) as f64 - 0.25)
+            .collect();
         let got = p.reduce_sum_f64(&g.upload(&f).unwrap()).unwrap();
         let want = cpu::reduce_sum_f64(&f);
         let scale: f64 = f.iter().map(|x| x.abs()).sum::<f64>().max(1e-300);
         // tolerance: a pairwise/tree sum of n doubles errs by at most ~log2(n) eps sum|x|
-        assert!((got - want).abs() <= 64.0 * f64::EPSILON * scale, "sum f64 (n = {n}): gpu {got} vs reference {want}");
+        assert!(
+            (got - want).abs() <= 64.0 * f64::EPSILON * scale,
+            "sum f64 (n = {n}): gpu {got} vs reference {want}"
+        );
     }
 }
 
@@ -172,15 +276,40 @@ fn compact_matches_reference() {
         for density in [0u64, 1, 50, 100] {
             let mut r = Rng(0xc0 + n as u64 * 7 + density);
             // flags are arbitrary non-zero values where set, to check normalisation
-            let flags: Vec<u32> = (0..n).map(|_| if r.below(100) < density { 1 + r.below(5) as u32 } else { 0 }).collect();
+            let flags: Vec<u32> = (0..n)
+                .map(|_| {
+                    if r.below(100) < density {
+                        1 + r.below(5) as u32
+                    } else {
+                        0
+                    }
+                })
+                .collect();
             let v32: Vec<i32> = (0..n).map(|_| r.next() as i32).collect();
             let v64: Vec<f64> = (0..n).map(|i| i as f64 * 1.5).collect();
             let bf = g.upload(&flags).unwrap();
             let what = format!("compact i32 density {density}%");
-            first_mismatch(&what, n, &g.download(&p.compact(&g.upload(&v32).unwrap(), &bf).unwrap()).unwrap(), &cpu::compact(&v32, &flags));
+            first_mismatch(
+                &what,
+                n,
+                &g.download(&p.compact(&g.upload(&v32).unwrap(), &bf).unwrap())
+                    .unwrap(),
+                &cpu::compact(&v32, &flags),
+            );
             let what = format!("compact f64 density {density}%");
-            first_mismatch(&what, n, &g.download(&p.compact(&g.upload(&v64).unwrap(), &bf).unwrap()).unwrap(), &cpu::compact(&v64, &flags));
-            first_mismatch("compact_indices", n, &g.download(&p.compact_indices(&bf).unwrap()).unwrap(), &cpu::compact_indices(&flags));
+            first_mismatch(
+                &what,
+                n,
+                &g.download(&p.compact(&g.upload(&v64).unwrap(), &bf).unwrap())
+                    .unwrap(),
+                &cpu::compact(&v64, &flags),
+            );
+            first_mismatch(
+                "compact_indices",
+                n,
+                &g.download(&p.compact_indices(&bf).unwrap()).unwrap(),
+                &cpu::compact_indices(&flags),
+            );
         }
     }
 }
@@ -195,28 +324,57 @@ fn histogram_matches_reference() {
             let mut r = Rng(0x4157 + n as u64 + nbins as u64);
             // some keys out of range (ignored), skewed distribution (hot bins)
             let keys: Vec<u32> = (0..n)
-                .map(|_| if r.below(4) == 0 { r.below(8) as u32 } else { r.below(nbins as u64 + nbins as u64 / 10 + 1) as u32 })
+                .map(|_| {
+                    if r.below(4) == 0 {
+                        r.below(8) as u32
+                    } else {
+                        r.below(nbins as u64 + nbins as u64 / 10 + 1) as u32
+                    }
+                })
                 .collect();
-            let got = g.download(&p.histogram(&g.upload(&keys).unwrap(), nbins).unwrap()).unwrap();
-            first_mismatch(&format!("histogram with {nbins} bins"), n, &got, &cpu::histogram(&keys, nbins));
+            let got = g
+                .download(&p.histogram(&g.upload(&keys).unwrap(), nbins).unwrap())
+                .unwrap();
+            first_mismatch(
+                &format!("histogram with {nbins} bins"),
+                n,
+                &got,
+                &cpu::histogram(&keys, nbins),
+            );
         }
     }
 }
 
 /// Check a stable sort with values = original indices without a CPU sort: keys ascending,
 /// key[i] == original[value[i]], values a permutation, equal keys in increasing value order.
-fn check_stable_sort_by_index<K: Ord + Copy + std::fmt::Debug>(what: &str, orig: &[K], keys: &[K], vals: &[u32]) {
+fn check_stable_sort_by_index<K: Ord + Copy + std::fmt::Debug>(
+    what: &str,
+    orig: &[K],
+    keys: &[K],
+    vals: &[u32],
+) {
     let n = orig.len();
     assert_eq!(keys.len(), n, "{what}: key count");
     assert_eq!(vals.len(), n, "{what}: value count");
     let mut seen = vec![false; n];
     for i in 0..n {
         let v = vals[i] as usize;
-        assert!(v < n && !seen[v], "{what} (n = {n}): value {v} at {i} repeated or out of range");
+        assert!(
+            v < n && !seen[v],
+            "{what} (n = {n}): value {v} at {i} repeated or out of range"
+        );
         seen[v] = true;
-        assert_eq!(keys[i], orig[v], "{what} (n = {n}): key at {i} does not belong to its value {v}");
+        assert_eq!(
+            keys[i], orig[v],
+            "{what} (n = {n}): key at {i} does not belong to its value {v}"
+        );
         if i > 0 {
-            assert!(keys[i - 1] <= keys[i], "{what} (n = {n}): keys out of order at {i}: {:?} > {:?}", keys[i - 1], keys[i]);
+            assert!(
+                keys[i - 1] <= keys[i],
+                "{what} (n = {n}): keys out of order at {i}: {:?} > {:?}",
+                keys[i - 1],
+                keys[i]
+            );
             if keys[i - 1] == keys[i] {
                 assert!(vals[i - 1] < vals[i], "{what} (n = {n}): not stable at {i}");
             }
@@ -260,7 +418,12 @@ fn radix_sort_matches_reference() {
         p.radix_sort_keys(&mut bk, Some(24)).unwrap();
         let mut want = k24.clone();
         want.sort_unstable();
-        first_mismatch("radix sort u32 keys (24 bits)", n, &g.download(&bk).unwrap(), &want);
+        first_mismatch(
+            "radix sort u32 keys (24 bits)",
+            n,
+            &g.download(&bk).unwrap(),
+            &want,
+        );
     }
 }
 
@@ -274,7 +437,13 @@ fn segmented_sort_matches_reference() {
             let mut r = Rng(0x5e6 + nrows as u64 + long as u64);
             // ragged rows: mostly 0..12 entries, a few up to 40, and (long) one of 1000
             let mut counts: Vec<u32> = (0..nrows)
-                .map(|_| if r.below(10) == 0 { r.below(41) as u32 } else { r.below(13) as u32 })
+                .map(|_| {
+                    if r.below(10) == 0 {
+                        r.below(41) as u32
+                    } else {
+                        r.below(13) as u32
+                    }
+                })
                 .collect();
             if long && nrows > 0 {
                 counts[nrows / 2] = 1000;
@@ -282,9 +451,13 @@ fn segmented_sort_matches_reference() {
             let offsets = cpu::offsets_from_counts(&counts).unwrap();
             let nnz = *offsets.last().unwrap() as usize;
             for order in [SegOrder::Unsigned, SegOrder::Signed, SegOrder::TcsrColumn] {
-                let vals: Vec<u32> = (0..nnz).map(|_| r.next() as u32 >> (r.below(20) as u32)).collect();
+                let vals: Vec<u32> = (0..nnz)
+                    .map(|_| r.next() as u32 >> (r.below(20) as u32))
+                    .collect();
                 let vals: Vec<u32> = if order == SegOrder::Signed || order == SegOrder::TcsrColumn {
-                    vals.iter().map(|&v| if r.below(2) == 0 { !v } else { v }).collect()
+                    vals.iter()
+                        .map(|&v| if r.below(2) == 0 { !v } else { v })
+                        .collect()
                 } else {
                     vals
                 };
@@ -293,7 +466,12 @@ fn segmented_sort_matches_reference() {
                 p.segmented_sort(&mut bv, &bo, order).unwrap();
                 let mut want = vals.clone();
                 cpu::segmented_sort(&mut want, &offsets, order);
-                first_mismatch(&format!("segmented sort {order:?} (long row: {long})"), nrows, &g.download(&bv).unwrap(), &want);
+                first_mismatch(
+                    &format!("segmented sort {order:?} (long row: {long})"),
+                    nrows,
+                    &g.download(&bv).unwrap(),
+                    &want,
+                );
             }
         }
     }
@@ -306,17 +484,26 @@ fn unique_matches_reference() {
     let p = g.primitives().unwrap();
     for n in SIZES {
         let mut r = Rng(0x0417 + n as u64);
-        let mut k: Vec<u32> = (0..n).map(|_| r.below((n as u64 / 3).max(1)) as u32).collect();
+        let mut k: Vec<u32> = (0..n)
+            .map(|_| r.below((n as u64 / 3).max(1)) as u32)
+            .collect();
         k.sort_unstable();
         let (u, ids) = p.unique_with_ids(&g.upload(&k).unwrap()).unwrap();
         let (wu, wids) = cpu::unique_with_ids(&k);
         first_mismatch("unique u32", n, &g.download(&u).unwrap(), &wu);
         first_mismatch("unique u32 ids", n, &g.download(&ids).unwrap(), &wids);
-        let mut k64: Vec<u64> = (0..n).map(|_| r.below(1 << 40) | if r.below(2) == 0 { 0 } else { 1 << 40 }).collect();
+        let mut k64: Vec<u64> = (0..n)
+            .map(|_| r.below(1 << 40) | if r.below(2) == 0 { 0 } else { 1 << 40 })
+            .collect();
         k64.sort_unstable();
         // duplicate every element once more
         let k64: Vec<u64> = k64.iter().flat_map(|&x| [x, x]).collect();
         let u = p.unique(&g.upload(&k64).unwrap()).unwrap();
-        first_mismatch("unique u64", n, &g.download(&u).unwrap(), &cpu::unique_with_ids(&k64).0);
+        first_mismatch(
+            "unique u64",
+            n,
+            &g.download(&u).unwrap(),
+            &cpu::unique_with_ids(&k64).0,
+        );
     }
 }

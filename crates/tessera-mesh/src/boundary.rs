@@ -96,7 +96,11 @@ pub fn extract_boundary(mesh: &PolyMesh) -> Boundary {
     };
     let flags: Vec<u8> = match par {
         Par::Seq => (0..nf).map(flag).collect(),
-        Par::Rayon => (0..nf).into_par_iter().with_min_len(4096).map(flag).collect(),
+        Par::Rayon => (0..nf)
+            .into_par_iter()
+            .with_min_len(4096)
+            .map(flag)
+            .collect(),
     };
     let emit = |f: usize| {
         let fl = flags[f];
@@ -105,9 +109,16 @@ pub fn extract_boundary(mesh: &PolyMesh) -> Boundary {
         a.into_iter().chain(b)
     };
     let (faces, manifold): (Vec<i32>, bool) = match par {
-        Par::Seq => ((0..nf).flat_map(emit).collect(), flags.iter().all(|&f| f & 4 == 0)),
+        Par::Seq => (
+            (0..nf).flat_map(emit).collect(),
+            flags.iter().all(|&f| f & 4 == 0),
+        ),
         Par::Rayon => (
-            (0..nf).into_par_iter().with_min_len(4096).flat_map_iter(emit).collect(),
+            (0..nf)
+                .into_par_iter()
+                .with_min_len(4096)
+                .flat_map_iter(emit)
+                .collect(),
             flags.par_iter().all(|&f| f & 4 == 0),
         ),
     };
@@ -115,7 +126,9 @@ pub fn extract_boundary(mesh: &PolyMesh) -> Boundary {
     // mark edges of boundary faces (a pass over ∂2), then vertices of boundary edges (∂1)
     let fe = mesh.face_edges();
     let ev = mesh.edge_vertices();
-    let edge_mark: Vec<AtomicBool> = (0..mesh.num_edges()).map(|_| AtomicBool::new(false)).collect();
+    let edge_mark: Vec<AtomicBool> = (0..mesh.num_edges())
+        .map(|_| AtomicBool::new(false))
+        .collect();
     let mark_face = |f: usize| {
         if flags[f] & 3 != 0 {
             for &e in fe.row(f) {
@@ -125,10 +138,15 @@ pub fn extract_boundary(mesh: &PolyMesh) -> Boundary {
     };
     match par {
         Par::Seq => (0..nf).for_each(mark_face),
-        Par::Rayon => (0..nf).into_par_iter().with_min_len(4096).for_each(mark_face),
+        Par::Rayon => (0..nf)
+            .into_par_iter()
+            .with_min_len(4096)
+            .for_each(mark_face),
     }
     let edges = compact_marked(par, &edge_mark);
-    let vertex_mark: Vec<AtomicBool> = (0..mesh.num_vertices()).map(|_| AtomicBool::new(false)).collect();
+    let vertex_mark: Vec<AtomicBool> = (0..mesh.num_vertices())
+        .map(|_| AtomicBool::new(false))
+        .collect();
     let mark_edge = |e: &u32| {
         for v in ev[*e as usize] {
             vertex_mark[v as usize].store(true, Ordering::Relaxed);
@@ -139,7 +157,12 @@ pub fn extract_boundary(mesh: &PolyMesh) -> Boundary {
         Par::Rayon => edges.par_iter().with_min_len(4096).for_each(mark_edge),
     }
     let vertices = compact_marked(par, &vertex_mark);
-    Boundary { faces, edges, vertices, manifold }
+    Boundary {
+        faces,
+        edges,
+        vertices,
+        manifold,
+    }
 }
 
 /// Indices of the set markers, in increasing order.
@@ -147,7 +170,11 @@ fn compact_marked(par: Par, mark: &[AtomicBool]) -> Vec<u32> {
     let keep = |i: usize| mark[i].load(Ordering::Relaxed).then_some(i as u32);
     match par {
         Par::Seq => (0..mark.len()).filter_map(keep).collect(),
-        Par::Rayon => (0..mark.len()).into_par_iter().with_min_len(4096).filter_map(keep).collect(),
+        Par::Rayon => (0..mark.len())
+            .into_par_iter()
+            .with_min_len(4096)
+            .filter_map(keep)
+            .collect(),
     }
 }
 
@@ -209,7 +236,8 @@ impl SurfaceMesh {
     }
     /// The vertex loop of polygon `i`.
     pub fn polygon(&self, i: usize) -> &[u32] {
-        &self.polygon_vertices[self.polygon_offsets[i] as usize..self.polygon_offsets[i + 1] as usize]
+        &self.polygon_vertices
+            [self.polygon_offsets[i] as usize..self.polygon_offsets[i + 1] as usize]
     }
 
     /// Undirected edges `[a, b]` (a < b) with their net use: +1 for each polygon passing
@@ -220,7 +248,10 @@ impl SurfaceMesh {
             let p = self.polygon(i);
             for k in 0..p.len() {
                 let (a, b) = (p[k], p[(k + 1) % p.len()]);
-                uses.push((((a.min(b) as u64) << 32) | a.max(b) as u64, if a < b { 1 } else { -1 }));
+                uses.push((
+                    ((a.min(b) as u64) << 32) | a.max(b) as u64,
+                    if a < b { 1 } else { -1 },
+                ));
             }
         }
         uses.sort_unstable();

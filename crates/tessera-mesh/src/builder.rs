@@ -69,19 +69,27 @@ impl PolyMeshBuilder {
 
     fn check_vertex(&self, v: u32) -> Result<(), MeshError> {
         if v as usize >= self.positions.len() {
-            return Err(MeshError::IndexOutOfRange { what: "vertex", index: v as u64, len: self.positions.len() });
+            return Err(MeshError::IndexOutOfRange {
+                what: "vertex",
+                index: v as u64,
+                len: self.positions.len(),
+            });
         }
         Ok(())
     }
 
     fn push_loop(&mut self, lp: &[u32]) -> Result<(), MeshError> {
         if lp.len() < 3 {
-            return Err(MeshError::InvalidTopology(format!("a face needs at least 3 vertices, got {lp:?}")));
+            return Err(MeshError::InvalidTopology(format!(
+                "a face needs at least 3 vertices, got {lp:?}"
+            )));
         }
         for (i, &v) in lp.iter().enumerate() {
             self.check_vertex(v)?;
             if lp[..i].contains(&v) {
-                return Err(MeshError::InvalidTopology(format!("face loop {lp:?} repeats vertex {v}")));
+                return Err(MeshError::InvalidTopology(format!(
+                    "face loop {lp:?} repeats vertex {v}"
+                )));
             }
         }
         self.loop_verts.extend_from_slice(lp);
@@ -93,7 +101,9 @@ impl PolyMeshBuilder {
     /// when `orient_by_volume` is on, else outward loops).
     pub fn add_cell(&mut self, faces: &[&[u32]]) -> Result<(), MeshError> {
         if !self.free_faces.is_empty() {
-            return Err(MeshError::InvalidTopology("add cells before free faces".into()));
+            return Err(MeshError::InvalidTopology(
+                "add cells before free faces".into(),
+            ));
         }
         if faces.len() < 4 {
             return Err(MeshError::InvalidTopology(format!(
@@ -118,7 +128,9 @@ impl PolyMeshBuilder {
     /// Add a standard cell (tet, hex, prism, pyramid) by its vertices in VTK/Gmsh order.
     pub fn add_typed_cell(&mut self, ty: CellType, verts: &[u32]) -> Result<(), MeshError> {
         let Some(n) = ty.num_vertices() else {
-            return Err(MeshError::Unsupported("add_typed_cell needs a standard cell type".into()));
+            return Err(MeshError::Unsupported(
+                "add_typed_cell needs a standard cell type".into(),
+            ));
         };
         if verts.len() != n {
             return Err(MeshError::InvalidTopology(format!(
@@ -169,7 +181,9 @@ impl PolyMeshBuilder {
                 if !(vol.abs() > 1e-12 * scale * scale * scale) || !vol.is_finite() {
                     return Err(MeshError::DegenerateCell {
                         cell: c,
-                        reason: format!("signed volume {vol:e} is zero relative to its size {scale:e}"),
+                        reason: format!(
+                            "signed volume {vol:e} is zero relative to its size {scale:e}"
+                        ),
                     });
                 }
                 Ok(vol < 0.0)
@@ -192,7 +206,11 @@ impl PolyMeshBuilder {
             let l = loop_of(u);
             let n = l.len();
             let i = (0..n).min_by_key(|&i| l[i]).unwrap();
-            if l[(i + 1) % n] < l[(i + n - 1) % n] { 1 } else { -1 }
+            if l[(i + 1) % n] < l[(i + n - 1) % n] {
+                1
+            } else {
+                -1
+            }
         };
         let mut canon_offsets = vec![0u32; nfaces + 1];
         for f in 0..nfaces {
@@ -206,7 +224,11 @@ impl PolyMeshBuilder {
             let fwd = l[(i + 1) % n] < l[(i + n - 1) % n];
             let out = &mut canon[canon_offsets[f] as usize..canon_offsets[f + 1] as usize];
             for k in 0..n {
-                out[k] = if fwd { l[(i + k) % n] } else { l[(i + n - k) % n] };
+                out[k] = if fwd {
+                    l[(i + k) % n]
+                } else {
+                    l[(i + n - k) % n]
+                };
             }
         }
 
@@ -225,7 +247,10 @@ impl PolyMeshBuilder {
             Par::Rayon => edge_keys.par_sort_unstable(),
         }
         edge_keys.dedup();
-        let edge_vertices: Vec<[u32; 2]> = edge_keys.iter().map(|&k| [(k >> 32) as u32, k as u32]).collect();
+        let edge_vertices: Vec<[u32; 2]> = edge_keys
+            .iter()
+            .map(|&k| [(k >> 32) as u32, k as u32])
+            .collect();
         let face_edge_cols: Vec<i32> = maybe_par_map(par, keys.len(), |i| {
             let e = edge_keys.binary_search(&keys[i]).expect("edge key present") as u32;
             e as i32
@@ -258,10 +283,13 @@ impl PolyMeshBuilder {
             (1..row.len()).any(|i| row[..i].iter().any(|&v| col(v) == col(row[i])))
         });
         if let Some(c) = twice.iter().position(|&t| t) {
-            return Err(MeshError::InvalidTopology(format!("cell {c} uses a face twice")));
+            return Err(MeshError::InvalidTopology(format!(
+                "cell {c} uses a face twice"
+            )));
         }
         let cell_faces = Tcsr::new(nfaces, cf_offsets, cf_cols)?;
-        let mut mesh = PolyMesh::from_operators(self.positions, edge_vertices, face_edges, cell_faces)?;
+        let mut mesh =
+            PolyMesh::from_operators(self.positions, edge_vertices, face_edges, cell_faces)?;
         mesh.set_par(par);
         Ok(mesh)
     }
@@ -355,7 +383,8 @@ pub fn signed_volume(pos: &[Point], lv: &[u32], offs: &[u32]) -> (f64, f64) {
             }
         }
     }
-    let scale = ((hi[0] - lo[0]).powi(2) + (hi[1] - lo[1]).powi(2) + (hi[2] - lo[2]).powi(2)).sqrt();
+    let scale =
+        ((hi[0] - lo[0]).powi(2) + (hi[1] - lo[1]).powi(2) + (hi[2] - lo[2]).powi(2)).sqrt();
     (vol / 6.0, scale)
 }
 
@@ -365,17 +394,43 @@ mod tests {
 
     /// Dissertation Fig. 3.5: two tetrahedra sharing face f0 = (v0, v1, v2).
     pub fn fig_3_5_positions() -> Vec<Point> {
-        vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, -1.0], [0.3, 0.3, 1.0]]
+        vec![
+            [0.0, 0.0, 0.0],
+            [1.0, 0.0, 0.0],
+            [0.0, 1.0, 0.0],
+            [0.0, 0.0, -1.0],
+            [0.3, 0.3, 1.0],
+        ]
     }
 
     #[test]
     fn fig_3_5_from_tets() {
         let mut b = PolyMeshBuilder::new(fig_3_5_positions());
-        b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 3]).unwrap();
-        b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 4]).unwrap();
+        b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 3])
+            .unwrap();
+        b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 4])
+            .unwrap();
         let m = b.build(Par::Seq).unwrap();
-        assert_eq!((m.num_vertices(), m.num_edges(), m.num_faces(), m.num_cells()), (5, 9, 7, 2));
-        let d1: Vec<[u32; 2]> = vec![[0, 1], [0, 2], [0, 3], [0, 4], [1, 2], [1, 3], [1, 4], [2, 3], [2, 4]];
+        assert_eq!(
+            (
+                m.num_vertices(),
+                m.num_edges(),
+                m.num_faces(),
+                m.num_cells()
+            ),
+            (5, 9, 7, 2)
+        );
+        let d1: Vec<[u32; 2]> = vec![
+            [0, 1],
+            [0, 2],
+            [0, 3],
+            [0, 4],
+            [1, 2],
+            [1, 3],
+            [1, 4],
+            [2, 3],
+            [2, 4],
+        ];
         assert_eq!(m.edge_vertices(), &d1[..]);
         let d2 = m.face_edges().to_dense();
         let want_d2: Vec<Vec<i8>> = vec![
@@ -389,24 +444,38 @@ mod tests {
         ];
         assert_eq!(d2, want_d2);
         let d3 = m.cell_faces().to_dense();
-        assert_eq!(d3, vec![vec![1, -1, 0, 1, 0, -1, 0], vec![-1, 0, 1, 0, -1, 0, 1]]);
+        assert_eq!(
+            d3,
+            vec![vec![1, -1, 0, 1, 0, -1, 0], vec![-1, 0, 1, 0, -1, 0, 1]]
+        );
     }
 
     #[test]
     fn degenerate_cell_is_an_error() {
-        let pos = vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 0.0]];
+        let pos = vec![
+            [0.0, 0.0, 0.0],
+            [1.0, 0.0, 0.0],
+            [0.0, 1.0, 0.0],
+            [1.0, 1.0, 0.0],
+        ];
         let mut b = PolyMeshBuilder::new(pos);
-        b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 3]).unwrap();
-        assert!(matches!(b.build(Par::Seq), Err(MeshError::DegenerateCell { cell: 0, .. })));
+        b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 3])
+            .unwrap();
+        assert!(matches!(
+            b.build(Par::Seq),
+            Err(MeshError::DegenerateCell { cell: 0, .. })
+        ));
     }
 
     #[test]
     fn inverted_tet_is_flipped() {
         let mut b = PolyMeshBuilder::new(fig_3_5_positions());
-        b.add_typed_cell(CellType::Tetrahedron, &[0, 2, 1, 3]).unwrap();
+        b.add_typed_cell(CellType::Tetrahedron, &[0, 2, 1, 3])
+            .unwrap();
         let m = b.build(Par::Seq).unwrap();
         let mut b2 = PolyMeshBuilder::new(fig_3_5_positions());
-        b2.add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 3]).unwrap();
+        b2.add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 3])
+            .unwrap();
         let m2 = b2.build(Par::Seq).unwrap();
         assert_eq!(m.face_edges(), m2.face_edges());
         assert_eq!(m.cell_faces().to_dense(), m2.cell_faces().to_dense());
@@ -415,11 +484,17 @@ mod tests {
     #[test]
     fn out_of_range_and_nan_are_errors() {
         let mut b = PolyMeshBuilder::new(fig_3_5_positions());
-        assert!(b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 9]).is_err());
+        assert!(b
+            .add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 9])
+            .is_err());
         let mut pos = fig_3_5_positions();
         pos[3][1] = f64::NAN;
         let mut b = PolyMeshBuilder::new(pos);
-        b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 3]).unwrap();
-        assert!(matches!(b.build(Par::Seq), Err(MeshError::NonFinitePosition { vertex: 3 })));
+        b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 3])
+            .unwrap();
+        assert!(matches!(
+            b.build(Par::Seq),
+            Err(MeshError::NonFinitePosition { vertex: 3 })
+        ));
     }
 }

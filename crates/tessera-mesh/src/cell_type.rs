@@ -54,8 +54,20 @@ impl CellType {
                 &[2, 3, 7, 6],
                 &[3, 0, 4, 7],
             ],
-            CellType::Prism => &[&[0, 2, 1], &[3, 4, 5], &[0, 1, 4, 3], &[1, 2, 5, 4], &[2, 0, 3, 5]],
-            CellType::Pyramid => &[&[0, 3, 2, 1], &[0, 1, 4], &[1, 2, 4], &[2, 3, 4], &[3, 0, 4]],
+            CellType::Prism => &[
+                &[0, 2, 1],
+                &[3, 4, 5],
+                &[0, 1, 4, 3],
+                &[1, 2, 5, 4],
+                &[2, 0, 3, 5],
+            ],
+            CellType::Pyramid => &[
+                &[0, 3, 2, 1],
+                &[0, 1, 4],
+                &[1, 2, 4],
+                &[2, 3, 4],
+                &[3, 0, 4],
+            ],
             CellType::Polyhedron => &[],
         }
     }
@@ -73,6 +85,11 @@ impl CellType {
         }
     }
 
-    pub const ALL: [CellType; 5] =
-        [CellType::Tetrahedron, CellType::Hexahedron, CellType::Prism, CellType::Pyramid, CellType::Polyhedron];
+    pub const ALL: [CellType; 5] = [
+        CellType::Tetrahedron,
+        CellType::Hexahedron,
+        CellType::Prism,
+        CellType::Pyramid,
+        CellType::Polyhedron,
+    ];
 }

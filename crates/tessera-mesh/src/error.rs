@@ -16,20 +16,35 @@ pub enum MeshError {
     NonFinitePosition { vertex: usize },
     /// An index outside its range.
     #[error("{what} {index} out of range (there are {len})")]
-    IndexOutOfRange { what: &'static str, index: u64, len: usize },
+    IndexOutOfRange {
+        what: &'static str,
+        index: u64,
+        len: usize,
+    },
     /// Errors from the TCSR layer.
     #[error(transparent)]
     Tcsr(#[from] tessera_sparse::TcsrError),
     /// A parse error with file, line (1-based; 0 when unknown) and, for binary files, byte offset.
     #[error("{}:{}: {msg}", path.display(), location)]
-    Parse { path: PathBuf, location: String, msg: String },
+    Parse {
+        path: PathBuf,
+        location: String,
+        msg: String,
+    },
     /// An operating-system IO error on a path.
     #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// A topology violation found by `PolyMesh::validate`, naming the element (see
     /// [`crate::validate`]).
     #[error("invalid mesh: {entity} {index} {violation}")]
-    Invalid { entity: crate::validate::Entity, index: usize, violation: crate::validate::Violation },
+    Invalid {
+        entity: crate::validate::Entity,
+        index: usize,
+        violation: crate::validate::Violation,
+    },
     /// Input the operation does not support (for example non-manifold input to subdivision).
     #[error("unsupported: {0}")]
     Unsupported(String),
@@ -41,10 +56,18 @@ pub enum MeshError {
 impl MeshError {
     /// A parse error at a 1-based line.
     pub fn parse_line(path: impl Into<PathBuf>, line: usize, msg: impl Into<String>) -> Self {
-        MeshError::Parse { path: path.into(), location: format!("line {line}"), msg: msg.into() }
+        MeshError::Parse {
+            path: path.into(),
+            location: format!("line {line}"),
+            msg: msg.into(),
+        }
     }
     /// A parse error at a byte offset (binary files).
     pub fn parse_offset(path: impl Into<PathBuf>, offset: u64, msg: impl Into<String>) -> Self {
-        MeshError::Parse { path: path.into(), location: format!("byte {offset}"), msg: msg.into() }
+        MeshError::Parse {
+            path: path.into(),
+            location: format!("byte {offset}"),
+            msg: msg.into(),
+        }
     }
 }

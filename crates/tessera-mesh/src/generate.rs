@@ -42,13 +42,25 @@ pub enum BoxKind {
 }
 
 // local voxel corners: d = dx + 2 dy + 4 dz
-const KUHN: [[usize; 4]; 6] =
-    [[0, 1, 3, 7], [0, 1, 5, 7], [0, 2, 3, 7], [0, 2, 6, 7], [0, 4, 5, 7], [0, 4, 6, 7]];
+const KUHN: [[usize; 4]; 6] = [
+    [0, 1, 3, 7],
+    [0, 1, 5, 7],
+    [0, 2, 3, 7],
+    [0, 2, 6, 7],
+    [0, 4, 5, 7],
+    [0, 4, 6, 7],
+];
 const HEX: [usize; 8] = [0, 1, 3, 2, 4, 5, 7, 6];
 const PRISM_X: [[usize; 6]; 2] = [[0, 2, 6, 1, 3, 7], [0, 6, 4, 1, 7, 5]];
 const PRISM_Y: [[usize; 6]; 2] = [[0, 1, 5, 2, 3, 7], [0, 5, 4, 2, 7, 6]];
-const VOXEL_FACES: [[usize; 4]; 6] =
-    [[0, 2, 6, 4], [1, 3, 7, 5], [0, 1, 5, 4], [2, 3, 7, 6], [0, 1, 3, 2], [4, 5, 7, 6]];
+const VOXEL_FACES: [[usize; 4]; 6] = [
+    [0, 2, 6, 4],
+    [1, 3, 7, 5],
+    [0, 1, 5, 4],
+    [2, 3, 7, 6],
+    [0, 1, 3, 2],
+    [4, 5, 7, 6],
+];
 
 /// Cells as types plus concatenated vertex lists (ids before compaction).
 #[derive(Default)]
@@ -84,7 +96,9 @@ impl Grid {
         let sy = self.n[0] as u64 + 1;
         let sz = sy * (self.n[1] as u64 + 1);
         let b = i as u64 + sy * j as u64 + sz * k as u64;
-        std::array::from_fn(|d| b + sx * (d & 1) as u64 + sy * ((d >> 1) & 1) as u64 + sz * ((d >> 2) & 1) as u64)
+        std::array::from_fn(|d| {
+            b + sx * (d & 1) as u64 + sy * ((d >> 1) & 1) as u64 + sz * ((d >> 2) & 1) as u64
+        })
     }
     fn centre_id(&self, i: usize, j: usize, k: usize) -> u64 {
         self.ngrid() + i as u64 + self.n[0] as u64 * (j as u64 + self.n[1] as u64 * k as u64)
@@ -127,15 +141,22 @@ impl Grid {
                 let b = self.n[1].div_ceil(2);
                 match (i < a, j < b) {
                     (true, true) => tets(out),
-                    (false, true) => PRISM_X.iter().for_each(|p| out.push(CellType::Prism, p.map(|d| c[d]))),
-                    (true, false) => PRISM_Y.iter().for_each(|p| out.push(CellType::Prism, p.map(|d| c[d]))),
+                    (false, true) => PRISM_X
+                        .iter()
+                        .for_each(|p| out.push(CellType::Prism, p.map(|d| c[d]))),
+                    (true, false) => PRISM_Y
+                        .iter()
+                        .for_each(|p| out.push(CellType::Prism, p.map(|d| c[d]))),
                     (false, false) => {
                         if (i + j + k) % 2 == 0 {
                             out.push(CellType::Hexahedron, HEX.map(|d| c[d]));
                         } else {
                             let apex = self.centre_id(i, j, k);
                             for f in VOXEL_FACES {
-                                out.push(CellType::Pyramid, f.map(|d| c[d]).into_iter().chain([apex]));
+                                out.push(
+                                    CellType::Pyramid,
+                                    f.map(|d| c[d]).into_iter().chain([apex]),
+                                );
                             }
                         }
                     }
@@ -149,7 +170,13 @@ impl Grid {
 /// at `origin`) for which `keep(v)` holds, each voxel split as `kind` says. Only vertices of
 /// kept voxels are part of the mesh (numbered in grid order). The result is conforming
 /// (neighbouring voxels share their faces exactly) and every cell has positive volume.
-pub fn voxel_mesh<F>(kind: BoxKind, n: [usize; 3], origin: Point, spacing: [f64; 3], keep: F) -> Result<PolyMesh, MeshError>
+pub fn voxel_mesh<F>(
+    kind: BoxKind,
+    n: [usize; 3],
+    origin: Point,
+    spacing: [f64; 3],
+    keep: F,
+) -> Result<PolyMesh, MeshError>
 where
     F: Fn([usize; 3]) -> bool + Sync,
 {
@@ -158,10 +185,18 @@ where
             "voxel grid needs a finite origin and positive spacing, got origin {origin:?}, spacing {spacing:?}"
         )));
     }
-    let grid = Grid { n, origin, h: spacing };
+    let grid = Grid {
+        n,
+        origin,
+        h: spacing,
+    };
     let cells_per_voxel: u64 = if kind == BoxKind::Hex { 1 } else { 6 };
-    if grid.ngrid() + grid.nvoxels() > u32::MAX as u64 / 2 || grid.nvoxels() * cells_per_voxel * 6 > u32::MAX as u64 {
-        return Err(MeshError::Unsupported(format!("voxel grid {n:?} exceeds 32-bit mesh indices")));
+    if grid.ngrid() + grid.nvoxels() > u32::MAX as u64 / 2
+        || grid.nvoxels() * cells_per_voxel * 6 > u32::MAX as u64
+    {
+        return Err(MeshError::Unsupported(format!(
+            "voxel grid {n:?} exceeds 32-bit mesh indices"
+        )));
     }
     // 1. cells, per z-slab in parallel (concatenated in slab order: deterministic)
     let slab = |k: usize| {
@@ -199,7 +234,11 @@ where
             positions.push(grid.position(id as u64));
         }
     }
-    let verts: Vec<u32> = verts.par_iter().with_min_len(1 << 14).map(|&v| remap[v as usize]).collect();
+    let verts: Vec<u32> = verts
+        .par_iter()
+        .with_min_len(1 << 14)
+        .map(|&v| remap[v as usize])
+        .collect();
     drop(remap);
     // 3. build
     let mut b = PolyMeshBuilder::new(positions);
@@ -221,7 +260,8 @@ where
 /// (use [`voxel_mesh`] for a `Result`).
 pub fn box_mesh(kind: BoxKind, n: [usize; 3], extent: [f64; 3]) -> PolyMesh {
     let spacing = std::array::from_fn(|d| extent[d] / n[d].max(1) as f64);
-    voxel_mesh(kind, n, [0.0; 3], spacing, |_| true).expect("box_mesh needs a positive extent and a size within 32-bit indices")
+    voxel_mesh(kind, n, [0.0; 3], spacing, |_| true)
+        .expect("box_mesh needs a positive extent and a size within 32-bit indices")
 }
 
 /// Geometry of the mechanical bracket of [`bracket`], in mm: a base plate with four
@@ -288,10 +328,14 @@ impl BracketGeometry {
     pub fn contains(&self, p: Point) -> bool {
         let r2 = self.bolt_hole_radius * self.bolt_hole_radius;
         let in_plate = Self::in_box(p, self.plate_min, self.plate_max)
-            && !self.bolt_hole_centres.iter().any(|c| (p[0] - c[0]).powi(2) + (p[1] - c[1]).powi(2) < r2);
+            && !self
+                .bolt_hole_centres
+                .iter()
+                .any(|c| (p[0] - c[0]).powi(2) + (p[1] - c[1]).powi(2) < r2);
         let c = self.load_hole_centre;
         let in_rib = Self::in_box(p, self.rib_min, self.rib_max)
-            && (p[0] - c[0]).powi(2) + (p[2] - c[2]).powi(2) >= self.load_hole_radius * self.load_hole_radius;
+            && (p[0] - c[0]).powi(2) + (p[2] - c[2]).powi(2)
+                >= self.load_hole_radius * self.load_hole_radius;
         in_plate || in_rib
     }
 
@@ -312,13 +356,17 @@ impl BracketGeometry {
     pub fn on_load_hole(&self, p: Point, tol: f64) -> bool {
         let c = self.load_hole_centre;
         let d = ((p[0] - c[0]).powi(2) + (p[2] - c[2]).powi(2)).sqrt();
-        p[1] >= self.rib_min[1] - tol && p[1] <= self.rib_max[1] + tol && (d - self.load_hole_radius).abs() <= tol
+        p[1] >= self.rib_min[1] - tol
+            && p[1] <= self.rib_max[1] + tol
+            && (d - self.load_hole_radius).abs() <= tol
     }
 
     /// Whether voxel `v` belongs to the solid (its centre is inside).
     pub fn keeps_voxel(&self, v: [usize; 3]) -> bool {
         let h = self.voxel_size;
-        self.contains(std::array::from_fn(|d| self.origin[d] + (v[d] as f64 + 0.5) * h))
+        self.contains(std::array::from_fn(|d| {
+            self.origin[d] + (v[d] as f64 + 0.5) * h
+        }))
     }
 }
 
@@ -366,7 +414,11 @@ pub fn non_manifold_example() -> PolyMesh {
     let mut p: Vec<Point> = Vec::new();
     for (ox, oy) in [(0.0, 0.0), (1.0, 1.0)] {
         for d in 0..8usize {
-            p.push([ox + (d & 1) as f64, oy + ((d >> 1) & 1) as f64, ((d >> 2) & 1) as f64]);
+            p.push([
+                ox + (d & 1) as f64,
+                oy + ((d >> 1) & 1) as f64,
+                ((d >> 2) & 1) as f64,
+            ]);
         }
     }
     // the second hex's corner (0,0,dz) is the first hex's corner (1,1,dz): reuse 3 and 7
@@ -387,8 +439,10 @@ pub fn non_manifold_example() -> PolyMesh {
     let mut b = PolyMeshBuilder::new(positions);
     for h in 0..2 {
         let v: Vec<u32> = HEX.iter().map(|&d| remap[8 * h + d]).collect();
-        b.add_typed_cell(CellType::Hexahedron, &v).expect("valid hexahedron");
+        b.add_typed_cell(CellType::Hexahedron, &v)
+            .expect("valid hexahedron");
     }
-    b.add_free_face(&[4, 5, f0, f0 + 1]).expect("valid free face");
+    b.add_free_face(&[4, 5, f0, f0 + 1])
+        .expect("valid free face");
     b.build(Par::Seq).expect("valid example mesh")
 }

@@ -5,19 +5,19 @@
 //! ∂3 (cells -> signed faces) as ternary CSR matrices, plus vertex positions. Coboundaries
 //! and indirect relations are derived on request and cached.
 
+pub mod boundary;
 pub mod builder;
 pub mod cell_type;
 pub mod cuda;
 pub mod error;
+pub mod generate;
 pub mod io;
 pub mod poly;
 pub mod relations;
 pub mod simplex;
-pub mod boundary;
-pub mod generate;
 pub mod smooth;
-pub mod validate;
 pub mod subdivide;
+pub mod validate;
 
 pub use builder::PolyMeshBuilder;
 pub use cell_type::CellType;

@@ -110,7 +110,11 @@ impl PolyMesh {
     /// item 7: caches are "invalidated by mutable access to any operator").
     pub fn operators_mut(&mut self) -> (&mut Vec<[u32; 2]>, &mut Tcsr, &mut Tcsr) {
         self.cache = Relations::default();
-        (&mut self.edge_vertices, &mut self.face_edges, &mut self.cell_faces)
+        (
+            &mut self.edge_vertices,
+            &mut self.face_edges,
+            &mut self.cell_faces,
+        )
     }
 
     /// Drop all cached derived relations.
@@ -139,7 +143,8 @@ impl PolyMesh {
 
     /// Euler characteristic V - E + F - C.
     pub fn euler_characteristic(&self) -> i64 {
-        self.num_vertices() as i64 - self.num_edges() as i64 + self.num_faces() as i64 - self.num_cells() as i64
+        self.num_vertices() as i64 - self.num_edges() as i64 + self.num_faces() as i64
+            - self.num_cells() as i64
     }
 
     /// The relations cache (compute-on-request accessors live in [`crate::relations`]).
@@ -149,6 +154,11 @@ impl PolyMesh {
 
     /// Take the stored arrays `(positions, edge_vertices, face_edges, cell_faces)`.
     pub fn into_parts(self) -> (Vec<Point>, Vec<[u32; 2]>, Tcsr, Tcsr) {
-        (self.positions, self.edge_vertices, self.face_edges, self.cell_faces)
+        (
+            self.positions,
+            self.edge_vertices,
+            self.face_edges,
+            self.cell_faces,
+        )
     }
 }

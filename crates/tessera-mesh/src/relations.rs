@@ -47,7 +47,16 @@ impl Relations {
         macro_rules! c {
             ($($f:ident),*) => { $( if self.$f.get().is_some() { v.push(stringify!($f)); } )* };
         }
-        c!(vertex_edges, edge_faces, face_cells, face_vertices, cell_edges, cell_vertices, vertex_cells, edge_cells);
+        c!(
+            vertex_edges,
+            edge_faces,
+            face_cells,
+            face_vertices,
+            cell_edges,
+            cell_vertices,
+            vertex_cells,
+            edge_cells
+        );
         v
     }
     /// Bytes held by cached relations.
@@ -79,7 +88,11 @@ where
 {
     let counts: Vec<u32> = match par {
         Par::Seq => (0..nrows).map(&count).collect(),
-        Par::Rayon => (0..nrows).into_par_iter().with_min_len(1024).map(&count).collect(),
+        Par::Rayon => (0..nrows)
+            .into_par_iter()
+            .with_min_len(1024)
+            .map(&count)
+            .collect(),
     };
     let offsets = offsets_from_counts(par, &counts).expect("relation has fewer than 2^32 entries");
     let mut cols = vec![0i32; *offsets.last().unwrap() as usize];
@@ -100,7 +113,11 @@ where
                 rows.push(h);
                 rest = t;
             }
-            rows.into_par_iter().with_min_len(1024).enumerate().map(|(r, s)| fill(r, s) as u32).collect()
+            rows.into_par_iter()
+                .with_min_len(1024)
+                .enumerate()
+                .map(|(r, s)| fill(r, s) as u32)
+                .collect()
         }
     };
     if written == counts {
@@ -159,14 +176,24 @@ pub fn transpose_edge_vertices(edge_vertices: &[[u32; 2]], nvertices: usize, par
         }
         Par::Rayon => {
             use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
-            let cursor: Vec<AtomicU32> = offsets[..nvertices].par_iter().map(|&o| AtomicU32::new(o)).collect();
-            let slots: Vec<AtomicI32> = (0..nnz).into_par_iter().map(|_| AtomicI32::new(0)).collect();
-            edge_vertices.par_iter().enumerate().with_min_len(4096).for_each(|(e, &[a, b])| {
-                for (v, neg) in [(a, true), (b, false)] {
-                    let o = cursor[v as usize].fetch_add(1, Ordering::Relaxed);
-                    slots[o as usize].store(encode(e as u32, neg), Ordering::Relaxed);
-                }
-            });
+            let cursor: Vec<AtomicU32> = offsets[..nvertices]
+                .par_iter()
+                .map(|&o| AtomicU32::new(o))
+                .collect();
+            let slots: Vec<AtomicI32> = (0..nnz)
+                .into_par_iter()
+                .map(|_| AtomicI32::new(0))
+                .collect();
+            edge_vertices
+                .par_iter()
+                .enumerate()
+                .with_min_len(4096)
+                .for_each(|(e, &[a, b])| {
+                    for (v, neg) in [(a, true), (b, false)] {
+                        let o = cursor[v as usize].fetch_add(1, Ordering::Relaxed);
+                        slots[o as usize].store(encode(e as u32, neg), Ordering::Relaxed);
+                    }
+                });
             let out: Vec<i32> = slots.into_iter().map(AtomicI32::into_inner).collect(); // reuses the allocation (same layout)
             let mut t = Tcsr::from_raw_unchecked(edge_vertices.len(), offsets, out);
             t.sort_rows(par);
@@ -184,7 +211,11 @@ pub fn face_loop(mesh: &PolyMesh, f: usize, out: &mut [i32]) -> usize {
     let ends = |v: i32| {
         let (e, s) = decode(v);
         let [a, b] = ev[e as usize];
-        if s > 0 { (a, b) } else { (b, a) }
+        if s > 0 {
+            (a, b)
+        } else {
+            (b, a)
+        }
     };
     let n = row.len();
     if n == 0 {
@@ -218,7 +249,9 @@ pub fn face_loop(mesh: &PolyMesh, f: usize, out: &mut [i32]) -> usize {
     out[0] = start as i32;
     let mut k = 1;
     while k < n {
-        let Some(j) = (0..n).find(|&j| !used[j] && ends(row[j]).0 == cur) else { break };
+        let Some(j) = (0..n).find(|&j| !used[j] && ends(row[j]).0 == cur) else {
+            break;
+        };
         used[j] = true;
         out[k] = cur as i32;
         k += 1;
@@ -241,35 +274,47 @@ impl PolyMesh {
 
     /// δ2 = ∂2ᵀ: edge -> signed incident faces.
     pub fn edge_faces(&self) -> &Tcsr {
-        self.cache.edge_faces.get_or_init(|| self.face_edges.transpose(self.par))
+        self.cache
+            .edge_faces
+            .get_or_init(|| self.face_edges.transpose(self.par))
     }
 
     /// δ3 = ∂3ᵀ: face -> signed incident cells.
     pub fn face_cells(&self) -> &Tcsr {
-        self.cache.face_cells.get_or_init(|| self.cell_faces.transpose(self.par))
+        self.cache
+            .face_cells
+            .get_or_init(|| self.cell_faces.transpose(self.par))
     }
 
     /// ∂̂2¹: face -> ordered vertex loop (positive entries). Dissertation §3.4.1: "can be
     /// computed without previously counting the vertices of each face, as each face forms
     /// a closed loop".
     pub fn face_vertices(&self) -> &Tcsr {
-        self.cache.face_vertices.get_or_init(|| compute_face_vertices(self, self.par))
+        self.cache
+            .face_vertices
+            .get_or_init(|| compute_face_vertices(self, self.par))
     }
 
     /// ∂̂3¹: cell -> its edges, sorted (positive entries).
     pub fn cell_edges(&self) -> &Tcsr {
-        self.cache.cell_edges.get_or_init(|| compute_cell_edges(self, self.par))
+        self.cache
+            .cell_edges
+            .get_or_init(|| compute_cell_edges(self, self.par))
     }
 
     /// ∂̂3²: cell -> its vertices, sorted (positive entries).
     pub fn cell_vertices(&self) -> &Tcsr {
-        self.cache.cell_vertices.get_or_init(|| compute_cell_vertices(self, self.par))
+        self.cache
+            .cell_vertices
+            .get_or_init(|| compute_cell_vertices(self, self.par))
     }
 
     /// vertex -> incident cells, the transpose of ∂̂3².
     pub fn vertex_cells(&self) -> &Tcsr {
         let cv = self.cell_vertices();
-        self.cache.vertex_cells.get_or_init(|| cv.transpose(self.par))
+        self.cache
+            .vertex_cells
+            .get_or_init(|| cv.transpose(self.par))
     }
 
     /// edge -> incident cells, the transpose of ∂̂3¹.
@@ -282,7 +327,13 @@ impl PolyMesh {
 /// Face vertex loops, computed without caching.
 pub fn compute_face_vertices(mesh: &PolyMesh, par: Par) -> Tcsr {
     let fe = &mesh.face_edges;
-    build_rows(par, fe.nrows(), mesh.nvertices, |f| fe.row_len(f) as u32, |f, out| face_loop(mesh, f, out))
+    build_rows(
+        par,
+        fe.nrows(),
+        mesh.nvertices,
+        |f| fe.row_len(f) as u32,
+        |f, out| face_loop(mesh, f, out),
+    )
 }
 
 /// Cell edges: the positively used edges of each cell (each edge of a closed cell is used
@@ -330,7 +381,12 @@ pub fn compute_cell_vertices(mesh: &PolyMesh, par: Par) -> Tcsr {
         par,
         cf.nrows(),
         mesh.nvertices,
-        |c| cf.row(c).iter().map(|&fv| fe.row_len(col(fv) as usize) as u32).sum(),
+        |c| {
+            cf.row(c)
+                .iter()
+                .map(|&fv| fe.row_len(col(fv) as usize) as u32)
+                .sum()
+        },
         |c, out| {
             let mut k = 0;
             for &fv in cf.row(c) {

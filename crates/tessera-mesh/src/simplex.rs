@@ -140,7 +140,9 @@ pub struct SimplexMesh {
 impl PartialEq for SimplexMesh {
     /// Meshes are equal when dimension, `cellVertices` and positions are equal (exactly).
     fn eq(&self, other: &Self) -> bool {
-        self.dim == other.dim && self.cell_vertices == other.cell_vertices && self.positions == other.positions
+        self.dim == other.dim
+            && self.cell_vertices == other.cell_vertices
+            && self.positions == other.positions
     }
 }
 
@@ -152,19 +154,35 @@ fn par_sort<T: Ord + Send>(par: Par, v: &mut [T]) {
 }
 
 /// Fill `out` in rows of `stride` entries with `f(row, row_slice)`.
-fn fill_rows<T: Send, F: Fn(usize, &mut [T]) + Sync + Send>(par: Par, out: &mut [T], stride: usize, f: F) {
+fn fill_rows<T: Send, F: Fn(usize, &mut [T]) + Sync + Send>(
+    par: Par,
+    out: &mut [T],
+    stride: usize,
+    f: F,
+) {
     if stride == 0 {
         return;
     }
     match par {
-        Par::Seq => out.chunks_mut(stride).enumerate().for_each(|(r, s)| f(r, s)),
-        Par::Rayon => out.par_chunks_mut(stride).with_min_len(1024).enumerate().for_each(|(r, s)| f(r, s)),
+        Par::Seq => out
+            .chunks_mut(stride)
+            .enumerate()
+            .for_each(|(r, s)| f(r, s)),
+        Par::Rayon => out
+            .par_chunks_mut(stride)
+            .with_min_len(1024)
+            .enumerate()
+            .for_each(|(r, s)| f(r, s)),
     }
 }
 
 /// A TCSR matrix with implicit (constant-stride) offsets made explicit, for transposition.
 fn strided_tcsr(ncols: usize, stride: usize, columns: Vec<i32>) -> Tcsr {
-    let nrows = if stride == 0 { 0 } else { columns.len() / stride };
+    let nrows = if stride == 0 {
+        0
+    } else {
+        columns.len() / stride
+    };
     let offsets: Vec<u32> = (0..=nrows).map(|r| (r * stride) as u32).collect();
     Tcsr::from_raw_unchecked(ncols, offsets, columns)
 }
@@ -176,13 +194,21 @@ impl SimplexMesh {
     /// Errors: a dimension other than 2 or 3, a `cell_vertices` length that is not a
     /// multiple of `dim + 1`, a vertex index out of range, a cell that repeats a vertex, a
     /// non-finite position, or more than `i32::MAX` vertices.
-    pub fn new(dim: usize, cell_vertices: Vec<u32>, positions: Vec<Point>) -> Result<Self, MeshError> {
+    pub fn new(
+        dim: usize,
+        cell_vertices: Vec<u32>,
+        positions: Vec<Point>,
+    ) -> Result<Self, MeshError> {
         if dim != 2 && dim != 3 {
-            return Err(MeshError::Unsupported(format!("simplex meshes of dimension {dim}; only 2 and 3 are supported")));
+            return Err(MeshError::Unsupported(format!(
+                "simplex meshes of dimension {dim}; only 2 and 3 are supported"
+            )));
         }
         let nv = positions.len();
         if nv > i32::MAX as usize {
-            return Err(MeshError::Unsupported(format!("{nv} vertices; at most 2^31 - 1 are supported")));
+            return Err(MeshError::Unsupported(format!(
+                "{nv} vertices; at most 2^31 - 1 are supported"
+            )));
         }
         let m = dim + 1;
         if cell_vertices.len() % m != 0 {
@@ -199,14 +225,26 @@ impl SimplexMesh {
         for (c, row) in cell_vertices.chunks(m).enumerate() {
             for (i, &v) in row.iter().enumerate() {
                 if v as usize >= nv {
-                    return Err(MeshError::IndexOutOfRange { what: "vertex", index: v as u64, len: nv });
+                    return Err(MeshError::IndexOutOfRange {
+                        what: "vertex",
+                        index: v as u64,
+                        len: nv,
+                    });
                 }
                 if row[..i].contains(&v) {
-                    return Err(MeshError::InvalidTopology(format!("cell {c} {row:?} repeats vertex {v}")));
+                    return Err(MeshError::InvalidTopology(format!(
+                        "cell {c} {row:?} repeats vertex {v}"
+                    )));
                 }
             }
         }
-        Ok(SimplexMesh { dim, cell_vertices, positions, par: Par::auto(), cache: SimplexCache::default() })
+        Ok(SimplexMesh {
+            dim,
+            cell_vertices,
+            positions,
+            par: Par::auto(),
+            cache: SimplexCache::default(),
+        })
     }
 
     /// Set the execution choice for derived relations (results are identical either way).
@@ -251,7 +289,11 @@ impl SimplexMesh {
     }
     /// Euler characteristic V - E + F (- C for d = 3).
     pub fn euler_characteristic(&self) -> i64 {
-        let (v, e, f) = (self.num_vertices() as i64, self.num_edges() as i64, self.num_faces() as i64);
+        let (v, e, f) = (
+            self.num_vertices() as i64,
+            self.num_edges() as i64,
+            self.num_faces() as i64,
+        );
         if self.dim == 2 {
             v - e + f
         } else {
@@ -358,7 +400,9 @@ impl SimplexMesh {
             });
             par_sort(self.par, &mut keys);
             keys.dedup();
-            keys.iter().map(|&k| [(k >> 64) as u32, (k >> 32) as u32, k as u32]).collect()
+            keys.iter()
+                .map(|&k| [(k >> 64) as u32, (k >> 32) as u32, k as u32])
+                .collect()
         })
     }
 
@@ -366,11 +410,15 @@ impl SimplexMesh {
     /// `edges()[s[v]..s[v + 1]]` (count -> scan). Narrows the binary searches of the
     /// top-down operators to one vertex's edges.
     fn edge_starts(&self) -> &[u32] {
-        self.cache.edge_starts.get_or_init(|| first_vertex_offsets(self.num_vertices(), self.edges().iter().map(|e| e[0])))
+        self.cache.edge_starts.get_or_init(|| {
+            first_vertex_offsets(self.num_vertices(), self.edges().iter().map(|e| e[0]))
+        })
     }
     /// Offsets of the sorted faces by their first vertex (see `edge_starts`).
     fn face_starts(&self) -> &[u32] {
-        self.cache.face_starts.get_or_init(|| first_vertex_offsets(self.num_vertices(), self.faces().iter().map(|f| f[0])))
+        self.cache.face_starts.get_or_init(|| {
+            first_vertex_offsets(self.num_vertices(), self.faces().iter().map(|f| f[0]))
+        })
     }
     /// Edge index of the sorted pair `a < b` (binary search among the edges of `a`).
     #[inline]
@@ -378,7 +426,9 @@ impl SimplexMesh {
         let s = self.edge_starts();
         let lo = s[a as usize] as usize;
         let row = &self.edges()[lo..s[a as usize + 1] as usize];
-        row.binary_search_by_key(&b, |e| e[1]).ok().map(|i| (lo + i) as u32)
+        row.binary_search_by_key(&b, |e| e[1])
+            .ok()
+            .map(|i| (lo + i) as u32)
     }
     /// Face index of the sorted triple (binary search among the faces of its first vertex).
     #[inline]
@@ -457,7 +507,9 @@ impl SimplexMesh {
                     let cv = self.cell(c);
                     for (i, e) in TRI_EDGES.iter().enumerate() {
                         let g = [cv[e[0]], cv[e[1]]];
-                        let ei = self.edge_index(g[0].min(g[1]), g[0].max(g[1])).expect("derived edge");
+                        let ei = self
+                            .edge_index(g[0].min(g[1]), g[0].max(g[1]))
+                            .expect("derived edge");
                         row[i] = encode(ei, facet_orientation(i, &g) < 0);
                     }
                 });
@@ -483,7 +535,11 @@ impl SimplexMesh {
             let facets = self.cell_facets();
             match self.par {
                 Par::Seq => facets.iter().map(|&v| col(v)).collect(),
-                Par::Rayon => facets.par_iter().with_min_len(4096).map(|&v| col(v)).collect(),
+                Par::Rayon => facets
+                    .par_iter()
+                    .with_min_len(4096)
+                    .map(|&v| col(v))
+                    .collect(),
             }
         })
     }
@@ -528,9 +584,9 @@ impl SimplexMesh {
     /// δ1 = ∂1ᵀ: vertex -> signed edges (+1 where the edge ends at the vertex), by
     /// transposition; rows sorted by edge.
     pub fn vertex_edges(&self) -> &Tcsr {
-        self.cache
-            .vertex_edges
-            .get_or_init(|| edge_vertices_tcsr(self.edges(), self.num_vertices()).transpose(self.par))
+        self.cache.vertex_edges.get_or_init(|| {
+            edge_vertices_tcsr(self.edges(), self.num_vertices()).transpose(self.par)
+        })
     }
 
     /// δ2 = ∂2ᵀ for d = 3: edge -> signed faces, by transposition (empty matrix for d = 2).
@@ -547,7 +603,11 @@ impl SimplexMesh {
     /// A +1 entry means the facet's orientation agrees with the cell's (Eq. 3.14).
     pub fn facet_cells(&self) -> &Tcsr {
         self.cache.facet_cells.get_or_init(|| {
-            let nfacets = if self.dim == 3 { self.faces().len() } else { self.num_edges() };
+            let nfacets = if self.dim == 3 {
+                self.faces().len()
+            } else {
+                self.num_edges()
+            };
             strided_tcsr(nfacets, self.dim + 1, self.cell_facets().to_vec()).transpose(self.par)
         })
     }
@@ -596,13 +656,17 @@ impl SimplexMesh {
             };
             let mut h2: f64 = 0.0;
             for &[i, j] in local_edges(self.dim) {
-                let (a, b) = (self.positions[cv[i] as usize], self.positions[cv[j] as usize]);
+                let (a, b) = (
+                    self.positions[cv[i] as usize],
+                    self.positions[cv[j] as usize],
+                );
                 h2 = h2.max((0..3).map(|k| (a[k] - b[k]).powi(2)).sum());
             }
             let h = h2.sqrt();
             if self.dim == 3 {
                 let (a, b, cc) = (d(cv[1]), d(cv[2]), d(cv[3]));
-                let det = a[0] * (b[1] * cc[2] - b[2] * cc[1]) - a[1] * (b[0] * cc[2] - b[2] * cc[0])
+                let det = a[0] * (b[1] * cc[2] - b[2] * cc[1])
+                    - a[1] * (b[0] * cc[2] - b[2] * cc[0])
                     + a[2] * (b[0] * cc[1] - b[1] * cc[0]);
                 if det.abs() <= 1e-12 * h * h * h {
                     0
@@ -625,7 +689,11 @@ impl SimplexMesh {
         };
         match self.par {
             Par::Seq => (0..self.num_cells()).map(f).collect(),
-            Par::Rayon => (0..self.num_cells()).into_par_iter().with_min_len(4096).map(f).collect(),
+            Par::Rayon => (0..self.num_cells())
+                .into_par_iter()
+                .with_min_len(4096)
+                .map(f)
+                .collect(),
         }
     }
 
@@ -655,7 +723,8 @@ impl SimplexMesh {
             });
             (strided_tcsr(edges.len(), 3, cols), Tcsr::empty(0, n))
         };
-        let mut m = PolyMesh::from_operators(self.positions.clone(), edges, face_edges, cell_faces)?;
+        let mut m =
+            PolyMesh::from_operators(self.positions.clone(), edges, face_edges, cell_faces)?;
         m.set_par(self.par);
         Ok(m)
     }
@@ -681,7 +750,11 @@ impl SimplexMesh {
             let mut cv = vec![0u32; nc * 4];
             let results: Vec<Result<[u32; 4], MeshError>> = match par {
                 Par::Seq => (0..nc).map(|c| tet_from_poly(poly, c)).collect(),
-                Par::Rayon => (0..nc).into_par_iter().with_min_len(1024).map(|c| tet_from_poly(poly, c)).collect(),
+                Par::Rayon => (0..nc)
+                    .into_par_iter()
+                    .with_min_len(1024)
+                    .map(|c| tet_from_poly(poly, c))
+                    .collect(),
             };
             for (c, r) in results.into_iter().enumerate() {
                 cv[c * 4..c * 4 + 4].copy_from_slice(&r?);
@@ -733,13 +806,17 @@ fn first_vertex_offsets(nv: usize, firsts: impl Iterator<Item = u32>) -> Vec<u32
 fn triangle_loop(poly: &PolyMesh, f: usize) -> Result<[u32; 3], MeshError> {
     let n = poly.face_edges().row_len(f);
     if n != 3 {
-        return Err(MeshError::InvalidTopology(format!("face {f} has {n} edges; a simplex mesh needs triangles")));
+        return Err(MeshError::InvalidTopology(format!(
+            "face {f} has {n} edges; a simplex mesh needs triangles"
+        )));
     }
     let mut buf = [0i32; 3];
     let k = face_loop(poly, f, &mut buf);
     let tri = [buf[0] as u32, buf[1] as u32, buf[2] as u32];
     if k != 3 || tri[0] == tri[1] || tri[1] == tri[2] || tri[0] == tri[2] {
-        return Err(MeshError::InvalidTopology(format!("face {f}: its edges do not form a closed triangle loop")));
+        return Err(MeshError::InvalidTopology(format!(
+            "face {f}: its edges do not form a closed triangle loop"
+        )));
     }
     // the loop must close: the last edge ends at the first vertex
     let ev = poly.edge_vertices();
@@ -750,10 +827,13 @@ fn triangle_loop(poly: &PolyMesh, f: usize) -> Result<[u32; 3], MeshError> {
         pairs[k] = [a.min(b), a.max(b)];
     }
     pairs.sort_unstable();
-    let mut want = [[tri[0], tri[1]], [tri[1], tri[2]], [tri[2], tri[0]]].map(|[a, b]| [a.min(b), a.max(b)]);
+    let mut want =
+        [[tri[0], tri[1]], [tri[1], tri[2]], [tri[2], tri[0]]].map(|[a, b]| [a.min(b), a.max(b)]);
     want.sort_unstable();
     if pairs[..] != want[..] {
-        return Err(MeshError::InvalidTopology(format!("face {f}: its edges do not form a closed triangle loop")));
+        return Err(MeshError::InvalidTopology(format!(
+            "face {f}: its edges do not form a closed triangle loop"
+        )));
     }
     Ok(tri)
 }
@@ -795,7 +875,9 @@ fn tet_from_poly(poly: &PolyMesh, c: usize) -> Result<[u32; 4], MeshError> {
         }
     }
     if nverts != 4 {
-        return Err(MeshError::InvalidTopology(format!("cell {c} is not a tetrahedron: its faces span more or fewer than 4 vertices")));
+        return Err(MeshError::InvalidTopology(format!(
+            "cell {c} is not a tetrahedron: its faces span more or fewer than 4 vertices"
+        )));
     }
     // w_j: the vertex that row face j misses
     let mut w = [0u32; 4];
@@ -804,12 +886,16 @@ fn tet_from_poly(poly: &PolyMesh, c: usize) -> Result<[u32; 4], MeshError> {
         match (missing.next(), missing.next()) {
             (Some(v), None) => w[j] = v,
             _ => {
-                return Err(MeshError::InvalidTopology(format!("cell {c} is not a tetrahedron (face {j} of its row)")))
+                return Err(MeshError::InvalidTopology(format!(
+                    "cell {c} is not a tetrahedron (face {j} of its row)"
+                )))
             }
         }
     }
     if (1..4).any(|j| w[..j].contains(&w[j])) {
-        return Err(MeshError::InvalidTopology(format!("cell {c} is not a tetrahedron: it repeats a face")));
+        return Err(MeshError::InvalidTopology(format!(
+            "cell {c} is not a tetrahedron: it repeats a face"
+        )));
     }
     let mut cv = [w[3], w[2], w[1], w[0]];
     let orient = |cv: &[u32; 4], i: usize| {
@@ -835,11 +921,15 @@ fn tet_from_poly(poly: &PolyMesh, c: usize) -> Result<[u32; 4], MeshError> {
                     })
                     .expect("facet of the tetrahedron");
                 if orient(&cv, i) != signs[j] {
-                    return Err(MeshError::InvalidTopology(format!("cell {c}: inconsistently oriented faces")));
+                    return Err(MeshError::InvalidTopology(format!(
+                        "cell {c}: inconsistently oriented faces"
+                    )));
                 }
             }
             Ok(cv)
         }
-        _ => Err(MeshError::InvalidTopology(format!("cell {c}: inconsistently oriented faces"))),
+        _ => Err(MeshError::InvalidTopology(format!(
+            "cell {c}: inconsistently oriented faces"
+        ))),
     }
 }

@@ -65,7 +65,11 @@ pub fn smoothed_positions(mesh: &PolyMesh, iterations: usize) -> Vec<Point> {
         };
         match par {
             Par::Seq => next.iter_mut().enumerate().for_each(step),
-            Par::Rayon => next.par_iter_mut().with_min_len(4096).enumerate().for_each(step),
+            Par::Rayon => next
+                .par_iter_mut()
+                .with_min_len(4096)
+                .enumerate()
+                .for_each(step),
         }
         std::mem::swap(&mut cur, &mut next);
     }

@@ -107,7 +107,12 @@ impl SubdivisionCounts {
 /// `|F_CC| = nnz(∂̂2¹) + nnz(∂̂3¹)`, `|C_CC| = nnz(∂̂3²)`.
 /// Computes (and caches) the indirect relations ∂̂2¹, ∂̂3¹ and ∂̂3² if needed.
 pub fn subdivision_counts(mesh: &PolyMesh) -> SubdivisionCounts {
-    let (v, e, f, c) = (mesh.num_vertices(), mesh.num_edges(), mesh.num_faces(), mesh.num_cells());
+    let (v, e, f, c) = (
+        mesh.num_vertices(),
+        mesh.num_edges(),
+        mesh.num_faces(),
+        mesh.num_cells(),
+    );
     SubdivisionCounts {
         vertices: v + e + f + c,
         edges: 2 * e + mesh.face_edges().nnz() + mesh.cell_faces().nnz(),
@@ -204,8 +209,14 @@ pub struct SubdivisionSummary {
 /// Subdivide `levels` times like [`catmull_clark_levels`] and report per level the counts
 /// and the time of [`precompute`] and of [`catmull_clark`] (for `tessera mesh subdivide`
 /// and the Table 3.4 benchmark).
-pub fn subdivide_summary(mesh: &PolyMesh, levels: usize) -> Result<(PolyMesh, SubdivisionSummary), MeshError> {
-    let mut summary = SubdivisionSummary { input: SubdivisionCounts::of(mesh), levels: Vec::with_capacity(levels) };
+pub fn subdivide_summary(
+    mesh: &PolyMesh,
+    levels: usize,
+) -> Result<(PolyMesh, SubdivisionSummary), MeshError> {
+    let mut summary = SubdivisionSummary {
+        input: SubdivisionCounts::of(mesh),
+        levels: Vec::with_capacity(levels),
+    };
     let mut cur = mesh.clone();
     for level in 1..=levels {
         let t0 = Instant::now();
@@ -235,7 +246,10 @@ const UNSET: i32 = i32::MIN;
 fn find_first<F: Fn(usize) -> bool + Sync>(par: Par, n: usize, bad: F) -> Option<usize> {
     match par {
         Par::Seq => (0..n).find(|&i| bad(i)),
-        Par::Rayon => (0..n).into_par_iter().with_min_len(GRAIN).find_first(|&i| bad(i)),
+        Par::Rayon => (0..n)
+            .into_par_iter()
+            .with_min_len(GRAIN)
+            .find_first(|&i| bad(i)),
     }
 }
 
@@ -243,7 +257,11 @@ fn find_first<F: Fn(usize) -> bool + Sync>(par: Par, n: usize, bad: F) -> Option
 fn fill_map<T: Send, F: Fn(usize) -> T + Sync>(par: Par, out: &mut [T], f: F) {
     match par {
         Par::Seq => out.iter_mut().enumerate().for_each(|(i, o)| *o = f(i)),
-        Par::Rayon => out.par_iter_mut().enumerate().with_min_len(4 * GRAIN).for_each(|(i, o)| *o = f(i)),
+        Par::Rayon => out
+            .par_iter_mut()
+            .enumerate()
+            .with_min_len(4 * GRAIN)
+            .for_each(|(i, o)| *o = f(i)),
     }
 }
 
@@ -299,7 +317,15 @@ where
     F: Fn(usize, &mut [A]) -> Result<(), MeshError> + Sync,
 {
     let (mut b, mut c): ([u8; 0], [u8; 0]) = ([], []);
-    for_segments3(par, 0, n, (a, sa), (&mut b, &|_| 0), (&mut c, &|_| 0), &|i, s, _, _| f(i, s))
+    for_segments3(
+        par,
+        0,
+        n,
+        (a, sa),
+        (&mut b, &|_| 0),
+        (&mut c, &|_| 0),
+        &|i, s, _, _| f(i, s),
+    )
 }
 
 // ---------------------------------------------------------------------------------------
@@ -310,13 +336,19 @@ where
 fn ends(ev: &[[u32; 2]], v: i32) -> (u32, u32) {
     let (e, s) = decode(v);
     let [a, b] = ev[e as usize];
-    if s > 0 { (a, b) } else { (b, a) }
+    if s > 0 {
+        (a, b)
+    } else {
+        (b, a)
+    }
 }
 
 fn row_in_loop_order(mesh: &PolyMesh, f: usize) -> bool {
     let row = mesh.face_edges.row(f);
     let n = row.len();
-    (0..n).all(|i| ends(&mesh.edge_vertices, row[i]).1 == ends(&mesh.edge_vertices, row[(i + 1) % n]).0)
+    (0..n).all(|i| {
+        ends(&mesh.edge_vertices, row[i]).1 == ends(&mesh.edge_vertices, row[(i + 1) % n]).0
+    })
 }
 
 /// A copy of `mesh` whose ∂2 rows are reordered into loop order (rows already in order are
@@ -327,25 +359,33 @@ fn with_loop_ordered_faces(mesh: &PolyMesh, first: usize) -> Result<PolyMesh, Me
     let ev = &mesh.edge_vertices;
     let mut cols = fe.columns().to_vec();
     let offs = fe.offsets();
-    for_segments1(par, fe.nrows(), &mut cols, &|f| offs[f] as usize, &|f, row: &mut [i32]| {
-        if f < first {
-            return Ok(());
-        }
-        let n = row.len();
-        for k in 1..n {
-            let cur = ends(ev, row[k - 1]).1;
-            let Some(j) = (k..n).find(|&j| ends(ev, row[j]).0 == cur) else {
-                return Err(MeshError::Unsupported(format!(
+    for_segments1(
+        par,
+        fe.nrows(),
+        &mut cols,
+        &|f| offs[f] as usize,
+        &|f, row: &mut [i32]| {
+            if f < first {
+                return Ok(());
+            }
+            let n = row.len();
+            for k in 1..n {
+                let cur = ends(ev, row[k - 1]).1;
+                let Some(j) = (k..n).find(|&j| ends(ev, row[j]).0 == cur) else {
+                    return Err(MeshError::Unsupported(format!(
                     "face {f}: its edges do not chain into one closed loop (no edge leaves vertex {cur})"
                 )));
-            };
-            row.swap(k, j);
-        }
-        if n > 0 && ends(ev, row[n - 1]).1 != ends(ev, row[0]).0 {
-            return Err(MeshError::Unsupported(format!("face {f}: its edges do not form a closed loop")));
-        }
-        Ok(())
-    })?;
+                };
+                row.swap(k, j);
+            }
+            if n > 0 && ends(ev, row[n - 1]).1 != ends(ev, row[0]).0 {
+                return Err(MeshError::Unsupported(format!(
+                    "face {f}: its edges do not form a closed loop"
+                )));
+            }
+            Ok(())
+        },
+    )?;
     let face_edges = Tcsr::from_raw_unchecked(fe.ncols(), offs.to_vec(), cols);
     let mut m = PolyMesh::from_operators(
         mesh.positions.clone(),
@@ -365,7 +405,9 @@ fn check_manifold(mesh: &PolyMesh) -> Result<(), MeshError> {
     let face_problem = |f: usize| -> Option<String> {
         let n = fe.row_len(f);
         if n < 3 {
-            return Some(format!("face {f} has {n} edges; subdivision needs at least 3"));
+            return Some(format!(
+                "face {f} has {n} edges; subdivision needs at least 3"
+            ));
         }
         let row = fc.row(f);
         match row.len() {
@@ -375,13 +417,17 @@ fn check_manifold(mesh: &PolyMesh) -> Result<(), MeshError> {
                 if c0 == c1 {
                     Some(format!("face {f} is used twice by cell {c0}"))
                 } else if s0 == s1 {
-                    Some(format!("face {f} is used with the same orientation by cells {c0} and {c1}"))
+                    Some(format!(
+                        "face {f} is used with the same orientation by cells {c0} and {c1}"
+                    ))
                 } else {
                     None
                 }
             }
             0 => Some(format!("face {f} belongs to no cell (non-manifold input)")),
-            k => Some(format!("face {f} belongs to {k} cells (non-manifold input)")),
+            k => Some(format!(
+                "face {f} belongs to {k} cells (non-manifold input)"
+            )),
         }
     };
     if let Some(f) = find_first(par, mesh.num_faces(), |f| face_problem(f).is_some()) {
@@ -393,9 +439,14 @@ fn check_manifold(mesh: &PolyMesh) -> Result<(), MeshError> {
         if row.is_empty() {
             return Some(format!("edge {e} belongs to no face (non-manifold input)"));
         }
-        let nb = row.iter().filter(|&&v| fc.row_len(decode(v).0 as usize) == 1).count();
+        let nb = row
+            .iter()
+            .filter(|&&v| fc.row_len(decode(v).0 as usize) == 1)
+            .count();
         if nb != 0 && nb != 2 {
-            return Some(format!("boundary edge {e} has {nb} boundary faces; a manifold boundary has 2"));
+            return Some(format!(
+                "boundary edge {e} has {nb} boundary faces; a manifold boundary has 2"
+            ));
         }
         None
     };
@@ -408,7 +459,10 @@ fn check_manifold(mesh: &PolyMesh) -> Result<(), MeshError> {
     // invalid topology the cell-cell construction relies on not being present
     let ev = &mesh.edge_vertices;
     if let Some(e) = find_first(par, mesh.num_edges(), |e| ev[e][0] == ev[e][1]) {
-        return Err(MeshError::InvalidTopology(format!("edge {e} connects vertex {} to itself", ev[e][0])));
+        return Err(MeshError::InvalidTopology(format!(
+            "edge {e} connects vertex {} to itself",
+            ev[e][0]
+        )));
     }
     let fv = mesh.face_vertices();
     let pinched = |f: usize| {
@@ -445,11 +499,20 @@ struct Topology<'a> {
 
 impl<'a> Topology<'a> {
     fn new(mesh: &'a PolyMesh) -> Result<Self, MeshError> {
-        let (nv, ne, nf, nc) = (mesh.num_vertices(), mesh.num_edges(), mesh.num_faces(), mesh.num_cells());
+        let (nv, ne, nf, nc) = (
+            mesh.num_vertices(),
+            mesh.num_edges(),
+            mesh.num_faces(),
+            mesh.num_cells(),
+        );
         let counts = subdivision_counts(mesh);
         let limit = u32::MAX as usize;
         // the new ∂2 holds 4 entries per face, the new ∂3 4 nnz(∂̂3¹) <= 4 |F_CC| entries
-        if counts.vertices > limit || counts.edges > limit || 4 * counts.faces > limit || counts.cells > limit {
+        if counts.vertices > limit
+            || counts.edges > limit
+            || 4 * counts.faces > limit
+            || counts.cells > limit
+        {
             return Err(MeshError::Unsupported(format!(
                 "subdividing a mesh of {nv} vertices, {ne} edges, {nf} faces and {nc} cells exceeds 32-bit indices"
             )));
@@ -495,7 +558,11 @@ fn average<I: Iterator<Item = u32>>(pos: &[Point], idx: I) -> Point {
 #[inline]
 fn midpoint(pos: &[Point], [a, b]: [u32; 2]) -> Point {
     let (p, q) = (pos[a as usize], pos[b as usize]);
-    [0.5 * (p[0] + q[0]), 0.5 * (p[1] + q[1]), 0.5 * (p[2] + q[2])]
+    [
+        0.5 * (p[0] + q[0]),
+        0.5 * (p[1] + q[1]),
+        0.5 * (p[2] + q[2]),
+    ]
 }
 
 /// Per-edge data shared by the edge and vertex rules.
@@ -526,11 +593,15 @@ fn new_positions(mesh: &PolyMesh, t: &Topology) -> Result<Vec<Point>, MeshError>
     let (fblock, cblock) = rest.split_at_mut(t.nf);
 
     // Eq. 3.5: cell points are the cell centroids
-    fill_map(par, cblock, |c| average(pos, cv.row(c).iter().map(|&v| v as u32)));
+    fill_map(par, cblock, |c| {
+        average(pos, cv.row(c).iter().map(|&v| v as u32))
+    });
     let cc: &[Point] = cblock;
     // Eq. 3.6: face centroids
     let mut fcen = vec![[0.0; 3]; t.nf];
-    fill_map(par, &mut fcen, |f| average(pos, fv.row(f).iter().map(|&v| v as u32)));
+    fill_map(par, &mut fcen, |f| {
+        average(pos, fv.row(f).iter().map(|&v| v as u32))
+    });
     let fcen = &fcen;
     let face_boundary = |f: u32| fc.row_len(f as usize) == 1;
     // Eq. 3.8: face points
@@ -541,7 +612,11 @@ fn new_positions(mesh: &PolyMesh, t: &Topology) -> Result<Vec<Point>, MeshError>
         } else {
             let c = average(cc, row.iter().map(|&v| decode(v).0));
             let p = fcen[f];
-            [0.5 * (p[0] + c[0]), 0.5 * (p[1] + c[1]), 0.5 * (p[2] + c[2])]
+            [
+                0.5 * (p[0] + c[0]),
+                0.5 * (p[1] + c[1]),
+                0.5 * (p[2] + c[2]),
+            ]
         }
     });
     // per edge: whether it is on the boundary (an incident face is) and the sum of the
@@ -561,16 +636,28 @@ fn new_positions(mesh: &PolyMesh, t: &Topology) -> Result<Vec<Point>, MeshError>
                 n += 1;
             }
         }
-        EdgeAcc { face_sum: sum, nfaces: n, boundary }
+        EdgeAcc {
+            face_sum: sum,
+            nfaces: n,
+            boundary,
+        }
     });
     let eacc = &eacc;
     // edge points
     fill_map(par, eblock, |e| {
         let m = midpoint(pos, ev[e]);
-        let EdgeAcc { face_sum, nfaces, boundary } = eacc[e];
+        let EdgeAcc {
+            face_sum,
+            nfaces,
+            boundary,
+        } = eacc[e];
         let fa = scale(face_sum, 1.0 / nfaces as f64);
         if boundary {
-            [0.5 * (fa[0] + m[0]), 0.5 * (fa[1] + m[1]), 0.5 * (fa[2] + m[2])]
+            [
+                0.5 * (fa[0] + m[0]),
+                0.5 * (fa[1] + m[1]),
+                0.5 * (fa[2] + m[2]),
+            ]
         } else {
             let n = nfaces as f64;
             let ca = average(cc, ec.row(e).iter().map(|&v| v as u32));
@@ -638,25 +725,41 @@ fn new_edges(mesh: &PolyMesh, t: &Topology) -> Result<Vec<[u32; 2]>, MeshError> 
     fill_map(par, ee, |i| {
         let e = (i / 2) as u32;
         let [a, b] = ev[e as usize];
-        if i % 2 == 0 { [a, nv + e] } else { [nv + e, b] }
+        if i % 2 == 0 {
+            [a, nv + e]
+        } else {
+            [nv + e, b]
+        }
     });
     let (off2, off3) = (t.off2, t.off3);
     let fer = &mesh.face_edges;
-    for_segments1(par, t.nf, fe, &|f| off2[f] as usize, &|f, seg: &mut [[u32; 2]]| {
-        let fp = nv + ne + f as u32;
-        for (o, &x) in seg.iter_mut().zip(fer.row(f)) {
-            *o = [nv + decode(x).0, fp];
-        }
-        Ok(())
-    })?;
+    for_segments1(
+        par,
+        t.nf,
+        fe,
+        &|f| off2[f] as usize,
+        &|f, seg: &mut [[u32; 2]]| {
+            let fp = nv + ne + f as u32;
+            for (o, &x) in seg.iter_mut().zip(fer.row(f)) {
+                *o = [nv + decode(x).0, fp];
+            }
+            Ok(())
+        },
+    )?;
     let cfr = &mesh.cell_faces;
-    for_segments1(par, mesh.num_cells(), ce, &|c| off3[c] as usize, &|c, seg: &mut [[u32; 2]]| {
-        let cp = nv + ne + nf + c as u32;
-        for (o, &x) in seg.iter_mut().zip(cfr.row(c)) {
-            *o = [nv + ne + decode(x).0, cp];
-        }
-        Ok(())
-    })?;
+    for_segments1(
+        par,
+        mesh.num_cells(),
+        ce,
+        &|c| off3[c] as usize,
+        &|c, seg: &mut [[u32; 2]]| {
+            let cp = nv + ne + nf + c as u32;
+            for (o, &x) in seg.iter_mut().zip(cfr.row(c)) {
+                *o = [nv + ne + decode(x).0, cp];
+            }
+            Ok(())
+        },
+    )?;
     Ok(out)
 }
 
@@ -680,8 +783,13 @@ fn new_faces_and_cells(mesh: &PolyMesh, t: &Topology) -> Result<(Tcsr, Tcsr), Me
     let par = mesh.par();
     let nc = mesh.num_cells();
     let nfaces = t.counts.faces;
-    let (cfr, fer, fvr, cer, cvr) =
-        (&mesh.cell_faces, &mesh.face_edges, mesh.face_vertices(), mesh.cell_edges(), mesh.cell_vertices());
+    let (cfr, fer, fvr, cer, cvr) = (
+        &mesh.cell_faces,
+        &mesh.face_edges,
+        mesh.face_vertices(),
+        mesh.cell_edges(),
+        mesh.cell_vertices(),
+    );
     let (off2, off3, off31, off32) = (t.off2, t.off3, t.off31, t.off32);
     let e2 = 2 * t.ne as u32;
     let e3 = e2 + t.nnz2 as u32;
@@ -692,24 +800,38 @@ fn new_faces_and_cells(mesh: &PolyMesh, t: &Topology) -> Result<(Tcsr, Tcsr), Me
     let mut cols2 = vec![0i32; 4 * nfaces];
     let (ff, cf) = cols2.split_at_mut(4 * t.nnz2);
     // face-faces: corner i of f is v_i -> ep(e_i) -> fp(f) -> ep(e_{i-1})
-    for_segments1(par, t.nf, ff, &|f| 4 * off2[f] as usize, &|f, seg: &mut [i32]| {
-        let row = fer.row(f);
-        let n = row.len();
-        let base = e2 + off2[f];
-        for i in 0..n {
-            let ip = (i + n - 1) % n;
-            let (en, sn) = decode(row[i]);
-            let (epv, sp) = decode(row[ip]);
-            let q = &mut seg[4 * i..4 * i + 4];
-            // half of e_i at v_i, traversed away from v_i
-            q[0] = if sn > 0 { encode(2 * en, false) } else { encode(2 * en + 1, true) };
-            q[1] = encode(base + i as u32, false);
-            q[2] = encode(base + ip as u32, true);
-            // half of e_{i-1} at v_i, traversed toward v_i
-            q[3] = if sp > 0 { encode(2 * epv + 1, false) } else { encode(2 * epv, true) };
-        }
-        Ok(())
-    })?;
+    for_segments1(
+        par,
+        t.nf,
+        ff,
+        &|f| 4 * off2[f] as usize,
+        &|f, seg: &mut [i32]| {
+            let row = fer.row(f);
+            let n = row.len();
+            let base = e2 + off2[f];
+            for i in 0..n {
+                let ip = (i + n - 1) % n;
+                let (en, sn) = decode(row[i]);
+                let (epv, sp) = decode(row[ip]);
+                let q = &mut seg[4 * i..4 * i + 4];
+                // half of e_i at v_i, traversed away from v_i
+                q[0] = if sn > 0 {
+                    encode(2 * en, false)
+                } else {
+                    encode(2 * en + 1, true)
+                };
+                q[1] = encode(base + i as u32, false);
+                q[2] = encode(base + ip as u32, true);
+                // half of e_{i-1} at v_i, traversed toward v_i
+                q[3] = if sp > 0 {
+                    encode(2 * epv + 1, false)
+                } else {
+                    encode(2 * epv, true)
+                };
+            }
+            Ok(())
+        },
+    )?;
 
     let nnz3 = 4 * off31[nc] as usize;
     let mut offsets3 = vec![0u32; t.nnz32 + 1];
@@ -717,7 +839,9 @@ fn new_faces_and_cells(mesh: &PolyMesh, t: &Topology) -> Result<(Tcsr, Tcsr), Me
     let mut cols3 = vec![0i32; nnz3];
     let local = |verts: &[i32], v: i32, c: usize| -> Result<usize, MeshError> {
         verts.binary_search(&v).map_err(|_| {
-            MeshError::InvalidTopology(format!("vertex {v} of cell {c} is missing from its vertex list"))
+            MeshError::InvalidTopology(format!(
+                "vertex {v} of cell {c} is missing from its vertex list"
+            ))
         })
     };
     for_segments3(
@@ -744,7 +868,9 @@ fn new_faces_and_cells(mesh: &PolyMesh, t: &Topology) -> Result<(Tcsr, Tcsr), Me
                 for (i, &y) in fer.row(f as usize).iter().enumerate() {
                     let (e, se) = decode(y);
                     let face_edge = e2 + o2 + i as u32;
-                    let j = edges.binary_search(&(e as i32)).map_err(|_| not_closed(e))?;
+                    let j = edges
+                        .binary_search(&(e as i32))
+                        .map_err(|_| not_closed(e))?;
                     let q = &mut cfseg[4 * j..4 * j + 4];
                     if sf * se < 0 {
                         if q[0] != UNSET {
@@ -766,8 +892,11 @@ fn new_faces_and_cells(mesh: &PolyMesh, t: &Topology) -> Result<(Tcsr, Tcsr), Me
             }
             // 2. count
             let base = 4 * off31[c];
-            let mismatch =
-                || MeshError::InvalidTopology(format!("cell {c}: its face corners and edges do not pair up at its vertices"));
+            let mismatch = || {
+                MeshError::InvalidTopology(format!(
+                    "cell {c}: its face corners and edges do not pair up at its vertices"
+                ))
+            };
             cursor.fill(0);
             for &x in cfr.row(c) {
                 for &v in fvr.row(decode(x).0 as usize) {
@@ -805,7 +934,9 @@ fn new_faces_and_cells(mesh: &PolyMesh, t: &Topology) -> Result<(Tcsr, Tcsr), Me
                     let (e, se) = decode(row[i]);
                     if sf * se > 0 {
                         // the use of e along c's outward orientation: once per edge of c
-                        let j = edges.binary_search(&(e as i32)).map_err(|_| not_closed(e))?;
+                        let j = edges
+                            .binary_search(&(e as i32))
+                            .map_err(|_| not_closed(e))?;
                         let face = cf_base + off31[c] + j as u32;
                         let vn = lp[(i + 1) % n];
                         let (from, to) = if se > 0 { (vi, vn) } else { (vn, vi) };
@@ -825,7 +956,9 @@ fn new_faces_and_cells(mesh: &PolyMesh, t: &Topology) -> Result<(Tcsr, Tcsr), Me
         },
     )?;
     if offsets3.windows(2).any(|w| w[0] > w[1]) {
-        return Err(MeshError::InvalidTopology("cell-cell rows of the subdivided mesh overlap".into()));
+        return Err(MeshError::InvalidTopology(
+            "cell-cell rows of the subdivided mesh overlap".into(),
+        ));
     }
     Ok((
         Tcsr::from_raw_unchecked(t.counts.edges, offsets2, cols2),

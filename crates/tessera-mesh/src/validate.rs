@@ -57,11 +57,19 @@ impl fmt::Display for Entity {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Violation {
     /// An operator's number of columns does not match the number of facets.
-    Shape { operator: &'static str, ncols: usize, expected: usize },
+    Shape {
+        operator: &'static str,
+        ncols: usize,
+        expected: usize,
+    },
     /// Offsets of an operator row are decreasing or do not end at the number of entries.
     BadOffsets { operator: &'static str },
     /// A referenced facet index outside its range.
-    IndexOutOfRange { what: &'static str, index: u64, len: usize },
+    IndexOutOfRange {
+        what: &'static str,
+        index: u64,
+        len: usize,
+    },
     /// A NaN or infinite coordinate.
     NonFinitePosition,
     /// An edge from a vertex to itself.
@@ -86,7 +94,11 @@ pub enum Violation {
     /// oriented.
     InconsistentOrientation { edge: u32 },
     /// `edge` is used by more than two faces of the cell (`positive` and `negative` uses).
-    NonManifoldCell { edge: u32, positive: u32, negative: u32 },
+    NonManifoldCell {
+        edge: u32,
+        positive: u32,
+        negative: u32,
+    },
 }
 
 impl fmt::Display for Violation {
@@ -128,7 +140,11 @@ impl fmt::Display for Violation {
 type Found = (Entity, usize, Violation);
 
 fn err((entity, index, violation): Found) -> MeshError {
-    MeshError::Invalid { entity, index, violation }
+    MeshError::Invalid {
+        entity,
+        index,
+        violation,
+    }
 }
 
 /// First `Some` of `check(i)` for `i in 0..n`, in index order, with a per-thread scratch.
@@ -153,7 +169,10 @@ where
 
 fn check_offsets(t: &Tcsr, operator: &'static str) -> Option<Found> {
     let o = t.offsets();
-    if o.first() != Some(&0) || o.windows(2).any(|w| w[1] < w[0]) || *o.last().unwrap() as usize != t.nnz() {
+    if o.first() != Some(&0)
+        || o.windows(2).any(|w| w[1] < w[0])
+        || *o.last().unwrap() as usize != t.nnz()
+    {
         return Some((Entity::Operator, 0, Violation::BadOffsets { operator }));
     }
     None
@@ -181,30 +200,79 @@ impl PolyMesh {
             return Err(err((
                 Entity::Operator,
                 0,
-                Violation::Shape { operator: "positions", ncols: self.positions.len(), expected: nv },
+                Violation::Shape {
+                    operator: "positions",
+                    ncols: self.positions.len(),
+                    expected: nv,
+                },
             )));
         }
         if fe.ncols() != ne {
-            return Err(err((Entity::Operator, 2, Violation::Shape { operator: "∂2", ncols: fe.ncols(), expected: ne })));
+            return Err(err((
+                Entity::Operator,
+                2,
+                Violation::Shape {
+                    operator: "∂2",
+                    ncols: fe.ncols(),
+                    expected: ne,
+                },
+            )));
         }
         if cf.ncols() != nf {
-            return Err(err((Entity::Operator, 3, Violation::Shape { operator: "∂3", ncols: cf.ncols(), expected: nf })));
+            return Err(err((
+                Entity::Operator,
+                3,
+                Violation::Shape {
+                    operator: "∂3",
+                    ncols: cf.ncols(),
+                    expected: nf,
+                },
+            )));
         }
         if let Some(f) = check_offsets(fe, "∂2").or_else(|| check_offsets(cf, "∂3")) {
             return Err(err(f));
         }
         let range = |entity, what, len: usize, t: &Tcsr| {
-            first(par, t.nrows(), || (), |_, r| {
-                t.row(r).iter().find(|&&v| col(v) as usize >= len).map(|&v| {
-                    (entity, r, Violation::IndexOutOfRange { what, index: col(v) as u64, len })
-                })
-            })
+            first(
+                par,
+                t.nrows(),
+                || (),
+                |_, r| {
+                    t.row(r)
+                        .iter()
+                        .find(|&&v| col(v) as usize >= len)
+                        .map(|&v| {
+                            (
+                                entity,
+                                r,
+                                Violation::IndexOutOfRange {
+                                    what,
+                                    index: col(v) as u64,
+                                    len,
+                                },
+                            )
+                        })
+                },
+            )
         };
-        if let Some(f) = first(par, ne, || (), |_, e| {
-            ev[e].iter().find(|&&v| v as usize >= nv).map(|&v| {
-                (Entity::Edge, e, Violation::IndexOutOfRange { what: "vertex", index: v as u64, len: nv })
-            })
-        }) {
+        if let Some(f) = first(
+            par,
+            ne,
+            || (),
+            |_, e| {
+                ev[e].iter().find(|&&v| v as usize >= nv).map(|&v| {
+                    (
+                        Entity::Edge,
+                        e,
+                        Violation::IndexOutOfRange {
+                            what: "vertex",
+                            index: v as u64,
+                            len: nv,
+                        },
+                    )
+                })
+            },
+        ) {
             return Err(err(f));
         }
         if let Some(f) = range(Entity::Face, "edge", ne, fe) {
@@ -216,17 +284,31 @@ impl PolyMesh {
 
         // 2. positions
         let pos = &self.positions;
-        if let Some(f) = first(par, nv, || (), |_, v| {
-            (!pos[v].iter().all(|x| x.is_finite())).then_some((Entity::Vertex, v, Violation::NonFinitePosition))
-        }) {
+        if let Some(f) = first(
+            par,
+            nv,
+            || (),
+            |_, v| {
+                (!pos[v].iter().all(|x| x.is_finite())).then_some((
+                    Entity::Vertex,
+                    v,
+                    Violation::NonFinitePosition,
+                ))
+            },
+        ) {
             return Err(err(f));
         }
 
         // 3. edges
-        if let Some(f) = first(par, ne, || (), |_, e| {
-            let [a, b] = ev[e];
-            (a == b).then_some((Entity::Edge, e, Violation::DegenerateEdge { vertex: a }))
-        }) {
+        if let Some(f) = first(
+            par,
+            ne,
+            || (),
+            |_, e| {
+                let [a, b] = ev[e];
+                (a == b).then_some((Entity::Edge, e, Violation::DegenerateEdge { vertex: a }))
+            },
+        ) {
             return Err(err(f));
         }
         let ekey = |e: usize| {
@@ -249,7 +331,12 @@ impl PolyMesh {
             // the earliest edge of the run is the run's first entry
             if let Some((e, _)) = dup {
                 let k = ekey(e);
-                let of = keys.iter().filter(|x| x.0 == k).map(|x| x.1 as usize).min().unwrap();
+                let of = keys
+                    .iter()
+                    .filter(|x| x.0 == k)
+                    .map(|x| x.1 as usize)
+                    .min()
+                    .unwrap();
                 return Err(err((Entity::Edge, e, Violation::DuplicateEdge { of })));
             }
         }
@@ -269,23 +356,28 @@ impl PolyMesh {
                 &ef_owned
             }
         };
-        if let Some(f) = first(par, nf, || (Vec::new(), Vec::new()), |(a, b): &mut (Vec<u32>, Vec<u32>), f| {
-            sorted_cols(fe.row(f), a);
-            let emin = a[0] as usize;
-            for &g in ef.row(emin) {
-                let g = col(g) as usize;
-                if g >= f {
-                    break; // δ2 rows are sorted: only earlier faces count
-                }
-                if fe.row_len(g) == a.len() {
-                    sorted_cols(fe.row(g), b);
-                    if a == b {
-                        return Some((Entity::Face, f, Violation::DuplicateFace { of: g }));
+        if let Some(f) = first(
+            par,
+            nf,
+            || (Vec::new(), Vec::new()),
+            |(a, b): &mut (Vec<u32>, Vec<u32>), f| {
+                sorted_cols(fe.row(f), a);
+                let emin = a[0] as usize;
+                for &g in ef.row(emin) {
+                    let g = col(g) as usize;
+                    if g >= f {
+                        break; // δ2 rows are sorted: only earlier faces count
+                    }
+                    if fe.row_len(g) == a.len() {
+                        sorted_cols(fe.row(g), b);
+                        if a == b {
+                            return Some((Entity::Face, f, Violation::DuplicateFace { of: g }));
+                        }
                     }
                 }
-            }
-            None
-        }) {
+                None
+            },
+        ) {
             return Err(err(f));
         }
 
@@ -330,7 +422,10 @@ fn check_face(row: &[i32], ev: &[[u32; 2]], buf: &mut Vec<(u32, u32)>) -> Option
             let outs = buf.iter().filter(|d| d.0 == v).count() as i32;
             let ins = buf.iter().filter(|d| d.1 == v).count() as i32;
             if ins != outs {
-                return Some(Violation::OpenFaceLoop { vertex: v, net: ins - outs });
+                return Some(Violation::OpenFaceLoop {
+                    vertex: v,
+                    net: ins - outs,
+                });
             }
             if outs > 1 {
                 return Some(Violation::PinchedFaceLoop { vertex: v });
@@ -339,7 +434,11 @@ fn check_face(row: &[i32], ev: &[[u32; 2]], buf: &mut Vec<(u32, u32)>) -> Option
     }
     // every vertex has exactly one successor: the loop through the first edge must visit
     // all n edges; otherwise count the cycles of the successor map for the report
-    let succ = |j: usize| buf.iter().position(|d| d.0 == buf[j].1).expect("every vertex has an outgoing edge");
+    let succ = |j: usize| {
+        buf.iter()
+            .position(|d| d.0 == buf[j].1)
+            .expect("every vertex has an outgoing edge")
+    };
     let mut steps = 1;
     let mut j = succ(0);
     while j != 0 {
@@ -404,7 +503,13 @@ fn check_cell(row: &[i32], fe: &Tcsr, buf: &mut Vec<i64>) -> Option<Violation> {
             (1, 1) => {}
             (1, 0) | (0, 1) => return Some(Violation::OpenCell { edge }),
             (2, 0) | (0, 2) => return Some(Violation::InconsistentOrientation { edge }),
-            _ => return Some(Violation::NonManifoldCell { edge, positive: pos, negative: neg }),
+            _ => {
+                return Some(Violation::NonManifoldCell {
+                    edge,
+                    positive: pos,
+                    negative: neg,
+                })
+            }
         }
         i = j;
     }

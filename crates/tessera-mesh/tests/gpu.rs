@@ -57,7 +57,11 @@ fn builder_mesh(n: usize, seed: u64) -> PolyMesh {
         for j in 0..=n {
             for i in 0..=n {
                 let jit = |r: &mut Rng| ((r.next() >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 0.2;
-                pos.push([i as f64 + jit(&mut r), j as f64 + jit(&mut r), k as f64 + jit(&mut r)]);
+                pos.push([
+                    i as f64 + jit(&mut r),
+                    j as f64 + jit(&mut r),
+                    k as f64 + jit(&mut r),
+                ]);
             }
         }
     }
@@ -68,7 +72,16 @@ fn builder_mesh(n: usize, seed: u64) -> PolyMesh {
     }
     let mut b = PolyMeshBuilder::new(pos);
     let hex = |b: &mut PolyMeshBuilder, i, j, k| {
-        let v = [id(i, j, k), id(i + 1, j, k), id(i + 1, j + 1, k), id(i, j + 1, k), id(i, j, k + 1), id(i + 1, j, k + 1), id(i + 1, j + 1, k + 1), id(i, j + 1, k + 1)];
+        let v = [
+            id(i, j, k),
+            id(i + 1, j, k),
+            id(i + 1, j + 1, k),
+            id(i, j + 1, k),
+            id(i, j, k + 1),
+            id(i + 1, j, k + 1),
+            id(i + 1, j + 1, k + 1),
+            id(i, j + 1, k + 1),
+        ];
         b.add_typed_cell(CellType::Hexahedron, &v).unwrap();
     };
     for k in 0..n {
@@ -81,7 +94,13 @@ fn builder_mesh(n: usize, seed: u64) -> PolyMesh {
     hex(&mut b, n / 2, n / 2, n / 2); // the same cell again: its faces get 2 cells on one side
     for i in 0..n {
         // free quad standing on the top edge (i, 0, n) - (i+1, 0, n)
-        b.add_free_face(&[id(i, 0, n), id(i + 1, 0, n), top + i as u32 + 1, top + i as u32]).unwrap();
+        b.add_free_face(&[
+            id(i, 0, n),
+            id(i + 1, 0, n),
+            top + i as u32 + 1,
+            top + i as u32,
+        ])
+        .unwrap();
     }
     b.build(Par::Seq).unwrap()
 }
@@ -97,7 +116,8 @@ fn fan_mesh(m: usize) -> PolyMesh {
     let mut b = PolyMeshBuilder::new(pos);
     for i in 0..m {
         let (a, c) = (2 + i as u32, 2 + ((i + 1) % m) as u32);
-        b.add_typed_cell(CellType::Tetrahedron, &[0, a, c, 1]).unwrap();
+        b.add_typed_cell(CellType::Tetrahedron, &[0, a, c, 1])
+            .unwrap();
     }
     b.build(Par::Seq).unwrap()
 }
@@ -121,13 +141,22 @@ fn permuted_box() -> PolyMesh {
 
 fn meshes() -> Vec<(&'static str, PolyMesh)> {
     vec![
-        ("mixed box 9x8x7", box_mesh(BoxKind::Mixed, [9, 8, 7], [1.8, 1.6, 1.4])),
+        (
+            "mixed box 9x8x7",
+            box_mesh(BoxKind::Mixed, [9, 8, 7], [1.8, 1.6, 1.4]),
+        ),
         ("bracket(24)", bracket(24).unwrap()),
-        ("builder hexes + free faces + duplicate cell", builder_mesh(7, 42)),
+        (
+            "builder hexes + free faces + duplicate cell",
+            builder_mesh(7, 42),
+        ),
         ("fan of 100 tets", fan_mesh(100)),
         ("mixed box with permuted face rows", permuted_box()),
         ("non-manifold example", non_manifold_example()),
-        ("tet box 30x30x30", box_mesh(BoxKind::Tet, [30, 30, 30], [1.0, 1.0, 1.0])),
+        (
+            "tet box 30x30x30",
+            box_mesh(BoxKind::Tet, [30, 30, 30], [1.0, 1.0, 1.0]),
+        ),
     ]
 }
 
@@ -135,7 +164,11 @@ fn same_tcsr(what: &str, mesh: &str, got: &Tcsr, want: &Tcsr) {
     assert_eq!(got.ncols(), want.ncols(), "{what} on {mesh}: ncols");
     assert_eq!(got.nrows(), want.nrows(), "{what} on {mesh}: nrows");
     if let Some(r) = (0..want.nrows()).find(|&r| got.row(r) != want.row(r)) {
-        panic!("{what} on {mesh}: first differing row {r}: gpu {:?} != reference {:?}", got.row(r), want.row(r));
+        panic!(
+            "{what} on {mesh}: first differing row {r}: gpu {:?} != reference {:?}",
+            got.row(r),
+            want.row(r)
+        );
     }
     assert_eq!(got, want, "{what} on {mesh}");
 }
@@ -146,12 +179,34 @@ fn device_mesh_matches_reference() {
     let Some(g) = gpu() else { return };
     for (name, m) in meshes() {
         let mut dm = DeviceMesh::upload(&g, &m).unwrap();
-        assert_eq!((dm.num_vertices(), dm.num_edges(), dm.num_faces(), dm.num_cells()), (m.num_vertices(), m.num_edges(), m.num_faces(), m.num_cells()), "{name}");
+        assert_eq!(
+            (
+                dm.num_vertices(),
+                dm.num_edges(),
+                dm.num_faces(),
+                dm.num_cells()
+            ),
+            (
+                m.num_vertices(),
+                m.num_edges(),
+                m.num_faces(),
+                m.num_cells()
+            ),
+            "{name}"
+        );
         let back = dm.download().unwrap();
-        assert_eq!(back.edge_vertices(), m.edge_vertices(), "{name}: ∂1 round trip");
+        assert_eq!(
+            back.edge_vertices(),
+            m.edge_vertices(),
+            "{name}: ∂1 round trip"
+        );
         same_tcsr("∂2 round trip", name, back.face_edges(), m.face_edges());
         same_tcsr("∂3 round trip", name, back.cell_faces(), m.cell_faces());
-        assert_eq!(back.positions(), m.positions(), "{name}: positions round trip");
+        assert_eq!(
+            back.positions(),
+            m.positions(),
+            "{name}: positions round trip"
+        );
         // derived relations are cached on the device
         assert!(dm.cached().is_empty());
         dm.require_face_cells().unwrap();
@@ -168,9 +223,24 @@ fn transpose_matches_reference() {
     let Some(g) = gpu() else { return };
     for (name, m) in meshes() {
         let mut dm = DeviceMesh::upload(&g, &m).unwrap();
-        same_tcsr("δ3 (face_cells)", name, &dm.face_cells().unwrap().download(&g).unwrap(), m.face_cells());
-        same_tcsr("δ2 (edge_faces)", name, &dm.edge_faces().unwrap().download(&g).unwrap(), m.edge_faces());
-        same_tcsr("δ1 (vertex_edges, edge-pair variant)", name, &dm.vertex_edges().unwrap().download(&g).unwrap(), m.vertex_edges());
+        same_tcsr(
+            "δ3 (face_cells)",
+            name,
+            &dm.face_cells().unwrap().download(&g).unwrap(),
+            m.face_cells(),
+        );
+        same_tcsr(
+            "δ2 (edge_faces)",
+            name,
+            &dm.edge_faces().unwrap().download(&g).unwrap(),
+            m.edge_faces(),
+        );
+        same_tcsr(
+            "δ1 (vertex_edges, edge-pair variant)",
+            name,
+            &dm.vertex_edges().unwrap().download(&g).unwrap(),
+            m.vertex_edges(),
+        );
         // the transpose of the transpose is the (column-sorted) original
         let t = dm.kernels().transpose(dm.face_edges()).unwrap();
         let tt = dm.kernels().transpose(&t).unwrap().download(&g).unwrap();
@@ -186,7 +256,12 @@ fn face_vertices_matches_reference() {
     let Some(g) = gpu() else { return };
     for (name, m) in meshes() {
         let mut dm = DeviceMesh::upload(&g, &m).unwrap();
-        same_tcsr("face vertices", name, &dm.face_vertices().unwrap().download(&g).unwrap(), m.face_vertices());
+        same_tcsr(
+            "face vertices",
+            name,
+            &dm.face_vertices().unwrap().download(&g).unwrap(),
+            m.face_vertices(),
+        );
     }
 }
 
@@ -196,7 +271,12 @@ fn cell_edges_matches_reference() {
     let Some(g) = gpu() else { return };
     for (name, m) in meshes() {
         let mut dm = DeviceMesh::upload(&g, &m).unwrap();
-        same_tcsr("cell edges", name, &dm.cell_edges().unwrap().download(&g).unwrap(), m.cell_edges());
+        same_tcsr(
+            "cell edges",
+            name,
+            &dm.cell_edges().unwrap().download(&g).unwrap(),
+            m.cell_edges(),
+        );
     }
 }
 
@@ -206,7 +286,12 @@ fn cell_vertices_matches_reference() {
     let Some(g) = gpu() else { return };
     for (name, m) in meshes() {
         let mut dm = DeviceMesh::upload(&g, &m).unwrap();
-        same_tcsr("cell vertices", name, &dm.cell_vertices().unwrap().download(&g).unwrap(), m.cell_vertices());
+        same_tcsr(
+            "cell vertices",
+            name,
+            &dm.cell_vertices().unwrap().download(&g).unwrap(),
+            m.cell_vertices(),
+        );
     }
 }
 
@@ -221,16 +306,36 @@ fn boundary_matches_reference() {
         let want = extract_boundary(&m);
         assert_eq!(got.manifold, want.manifold, "{name}: manifold flag");
         saw_non_manifold |= !want.manifold;
-        for (what, a, b) in [("faces", got.faces.iter().map(|&x| x as i64).collect::<Vec<_>>(), want.faces.iter().map(|&x| x as i64).collect::<Vec<_>>()),
-                             ("edges", got.edges.iter().map(|&x| x as i64).collect(), want.edges.iter().map(|&x| x as i64).collect()),
-                             ("vertices", got.vertices.iter().map(|&x| x as i64).collect(), want.vertices.iter().map(|&x| x as i64).collect())] {
+        for (what, a, b) in [
+            (
+                "faces",
+                got.faces.iter().map(|&x| x as i64).collect::<Vec<_>>(),
+                want.faces.iter().map(|&x| x as i64).collect::<Vec<_>>(),
+            ),
+            (
+                "edges",
+                got.edges.iter().map(|&x| x as i64).collect(),
+                want.edges.iter().map(|&x| x as i64).collect(),
+            ),
+            (
+                "vertices",
+                got.vertices.iter().map(|&x| x as i64).collect(),
+                want.vertices.iter().map(|&x| x as i64).collect(),
+            ),
+        ] {
             assert_eq!(a.len(), b.len(), "{name}: boundary {what} count");
             if let Some(i) = (0..a.len()).find(|&i| a[i] != b[i]) {
-                panic!("{name}: boundary {what} differ first at {i}: gpu {} != reference {}", a[i], b[i]);
+                panic!(
+                    "{name}: boundary {what} differ first at {i}: gpu {} != reference {}",
+                    a[i], b[i]
+                );
             }
         }
     }
-    assert!(saw_non_manifold, "the mesh set must contain non-manifold meshes");
+    assert!(
+        saw_non_manifold,
+        "the mesh set must contain non-manifold meshes"
+    );
 }
 
 #[test]
@@ -245,7 +350,12 @@ fn laplacian_smoothing_matches_reference() {
         dm.laplacian_smooth(iters).unwrap();
         let got = dm.download_positions().unwrap();
         assert_eq!(got.len(), want.len(), "{name}");
-        let extent = m.positions().iter().flat_map(|p| p.iter()).fold(0.0f64, |a, &x| a.max(x.abs())).max(1.0);
+        let extent = m
+            .positions()
+            .iter()
+            .flat_map(|p| p.iter())
+            .fold(0.0f64, |a, &x| a.max(x.abs()))
+            .max(1.0);
         let tol = 1e-12 * extent;
         let mut worst = (0.0f64, 0usize);
         for (v, (a, b)) in got.iter().zip(&want).enumerate() {
@@ -257,11 +367,23 @@ fn laplacian_smoothing_matches_reference() {
                 }
             }
         }
-        eprintln!("{name}: largest position difference {:e} at vertex {} (tolerance {tol:e})", worst.0, worst.1);
-        assert!(worst.0 <= tol, "{name}: smoothed vertex {} differs by {:e} > {tol:e}", worst.1, worst.0);
+        eprintln!(
+            "{name}: largest position difference {:e} at vertex {} (tolerance {tol:e})",
+            worst.0, worst.1
+        );
+        assert!(
+            worst.0 <= tol,
+            "{name}: smoothed vertex {} differs by {:e} > {tol:e}",
+            worst.1,
+            worst.0
+        );
         // the GPU moves vertices exactly where the CPU does (thin meshes may have no inner vertex)
         let moved = |p: &[[f64; 3]]| p.iter().zip(m.positions()).filter(|(a, b)| a != b).count();
-        assert_eq!(moved(&got), moved(&want), "{name}: number of moved vertices");
+        assert_eq!(
+            moved(&got),
+            moved(&want),
+            "{name}: number of moved vertices"
+        );
         moved_somewhere |= moved(&want) > 0;
     }
     assert!(moved_somewhere, "some test mesh must have inner vertices");
@@ -273,7 +395,11 @@ fn gpu_mesh_bench_runs() {
     let Some(g) = gpu() else { return };
     let m = bracket(24).unwrap();
     let rows = tessera_mesh::cuda::bench::run_gpu_mesh_bench(&g, &m, 20).unwrap();
-    assert_eq!(rows.len(), 9, "8 polyhedral rows and the simplex derivation (the bracket is tetrahedral)");
+    assert_eq!(
+        rows.len(),
+        9,
+        "8 polyhedral rows and the simplex derivation (the bracket is tetrahedral)"
+    );
     for (op, ms, bytes) in rows {
         eprintln!("{op:32} {ms:9.4} ms {bytes:>12} B");
         assert!(ms.is_finite() && ms >= 0.0 && bytes > 0, "{op}");
@@ -299,7 +425,8 @@ fn gpu_test_meshes_build() {
 /// Tetrahedral and triangle meshes for the simplex derivation: converted generated meshes,
 /// and the same tets with every cell's vertex order shuffled (both orientations, Eq. 3.14).
 fn simplex_meshes() -> Vec<(&'static str, SimplexMesh)> {
-    let tets = SimplexMesh::from_poly(&box_mesh(BoxKind::Tet, [16, 12, 10], [1.0, 1.0, 1.0])).unwrap();
+    let tets =
+        SimplexMesh::from_poly(&box_mesh(BoxKind::Tet, [16, 12, 10], [1.0, 1.0, 1.0])).unwrap();
     let mut r = Rng(7);
     let (_, cv, pos) = tets.clone().into_parts();
     let mut shuffled = cv.clone();
@@ -321,7 +448,10 @@ fn simplex_meshes() -> Vec<(&'static str, SimplexMesh)> {
     for j in 0..ny {
         for i in 0..nx {
             let v = |a: usize, b: usize| (a + (nx + 1) * b) as u32;
-            for mut t in [[v(i, j), v(i + 1, j), v(i + 1, j + 1)], [v(i, j), v(i + 1, j + 1), v(i, j + 1)]] {
+            for mut t in [
+                [v(i, j), v(i + 1, j), v(i + 1, j + 1)],
+                [v(i, j), v(i + 1, j + 1), v(i, j + 1)],
+            ] {
                 if r.next() & 1 == 0 {
                     t.swap(0, 1);
                 }
@@ -331,9 +461,18 @@ fn simplex_meshes() -> Vec<(&'static str, SimplexMesh)> {
     }
     vec![
         ("tet box 16x12x10", tets),
-        ("tet box with shuffled cell vertex orders", SimplexMesh::new(3, shuffled, pos).unwrap()),
-        ("bracket(24) as simplex mesh", SimplexMesh::from_poly(&bracket(24).unwrap()).unwrap()),
-        ("triangle grid 40x30", SimplexMesh::new(2, tris, tp).unwrap()),
+        (
+            "tet box with shuffled cell vertex orders",
+            SimplexMesh::new(3, shuffled, pos).unwrap(),
+        ),
+        (
+            "bracket(24) as simplex mesh",
+            SimplexMesh::from_poly(&bracket(24).unwrap()).unwrap(),
+        ),
+        (
+            "triangle grid 40x30",
+            SimplexMesh::new(2, tris, tp).unwrap(),
+        ),
     ]
 }
 
@@ -345,10 +484,26 @@ fn simplex_derivation_matches_reference() {
         let d = tessera_mesh::cuda::simplex::derive(&g, &sm).unwrap();
         assert_eq!(d.download_edges(&g).unwrap(), sm.edges(), "{name}: edges");
         assert_eq!(d.download_faces(&g).unwrap(), sm.faces(), "{name}: faces");
-        assert_eq!(g.download(&d.cell_edges).unwrap(), sm.cell_edges_array(), "{name}: cell edges");
-        assert_eq!(g.download(&d.cell_faces).unwrap(), sm.cell_faces_array(), "{name}: cell faces");
-        assert_eq!(g.download(&d.cell_facets).unwrap(), sm.cell_facets(), "{name}: cell facets (Eq. 3.14)");
-        assert_eq!(g.download(&d.face_edges).unwrap(), sm.face_edges(), "{name}: face edges");
+        assert_eq!(
+            g.download(&d.cell_edges).unwrap(),
+            sm.cell_edges_array(),
+            "{name}: cell edges"
+        );
+        assert_eq!(
+            g.download(&d.cell_faces).unwrap(),
+            sm.cell_faces_array(),
+            "{name}: cell faces"
+        );
+        assert_eq!(
+            g.download(&d.cell_facets).unwrap(),
+            sm.cell_facets(),
+            "{name}: cell facets (Eq. 3.14)"
+        );
+        assert_eq!(
+            g.download(&d.face_edges).unwrap(),
+            sm.face_edges(),
+            "{name}: face edges"
+        );
     }
 }
 
@@ -357,8 +512,17 @@ fn simplex_test_meshes_build() {
     let ms = simplex_meshes();
     assert!(ms.iter().all(|(_, m)| m.num_cells() > 32));
     // shuffling produced cells of both orientations
-    let neg: Vec<bool> = ms[1].1.cell_facets().iter().step_by(4).map(|&v| v < 0).collect();
-    assert!(neg.iter().any(|&n| n) && neg.iter().any(|&n| !n), "facet 0 must have both signs");
+    let neg: Vec<bool> = ms[1]
+        .1
+        .cell_facets()
+        .iter()
+        .step_by(4)
+        .map(|&v| v < 0)
+        .collect();
+    assert!(
+        neg.iter().any(|&n| n) && neg.iter().any(|&n| !n),
+        "facet 0 must have both signs"
+    );
 }
 
 /// Benchmark meshes of `../shared/meshes` (or `.device/data/` on the device machine, where
@@ -371,7 +535,10 @@ fn gpu_mesh_bench_shared_meshes() {
     let Some(g) = gpu() else { return };
     let dirs = [
         std::path::PathBuf::from(".device/data"),
-        std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/meshes")),
+        std::path::PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/meshes"
+        )),
     ];
     // dissertation GPU times (GTX 1080), Tables 3.2 and 3.3, in the order of the bench rows
     let diss: [(&str, [f64; 3]); 8] = [
@@ -384,7 +551,14 @@ fn gpu_mesh_bench_shared_meshes() {
         ("boundary", [1.13, 1.15, 2.83]),
         ("laplacian smoothing x10", [f64::NAN, f64::NAN, f64::NAN]),
     ];
-    for (mi, name) in ["armadillo-3k.msh.gz", "bunny-50k.msh.gz", "dragon-817k.msh.gz"].iter().enumerate() {
+    for (mi, name) in [
+        "armadillo-3k.msh.gz",
+        "bunny-50k.msh.gz",
+        "dragon-817k.msh.gz",
+    ]
+    .iter()
+    .enumerate()
+    {
         let Some(path) = dirs.iter().map(|d| d.join(name)).find(|p| p.exists()) else {
             eprintln!("{name}: not present, skipped");
             continue;
@@ -392,18 +566,54 @@ fn gpu_mesh_bench_shared_meshes() {
         let m = tessera_mesh::io::read_mesh(&path).unwrap().mesh;
         // conformance on the real mesh
         let mut dm = DeviceMesh::upload(&g, &m).unwrap();
-        same_tcsr("δ3", name, &dm.face_cells().unwrap().download(&g).unwrap(), m.face_cells());
-        same_tcsr("cell vertices", name, &dm.cell_vertices().unwrap().download(&g).unwrap(), m.cell_vertices());
-        same_tcsr("cell edges", name, &dm.cell_edges().unwrap().download(&g).unwrap(), m.cell_edges());
-        assert_eq!(dm.boundary().unwrap().download(&g).unwrap(), extract_boundary(&m), "{name}: boundary");
+        same_tcsr(
+            "δ3",
+            name,
+            &dm.face_cells().unwrap().download(&g).unwrap(),
+            m.face_cells(),
+        );
+        same_tcsr(
+            "cell vertices",
+            name,
+            &dm.cell_vertices().unwrap().download(&g).unwrap(),
+            m.cell_vertices(),
+        );
+        same_tcsr(
+            "cell edges",
+            name,
+            &dm.cell_edges().unwrap().download(&g).unwrap(),
+            m.cell_edges(),
+        );
+        assert_eq!(
+            dm.boundary().unwrap().download(&g).unwrap(),
+            extract_boundary(&m),
+            "{name}: boundary"
+        );
         drop(dm);
         let rows = tessera_mesh::cuda::bench::run_gpu_mesh_bench(&g, &m, 30).unwrap();
-        eprintln!("\n{name}: V {} E {} F {} C {} on {}", m.num_vertices(), m.num_edges(), m.num_faces(), m.num_cells(), g.describe());
-        eprintln!("{:46} {:>10} {:>12} {:>9} {:>8} {:>14}", "op", "median ms", "bytes", "GB/s", "of 3TB/s", "diss. GPU ms");
+        eprintln!(
+            "\n{name}: V {} E {} F {} C {} on {}",
+            m.num_vertices(),
+            m.num_edges(),
+            m.num_faces(),
+            m.num_cells(),
+            g.describe()
+        );
+        eprintln!(
+            "{:46} {:>10} {:>12} {:>9} {:>8} {:>14}",
+            "op", "median ms", "bytes", "GB/s", "of 3TB/s", "diss. GPU ms"
+        );
         for (op, ms, bytes) in rows {
             let gbs = bytes as f64 / (ms * 1e-3) / 1e9;
-            let d = diss.iter().find(|x| x.0 == op).map(|x| x.1[mi]).unwrap_or(f64::NAN);
-            eprintln!("{op:46} {ms:10.4} {bytes:12} {gbs:9.1} {:7.2}% {d:14.2}", 100.0 * gbs / 3000.0);
+            let d = diss
+                .iter()
+                .find(|x| x.0 == op)
+                .map(|x| x.1[mi])
+                .unwrap_or(f64::NAN);
+            eprintln!(
+                "{op:46} {ms:10.4} {bytes:12} {gbs:9.1} {:7.2}% {d:14.2}",
+                100.0 * gbs / 3000.0
+            );
         }
     }
 }

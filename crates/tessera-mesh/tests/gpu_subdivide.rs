@@ -11,7 +11,9 @@
 
 use tessera_core::Par;
 use tessera_gpu::Gpu;
-use tessera_mesh::cuda::subdivide::{bench_catmull_clark_gpu, catmull_clark_gpu, catmull_clark_levels_gpu, precompute};
+use tessera_mesh::cuda::subdivide::{
+    bench_catmull_clark_gpu, catmull_clark_gpu, catmull_clark_levels_gpu, precompute,
+};
 use tessera_mesh::cuda::DeviceMesh;
 use tessera_mesh::generate::{box_mesh, bracket, non_manifold_example, BoxKind};
 use tessera_mesh::subdivide::catmull_clark_levels;
@@ -58,7 +60,16 @@ fn hexahedron() -> PolyMesh {
 }
 
 fn pyramid() -> PolyMesh {
-    single(CellType::Pyramid, vec![[0.0, 0.0, 0.0], [2.0, 0.0, 0.0], [2.0, 2.0, 0.0], [0.0, 2.0, 0.0], [1.0, 1.0, 1.5]])
+    single(
+        CellType::Pyramid,
+        vec![
+            [0.0, 0.0, 0.0],
+            [2.0, 0.0, 0.0],
+            [2.0, 2.0, 0.0],
+            [0.0, 2.0, 0.0],
+            [1.0, 1.0, 1.5],
+        ],
+    )
 }
 
 /// The same mesh with every ∂2 row reversed (not in loop order for faces of > 3 edges and
@@ -70,7 +81,13 @@ fn reversed_rows(m: &PolyMesh) -> PolyMesh {
         cols.extend(fe.row(f).iter().rev());
     }
     let fe2 = Tcsr::new(fe.ncols(), fe.offsets().to_vec(), cols).unwrap();
-    PolyMesh::from_operators(m.positions().to_vec(), m.edge_vertices().to_vec(), fe2, m.cell_faces().clone()).unwrap()
+    PolyMesh::from_operators(
+        m.positions().to_vec(),
+        m.edge_vertices().to_vec(),
+        fe2,
+        m.cell_faces().clone(),
+    )
+    .unwrap()
 }
 
 /// A hexahedron with its last face removed from ∂3: a face in no cell, an open cell.
@@ -81,7 +98,13 @@ fn open_hexahedron() -> PolyMesh {
     let mut offs = h.cell_faces().offsets().to_vec();
     *offs.last_mut().unwrap() -= 1;
     let cf = Tcsr::new(h.cell_faces().ncols(), offs, cf_cols).unwrap();
-    PolyMesh::from_operators(h.positions().to_vec(), h.edge_vertices().to_vec(), h.face_edges().clone(), cf).unwrap()
+    PolyMesh::from_operators(
+        h.positions().to_vec(),
+        h.edge_vertices().to_vec(),
+        h.face_edges().clone(),
+        cf,
+    )
+    .unwrap()
 }
 
 fn extent(m: &PolyMesh) -> f64 {
@@ -101,30 +124,60 @@ fn extent(m: &PolyMesh) -> f64 {
 fn check(gpu: &Gpu, name: &str, m: &PolyMesh, levels: usize) {
     let cpu = catmull_clark_levels(m, levels).unwrap_or_else(|e| panic!("{name}: CPU failed: {e}"));
     let dm = DeviceMesh::upload(gpu, m).unwrap();
-    let out = catmull_clark_levels_gpu(&dm, levels).unwrap_or_else(|e| panic!("{name}: GPU failed: {e}"));
+    let out =
+        catmull_clark_levels_gpu(&dm, levels).unwrap_or_else(|e| panic!("{name}: GPU failed: {e}"));
     assert_eq!(out.num_vertices(), cpu.num_vertices(), "{name}: vertices");
-    let ev: Vec<[u32; 2]> = gpu.download(out.edge_vertices()).unwrap().chunks_exact(2).map(|c| [c[0], c[1]]).collect();
+    let ev: Vec<[u32; 2]> = gpu
+        .download(out.edge_vertices())
+        .unwrap()
+        .chunks_exact(2)
+        .map(|c| [c[0], c[1]])
+        .collect();
     assert!(ev == cpu.edge_vertices(), "{name}: ∂1 differs");
     let fe = out.face_edges().download(gpu).unwrap();
     assert_eq!(fe.ncols(), cpu.face_edges().ncols(), "{name}: ∂2 columns");
-    assert_eq!(fe.offsets(), cpu.face_edges().offsets(), "{name}: ∂2 offsets");
-    assert_eq!(fe.columns(), cpu.face_edges().columns(), "{name}: ∂2 entries");
+    assert_eq!(
+        fe.offsets(),
+        cpu.face_edges().offsets(),
+        "{name}: ∂2 offsets"
+    );
+    assert_eq!(
+        fe.columns(),
+        cpu.face_edges().columns(),
+        "{name}: ∂2 entries"
+    );
     let cf = out.cell_faces().download(gpu).unwrap();
     assert_eq!(cf.ncols(), cpu.cell_faces().ncols(), "{name}: ∂3 columns");
-    assert_eq!(cf.offsets(), cpu.cell_faces().offsets(), "{name}: ∂3 offsets");
-    assert_eq!(cf.columns(), cpu.cell_faces().columns(), "{name}: ∂3 entries");
+    assert_eq!(
+        cf.offsets(),
+        cpu.cell_faces().offsets(),
+        "{name}: ∂3 offsets"
+    );
+    assert_eq!(
+        cf.columns(),
+        cpu.cell_faces().columns(),
+        "{name}: ∂3 entries"
+    );
     let pos = out.download_positions().unwrap();
     let tol = 1e-12 * extent(m);
     let mut worst = 0.0f64;
     for (i, (a, b)) in pos.iter().zip(cpu.positions()).enumerate() {
         for d in 0..3 {
             let diff = (a[d] - b[d]).abs();
-            assert!(diff <= tol, "{name}: vertex {i} coordinate {d}: GPU {} CPU {} (tolerance {tol})", a[d], b[d]);
+            assert!(
+                diff <= tol,
+                "{name}: vertex {i} coordinate {d}: GPU {} CPU {} (tolerance {tol})",
+                a[d],
+                b[d]
+            );
             worst = worst.max(diff);
         }
     }
     // the output is a valid mesh that the CPU can subdivide further
-    out.download().unwrap().validate().unwrap_or_else(|e| panic!("{name}: GPU output invalid: {e}"));
+    out.download()
+        .unwrap()
+        .validate()
+        .unwrap_or_else(|e| panic!("{name}: GPU output invalid: {e}"));
     eprintln!(
         "{name}: {levels} level(s): {} vertices, {} cells, largest position difference {worst:.1e}",
         cpu.num_vertices(),
@@ -140,7 +193,11 @@ fn catmull_clark_matches_reference() {
     check(&g, "hexahedron", &hexahedron(), 2);
     check(&g, "pyramid", &pyramid(), 1);
     check(&g, "pyramid", &pyramid(), 2);
-    for (kind, label) in [(BoxKind::Tet, "tet box"), (BoxKind::Hex, "hex box"), (BoxKind::Mixed, "mixed box")] {
+    for (kind, label) in [
+        (BoxKind::Tet, "tet box"),
+        (BoxKind::Hex, "hex box"),
+        (BoxKind::Mixed, "mixed box"),
+    ] {
         let m = box_mesh(kind, [5, 4, 3], [2.0, 1.5, 1.0]);
         check(&g, label, &m, 1);
         check(&g, label, &m, 2);
@@ -148,7 +205,12 @@ fn catmull_clark_matches_reference() {
     let b = bracket(24).unwrap();
     check(&g, "bracket(24)", &b, 1);
     check(&g, "bracket(24)", &b, 2);
-    check(&g, "mixed box, ∂2 rows reversed", &reversed_rows(&box_mesh(BoxKind::Mixed, [4, 3, 3], [1.0, 1.0, 1.0])), 1);
+    check(
+        &g,
+        "mixed box, ∂2 rows reversed",
+        &reversed_rows(&box_mesh(BoxKind::Mixed, [4, 3, 3], [1.0, 1.0, 1.0])),
+        1,
+    );
 
     // the pre-computed relations and the cached ones give the same result
     let m = box_mesh(BoxKind::Mixed, [4, 4, 2], [1.0, 1.0, 1.0]);
@@ -158,9 +220,18 @@ fn catmull_clark_matches_reference() {
     let rel = precompute(&dm).unwrap();
     let a = tessera_mesh::cuda::subdivide::catmull_clark_gpu_with(&dm, &rel).unwrap();
     let b = catmull_clark_gpu(&DeviceMesh::upload(&g, &m).unwrap()).unwrap();
-    assert_eq!(a.face_edges().download(&g).unwrap(), b.face_edges().download(&g).unwrap());
-    assert_eq!(a.cell_faces().download(&g).unwrap(), b.cell_faces().download(&g).unwrap());
-    assert_eq!(a.download_positions().unwrap(), b.download_positions().unwrap());
+    assert_eq!(
+        a.face_edges().download(&g).unwrap(),
+        b.face_edges().download(&g).unwrap()
+    );
+    assert_eq!(
+        a.cell_faces().download(&g).unwrap(),
+        b.cell_faces().download(&g).unwrap()
+    );
+    assert_eq!(
+        a.download_positions().unwrap(),
+        b.download_positions().unwrap()
+    );
 }
 
 fn same_error(a: &MeshError, b: &MeshError) -> bool {
@@ -172,14 +243,19 @@ fn same_error(a: &MeshError, b: &MeshError) -> bool {
 fn catmull_clark_rejects_non_manifold_like_reference() {
     let Some(g) = gpu() else { return };
     let m = non_manifold_example();
-    let cpu = tessera_mesh::subdivide::catmull_clark(&m).expect_err("CPU rejects the non-manifold example");
+    let cpu = tessera_mesh::subdivide::catmull_clark(&m)
+        .expect_err("CPU rejects the non-manifold example");
     let dm = DeviceMesh::upload(&g, &m).unwrap();
-    let Err(gpu_err) = catmull_clark_gpu(&dm) else { panic!("GPU accepted non-manifold input") };
+    let Err(gpu_err) = catmull_clark_gpu(&dm) else {
+        panic!("GPU accepted non-manifold input")
+    };
     assert!(same_error(&cpu, &gpu_err), "CPU: {cpu}; GPU: {gpu_err}");
     assert!(matches!(gpu_err, MeshError::Unsupported(_)), "{gpu_err}");
     let open = open_hexahedron();
     let cpu = tessera_mesh::subdivide::catmull_clark(&open).expect_err("CPU rejects the open cell");
-    let Err(gpu_err) = catmull_clark_gpu(&DeviceMesh::upload(&g, &open).unwrap()) else { panic!("GPU accepted an open cell") };
+    let Err(gpu_err) = catmull_clark_gpu(&DeviceMesh::upload(&g, &open).unwrap()) else {
+        panic!("GPU accepted an open cell")
+    };
     assert!(same_error(&cpu, &gpu_err), "CPU: {cpu}; GPU: {gpu_err}");
 }
 
@@ -195,13 +271,23 @@ fn catmull_clark_dragon_timing() {
         return;
     }
     let m = tessera_mesh::io::read_mesh(path).unwrap().mesh;
-    eprintln!("dragon: {} vertices, {} cells", m.num_vertices(), m.num_cells());
+    eprintln!(
+        "dragon: {} vertices, {} cells",
+        m.num_vertices(),
+        m.num_cells()
+    );
     let t = std::time::Instant::now();
     check(&g, "dragon", &m, 1);
-    eprintln!("dragon conformance (CPU + GPU + compare): {:.1} s", t.elapsed().as_secs_f64());
+    eprintln!(
+        "dragon conformance (CPU + GPU + compare): {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
     let mut table = String::from("| row | median ms | bytes | GB/s |\n|---|---:|---:|---:|\n");
     for (row, ms, bytes) in bench_catmull_clark_gpu(&g, &m, 1, 20).unwrap() {
-        table.push_str(&format!("| {row} | {ms:.3} | {bytes} | {:.0} |\n", bytes as f64 / ms / 1e6));
+        table.push_str(&format!(
+            "| {row} | {ms:.3} | {bytes} | {:.0} |\n",
+            bytes as f64 / ms / 1e6
+        ));
     }
     println!("{table}");
     // the harness captures the output of passing tests: keep the table where the device
@@ -225,6 +311,22 @@ fn rejection_fixtures_are_rejected_by_reference() {
     let m = box_mesh(BoxKind::Mixed, [2, 2, 2], [1.0, 1.0, 1.0]);
     let r = reversed_rows(&m);
     assert_ne!(r.face_edges(), m.face_edges());
-    let (a, b) = (catmull_clark_levels(&m, 1).unwrap(), catmull_clark_levels(&r, 1).unwrap());
-    assert_eq!((a.num_vertices(), a.num_edges(), a.num_faces(), a.num_cells()), (b.num_vertices(), b.num_edges(), b.num_faces(), b.num_cells()));
+    let (a, b) = (
+        catmull_clark_levels(&m, 1).unwrap(),
+        catmull_clark_levels(&r, 1).unwrap(),
+    );
+    assert_eq!(
+        (
+            a.num_vertices(),
+            a.num_edges(),
+            a.num_faces(),
+            a.num_cells()
+        ),
+        (
+            b.num_vertices(),
+            b.num_edges(),
+            b.num_faces(),
+            b.num_cells()
+        )
+    );
 }

@@ -6,13 +6,16 @@ use std::path::{Path, PathBuf};
 use tessera_core::Par;
 use tessera_mesh::generate::{box_mesh, BoxKind};
 use tessera_mesh::io::{
-    read_mesh, typed_cell_vertices, write_mesh, write_obj, write_vtu, write_vtu_with, DataArray, MeshFile, VtuEncoding,
+    read_mesh, typed_cell_vertices, write_mesh, write_obj, write_vtu, write_vtu_with, DataArray,
+    MeshFile, VtuEncoding,
 };
 use tessera_mesh::{CellType, MeshError, PolyMesh, PolyMeshBuilder};
 use tessera_sparse::tcsr::{col, decode};
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
 }
 
 fn read(p: &Path) -> MeshFile {
@@ -25,10 +28,18 @@ fn assert_same(a: &PolyMesh, b: &PolyMesh, rel: f64) {
     assert_eq!(a.edge_vertices(), b.edge_vertices(), "∂1");
     assert_eq!(a.face_edges(), b.face_edges(), "∂2");
     assert_eq!(a.cell_faces(), b.cell_faces(), "∂3");
-    let scale = a.positions().iter().flatten().fold(0f64, |m, x| m.max(x.abs())).max(1e-300);
+    let scale = a
+        .positions()
+        .iter()
+        .flatten()
+        .fold(0f64, |m, x| m.max(x.abs()))
+        .max(1e-300);
     for (p, q) in a.positions().iter().zip(b.positions()) {
         for d in 0..3 {
-            assert!((p[d] - q[d]).abs() <= rel * scale, "position {p:?} vs {q:?}");
+            assert!(
+                (p[d] - q[d]).abs() <= rel * scale,
+                "position {p:?} vs {q:?}"
+            );
         }
     }
 }
@@ -50,12 +61,19 @@ fn assert_same_up_to_row_order(a: &PolyMesh, b: &PolyMesh) {
 }
 
 fn counts(m: &PolyMesh) -> (usize, usize, usize, usize) {
-    (m.num_vertices(), m.num_edges(), m.num_faces(), m.num_cells())
+    (
+        m.num_vertices(),
+        m.num_edges(),
+        m.num_faces(),
+        m.num_cells(),
+    )
 }
 
 fn cell_types(m: &PolyMesh) -> Vec<Option<CellType>> {
     let mut buf = [0u32; 8];
-    (0..m.num_cells()).map(|c| typed_cell_vertices(m, c, &mut buf)).collect()
+    (0..m.num_cells())
+        .map(|c| typed_cell_vertices(m, c, &mut buf))
+        .collect()
 }
 
 /// Sorted vertex set of face `f`.
@@ -73,7 +91,12 @@ fn cell_volumes(m: &PolyMesh) -> Vec<f64> {
             let mut vol = 0.0;
             for &e in m.cell_faces().row(c) {
                 let (f, s) = decode(e);
-                let mut l: Vec<usize> = m.face_vertices().row(f as usize).iter().map(|&x| col(x) as usize).collect();
+                let mut l: Vec<usize> = m
+                    .face_vertices()
+                    .row(f as usize)
+                    .iter()
+                    .map(|&x| col(x) as usize)
+                    .collect();
                 if s < 0 {
                     l.reverse();
                 }
@@ -100,14 +123,38 @@ fn msh41_mixed_fixture() {
     assert_eq!(counts(m), (12, 24, 17, 4));
     assert_eq!(m.euler_characteristic(), 1);
     use CellType::*;
-    assert_eq!(cell_types(m), vec![Some(Hexahedron), Some(Pyramid), Some(Prism), Some(Tetrahedron)]);
+    assert_eq!(
+        cell_types(m),
+        vec![
+            Some(Hexahedron),
+            Some(Pyramid),
+            Some(Prism),
+            Some(Tetrahedron)
+        ]
+    );
     // every cell outward
     assert!(cell_volumes(m).iter().all(|&v| v > 0.0));
     let vols = cell_volumes(m);
-    assert!((vols[0] - 1.0).abs() < 1e-12 && (vols[1] - 0.5 / 3.0).abs() < 1e-12 && (vols[2] - 0.5).abs() < 1e-12);
+    assert!(
+        (vols[0] - 1.0).abs() < 1e-12
+            && (vols[1] - 0.5 / 3.0).abs() < 1e-12
+            && (vols[2] - 0.5).abs() < 1e-12
+    );
     m.validate().expect("valid mesh");
-    let names: Vec<(u8, i32, &str)> = f.groups.iter().map(|g| (g.dim, g.tag, g.name.as_str())).collect();
-    assert_eq!(names, vec![(1, 4, "edge"), (2, 2, "bottom"), (2, 3, "tip"), (3, 1, "solid")]);
+    let names: Vec<(u8, i32, &str)> = f
+        .groups
+        .iter()
+        .map(|g| (g.dim, g.tag, g.name.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            (1, 4, "edge"),
+            (2, 2, "bottom"),
+            (2, 3, "tip"),
+            (3, 1, "solid")
+        ]
+    );
     assert_eq!(f.group("solid").unwrap().entities, vec![0, 1, 2, 3]);
     let bottom = &f.group("bottom").unwrap().entities;
     assert_eq!(bottom.len(), 1);
@@ -128,8 +175,16 @@ fn msh22_and_medit_match_msh41() {
     assert_same(&a.mesh, &c.mesh, 0.0);
     // Medit references: the boundary groups resolve to the same entities
     for (dim, tag) in [(2u8, 2), (2, 3), (1, 4)] {
-        let ga = a.groups.iter().find(|g| (g.dim, g.tag) == (dim, tag)).unwrap();
-        let gc = c.groups.iter().find(|g| (g.dim, g.tag) == (dim, tag)).unwrap();
+        let ga = a
+            .groups
+            .iter()
+            .find(|g| (g.dim, g.tag) == (dim, tag))
+            .unwrap();
+        let gc = c
+            .groups
+            .iter()
+            .find(|g| (g.dim, g.tag) == (dim, tag))
+            .unwrap();
         assert_eq!(ga.entities, gc.entities);
     }
 }
@@ -220,7 +275,8 @@ fn msh41_binary(d: &Mixed) -> Vec<u8> {
     }
     b.extend(b"\n$EndEntities\n$Nodes\n");
     // three blocks: 8 + 4 volume nodes, then the unused point
-    let blocks: [(i32, i32, std::ops::Range<usize>); 3] = [(3, 1, 0..8), (3, 1, 8..12), (0, 7, 12..13)];
+    let blocks: [(i32, i32, std::ops::Range<usize>); 3] =
+        [(3, 1, 0..8), (3, 1, 8..12), (0, 7, 12..13)];
     for n in [3u64, 13, 10, 500] {
         b.extend(n.to_le_bytes());
     }
@@ -272,7 +328,10 @@ fn msh_binary_matches_ascii() {
             let q = dir.path().join(format!("cut-{cut}-{name}"));
             std::fs::write(&q, &bytes[..cut]).unwrap();
             let e = read_mesh(&q).unwrap_err().to_string();
-            assert!(e.contains(&format!("cut-{cut}-{name}")) && e.contains("byte "), "{e}");
+            assert!(
+                e.contains(&format!("cut-{cut}-{name}")) && e.contains("byte "),
+                "{e}"
+            );
         }
     }
 }
@@ -284,19 +343,27 @@ fn tetgen_and_ovm_cube_agree() {
     assert_same(&t.mesh, &t2.mesh, 0.0);
     assert_eq!(counts(&t.mesh), (8, 19, 18, 6));
     // region attributes 7 and 8
-    assert_eq!(t.groups.iter().map(|g| (g.dim, g.tag, g.entities.clone())).collect::<Vec<_>>(), vec![
-        (3, 7, vec![0, 1, 2]),
-        (3, 8, vec![3, 4, 5])
-    ]);
+    assert_eq!(
+        t.groups
+            .iter()
+            .map(|g| (g.dim, g.tag, g.entities.clone()))
+            .collect::<Vec<_>>(),
+        vec![(3, 7, vec![0, 1, 2]), (3, 8, vec![3, 4, 5])]
+    );
     let o = read(&fixture("cube.ovm"));
     assert_eq!(counts(&o.mesh), (8, 19, 18, 6));
     o.mesh.validate().expect("valid");
     // meshio-style half-faces (normals into the cell) come out outward
     let vols = cell_volumes(&o.mesh);
-    assert!(vols.iter().all(|&v| (v - 1.0 / 6.0).abs() < 1e-12), "{vols:?}");
+    assert!(
+        vols.iter().all(|&v| (v - 1.0 / 6.0).abs() < 1e-12),
+        "{vols:?}"
+    );
     // same cells as TetGen's (as vertex sets)
     let cv = |m: &PolyMesh| -> Vec<Vec<u32>> {
-        let mut s: Vec<Vec<u32>> = (0..m.num_cells()).map(|c| m.cell_vertices().row(c).iter().map(|&v| col(v)).collect()).collect();
+        let mut s: Vec<Vec<u32>> = (0..m.num_cells())
+            .map(|c| m.cell_vertices().row(c).iter().map(|&v| col(v)).collect())
+            .collect();
         s.sort();
         s
     };
@@ -321,7 +388,14 @@ fn every_format_round_trips() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let mixed = read(&fixture("mixed-v41.msh")).mesh;
-    for name in ["a.msh", "a.msh.gz", "a.mesh", "a.ovm", "a.ovm.gz", "a.mesh.gz"] {
+    for name in [
+        "a.msh",
+        "a.msh.gz",
+        "a.mesh",
+        "a.ovm",
+        "a.ovm.gz",
+        "a.mesh.gz",
+    ] {
         round_trip(&mixed, d, name);
     }
     let medit = read(&fixture("mixed.mesh")).mesh;
@@ -340,7 +414,11 @@ fn every_format_round_trips() {
         let m1 = read(&p).mesh;
         assert_same_up_to_row_order(&g, &m1);
         // Medit groups cells by type, so it keeps the order only of meshes with one type per run
-        let names: &[&str] = if kind == BoxKind::Mixed { &["g2.msh", "g.ovm"] } else { &["g2.msh", "g.mesh", "g.ovm"] };
+        let names: &[&str] = if kind == BoxKind::Mixed {
+            &["g2.msh", "g.ovm"]
+        } else {
+            &["g2.msh", "g.mesh", "g.ovm"]
+        };
         for name in names {
             round_trip(&m1, d, name);
         }
@@ -352,20 +430,40 @@ fn every_format_round_trips() {
 fn inverted_cells_are_written_positive_and_then_stable() {
     let dir = tempfile::tempdir().unwrap();
     // one tet given inverted (Gmsh/VTK order with negative volume)
-    let pos = vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
+    let pos = vec![
+        [0.0, 0.0, 0.0],
+        [1.0, 0.0, 0.0],
+        [0.0, 1.0, 0.0],
+        [0.0, 0.0, 1.0],
+    ];
     let mut b = PolyMeshBuilder::new(pos);
-    b.add_typed_cell(CellType::Tetrahedron, &[0, 2, 1, 3]).unwrap();
+    b.add_typed_cell(CellType::Tetrahedron, &[0, 2, 1, 3])
+        .unwrap();
     let m = b.build(Par::Seq).unwrap();
     let p = dir.path().join("inv.msh");
     write_mesh(&m, &p).unwrap();
     let text = std::fs::read_to_string(&p).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    let at = lines.iter().position(|l| *l == "3 1 4 1").expect("one tet block");
-    let t: Vec<usize> = lines[at + 1].split_whitespace().skip(1).map(|x| x.parse::<usize>().unwrap() - 1).collect();
+    let at = lines
+        .iter()
+        .position(|l| *l == "3 1 4 1")
+        .expect("one tet block");
+    let t: Vec<usize> = lines[at + 1]
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse::<usize>().unwrap() - 1)
+        .collect();
     let p0 = m.positions();
-    let d = |i: usize| [p0[t[i]][0] - p0[t[0]][0], p0[t[i]][1] - p0[t[0]][1], p0[t[i]][2] - p0[t[0]][2]];
+    let d = |i: usize| {
+        [
+            p0[t[i]][0] - p0[t[0]][0],
+            p0[t[i]][1] - p0[t[0]][1],
+            p0[t[i]][2] - p0[t[0]][2],
+        ]
+    };
     let (a, b, c) = (d(1), d(2), d(3));
-    let det = a[0] * (b[1] * c[2] - b[2] * c[1]) - a[1] * (b[0] * c[2] - b[2] * c[0]) + a[2] * (b[0] * c[1] - b[1] * c[0]);
+    let det = a[0] * (b[1] * c[2] - b[2] * c[1]) - a[1] * (b[0] * c[2] - b[2] * c[0])
+        + a[2] * (b[0] * c[1] - b[1] * c[0]);
     assert!(det > 0.0, "positive Gmsh order written: {t:?}");
     let m2 = read(&p).mesh;
     round_trip(&m2, dir.path(), "inv2.msh");
@@ -425,13 +523,16 @@ fn hex_prism(with_tet: bool) -> PolyMesh {
     pos.push([2.0, 0.5, 0.5]);
     let bottom: Vec<u32> = (0..6).rev().collect();
     let top: Vec<u32> = (6..12).collect();
-    let sides: Vec<Vec<u32>> = (0..6).map(|k| vec![k, (k + 1) % 6, (k + 1) % 6 + 6, k + 6]).collect();
+    let sides: Vec<Vec<u32>> = (0..6)
+        .map(|k| vec![k, (k + 1) % 6, (k + 1) % 6 + 6, k + 6])
+        .collect();
     let mut faces: Vec<&[u32]> = vec![&bottom, &top];
     faces.extend(sides.iter().map(|s| s.as_slice()));
     let mut b = PolyMeshBuilder::new(pos);
     b.add_cell(&faces).unwrap();
     if with_tet {
-        b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 7, 12]).unwrap();
+        b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 7, 12])
+            .unwrap();
     }
     b.build(Par::Seq).unwrap()
 }
@@ -451,7 +552,11 @@ impl Vtu {
             .unwrap_or_else(|| panic!("no DataArray {name} in {section}"))
     }
     fn ints(&self, name: &str) -> Vec<i64> {
-        self.get("Cells", name).3.iter().map(|&x| x as i64).collect()
+        self.get("Cells", name)
+            .3
+            .iter()
+            .map(|&x| x as i64)
+            .collect()
     }
 }
 
@@ -477,7 +582,11 @@ fn b64decode(s: &str) -> Vec<u8> {
     let mut out = Vec::new();
     for q in clean.chunks(4) {
         let pad = q.iter().filter(|&&c| c == b'=').count();
-        let n = q.iter().take(4 - pad).enumerate().fold(0u32, |acc, (i, &c)| acc | (val(c) << (18 - 6 * i)));
+        let n = q
+            .iter()
+            .take(4 - pad)
+            .enumerate()
+            .fold(0u32, |acc, (i, &c)| acc | (val(c) << (18 - 6 * i)));
         let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
         out.extend_from_slice(&bytes[..3 - pad]);
     }
@@ -513,17 +622,28 @@ fn parse_vtu(text: &str) -> Vtu {
         let body = &rest[tag_end + 1..body_end];
         let ty = attr(tag, "type").unwrap();
         let name = attr(tag, "Name").unwrap_or_default();
-        let comps: usize = attr(tag, "NumberOfComponents").map(|s| s.parse().unwrap()).unwrap_or(1);
+        let comps: usize = attr(tag, "NumberOfComponents")
+            .map(|s| s.parse().unwrap())
+            .unwrap_or(1);
         let values: Vec<f64> = match attr(tag, "format").unwrap().as_str() {
-            "ascii" => body.split_whitespace().map(|t| t.parse::<f64>().unwrap()).collect(),
+            "ascii" => body
+                .split_whitespace()
+                .map(|t| t.parse::<f64>().unwrap())
+                .collect(),
             "binary" => {
                 let raw = b64decode(body);
                 let n = u64::from_le_bytes(raw[..8].try_into().unwrap()) as usize;
                 let data = &raw[8..];
                 assert_eq!(data.len(), n, "{name}: header length");
                 match ty.as_str() {
-                    "Float64" => data.chunks(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect(),
-                    "Int64" => data.chunks(8).map(|c| i64::from_le_bytes(c.try_into().unwrap()) as f64).collect(),
+                    "Float64" => data
+                        .chunks(8)
+                        .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+                        .collect(),
+                    "Int64" => data
+                        .chunks(8)
+                        .map(|c| i64::from_le_bytes(c.try_into().unwrap()) as f64)
+                        .collect(),
                     "UInt8" => data.iter().map(|&c| c as f64).collect(),
                     t => panic!("type {t}"),
                 }
@@ -534,7 +654,11 @@ fn parse_vtu(text: &str) -> Vtu {
         offset += body_end;
         rest = &text[offset..];
     }
-    Vtu { npoints, ncells, arrays }
+    Vtu {
+        npoints,
+        ncells,
+        arrays,
+    }
 }
 
 /// Check a parsed VTU against a mesh and rebuild the mesh from it.
@@ -552,7 +676,11 @@ fn check_vtu(v: &Vtu, m: &PolyMesh) -> PolyMesh {
     assert_eq!(*offs.last().unwrap() as usize, conn.len());
     assert!(conn.iter().all(|&c| c >= 0 && (c as usize) < v.npoints));
     let has_poly = types.contains(&42);
-    let (faces, faceoffs) = if has_poly { (v.ints("faces"), v.ints("faceoffsets")) } else { (vec![], vec![]) };
+    let (faces, faceoffs) = if has_poly {
+        (v.ints("faces"), v.ints("faceoffsets"))
+    } else {
+        (vec![], vec![])
+    };
     let mut b = PolyMeshBuilder::new(pos).orient_by_volume(false);
     let mut start = 0usize;
     let mut fstart = 0usize;
@@ -568,10 +696,27 @@ fn check_vtu(v: &Vtu, m: &PolyMesh) -> PolyMesh {
             order.iter().map(|&i| cv[i]).collect::<Vec<u32>>()
         };
         match types[c] {
-            10 => b.add_typed_cell(CellType::Tetrahedron, &gmsh(CellType::Tetrahedron, &[0, 1, 2, 3])).unwrap(),
-            12 => b.add_typed_cell(CellType::Hexahedron, &gmsh(CellType::Hexahedron, &[0, 1, 2, 3, 4, 5, 6, 7])).unwrap(),
-            13 => b.add_typed_cell(CellType::Prism, &gmsh(CellType::Prism, &[0, 1, 2, 3, 4, 5])).unwrap(),
-            14 => b.add_typed_cell(CellType::Pyramid, &gmsh(CellType::Pyramid, &[0, 1, 2, 3, 4])).unwrap(),
+            10 => b
+                .add_typed_cell(
+                    CellType::Tetrahedron,
+                    &gmsh(CellType::Tetrahedron, &[0, 1, 2, 3]),
+                )
+                .unwrap(),
+            12 => b
+                .add_typed_cell(
+                    CellType::Hexahedron,
+                    &gmsh(CellType::Hexahedron, &[0, 1, 2, 3, 4, 5, 6, 7]),
+                )
+                .unwrap(),
+            13 => b
+                .add_typed_cell(CellType::Prism, &gmsh(CellType::Prism, &[0, 1, 2, 3, 4, 5]))
+                .unwrap(),
+            14 => b
+                .add_typed_cell(
+                    CellType::Pyramid,
+                    &gmsh(CellType::Pyramid, &[0, 1, 2, 3, 4]),
+                )
+                .unwrap(),
             42 => {
                 assert_eq!(want, None);
                 let fend = faceoffs[c] as usize;
@@ -648,7 +793,12 @@ fn vtu_passes_an_independent_structural_check() {
     }
     // wrong data length is an error, not a panic
     let m = &meshes[0].1;
-    let e = write_vtu(&dir.path().join("bad.vtu"), m, &[DataArray::point_scalars("t", vec![1.0])]).unwrap_err();
+    let e = write_vtu(
+        &dir.path().join("bad.vtu"),
+        m,
+        &[DataArray::point_scalars("t", vec![1.0])],
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("expected 12"), "{e}");
 }
 
@@ -657,10 +807,16 @@ fn vtu_passes_an_independent_structural_check() {
 fn meshio_check(p: &Path, m: &PolyMesh) {
     let types = cell_types(m);
     if types.iter().any(|t| t.is_none()) && types.iter().any(|t| t.is_some()) {
-        eprintln!("skipping the meshio check of {}: meshio cannot mix polyhedra with other cells", p.display());
+        eprintln!(
+            "skipping the meshio check of {}: meshio cannot mix polyhedra with other cells",
+            p.display()
+        );
         return;
     }
-    let ok = std::process::Command::new("python3").args(["-c", "import meshio"]).output().map(|o| o.status.success());
+    let ok = std::process::Command::new("python3")
+        .args(["-c", "import meshio"])
+        .output()
+        .map(|o| o.status.success());
     if !matches!(ok, Ok(true)) {
         eprintln!("skipping the meshio check: python3 with meshio is not available");
         return;
@@ -673,9 +829,19 @@ fn meshio_check(p: &Path, m: &PolyMesh) {
         .arg(p)
         .output()
         .unwrap();
-    assert!(out.status.success(), "meshio failed on {}: {}", p.display(), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "meshio failed on {}: {}",
+        p.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
     let s = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(s.trim(), format!("{} {}", m.num_vertices(), m.num_cells()), "meshio counts for {}", p.display());
+    assert_eq!(
+        s.trim(),
+        format!("{} {}", m.num_vertices(), m.num_cells()),
+        "meshio counts for {}",
+        p.display()
+    );
 }
 
 #[test]
@@ -690,14 +856,22 @@ fn obj_surface_of_a_boundary() {
         .lines()
         .filter(|l| l.starts_with("v "))
         .map(|l| {
-            let x: Vec<f64> = l[2..].split_whitespace().map(|t| t.parse().unwrap()).collect();
+            let x: Vec<f64> = l[2..]
+                .split_whitespace()
+                .map(|t| t.parse().unwrap())
+                .collect();
             [x[0], x[1], x[2]]
         })
         .collect();
     let f: Vec<Vec<u32>> = text
         .lines()
         .filter(|l| l.starts_with("f "))
-        .map(|l| l[2..].split_whitespace().map(|t| t.parse::<u32>().unwrap() - 1).collect())
+        .map(|l| {
+            l[2..]
+                .split_whitespace()
+                .map(|t| t.parse::<u32>().unwrap() - 1)
+                .collect()
+        })
         .collect();
     assert_eq!(v, s.positions);
     assert_eq!(f.len(), s.num_polygons());
@@ -715,26 +889,74 @@ fn obj_surface_of_a_boundary() {
 fn malformed_files_give_clear_errors() {
     // (file, expected location, words the message must contain)
     let cases: &[(&str, &str, &[&str])] = &[
-        ("m41-truncated.msh", "line 31", &["unexpected end of file", "truncated"]),
-        ("m41-node-out-of-range.msh", "line 59", &["node 999", "not in `$Nodes`"]),
-        ("m41-wrong-count.msh", "line 51", &["announces 8 elements", "hold 7"]),
+        (
+            "m41-truncated.msh",
+            "line 31",
+            &["unexpected end of file", "truncated"],
+        ),
+        (
+            "m41-node-out-of-range.msh",
+            "line 59",
+            &["node 999", "not in `$Nodes`"],
+        ),
+        (
+            "m41-wrong-count.msh",
+            "line 51",
+            &["announces 8 elements", "hold 7"],
+        ),
         ("m41-nan.msh", "line 44", &["not finite"]),
         ("m41-degenerate.msh", "line 59", &["degenerate tetrahedron"]),
-        ("m41-unknown-type.msh", "line 62", &["unknown element type 99"]),
+        (
+            "m41-unknown-type.msh",
+            "line 62",
+            &["unknown element type 99"],
+        ),
         ("m22-truncated.msh", "line 30", &["unexpected end of file"]),
-        ("m22-unknown-type.msh", "line 34", &["unknown element type 77"]),
+        (
+            "m22-unknown-type.msh",
+            "line 34",
+            &["unknown element type 77"],
+        ),
         ("m22-nan.msh", "line 19", &["not finite"]),
         ("m22-node-out-of-range.msh", "line 30", &["node 91"]),
-        ("m22-wrong-count.msh", "line 26", &["expected a node tag", "$EndNodes"]),
-        ("medit-out-of-range.mesh", "line 30", &["vertex index 13 out of range"]),
-        ("medit-truncated.mesh", "line 26", &["unexpected end of file"]),
+        (
+            "m22-wrong-count.msh",
+            "line 26",
+            &["expected a node tag", "$EndNodes"],
+        ),
+        (
+            "medit-out-of-range.mesh",
+            "line 30",
+            &["vertex index 13 out of range"],
+        ),
+        (
+            "medit-truncated.mesh",
+            "line 26",
+            &["unexpected end of file"],
+        ),
         ("medit-nan.mesh", "line 15", &["not finite"]),
-        ("medit-unknown-keyword.mesh", "line 22", &["unknown Medit keyword `Pyramidz`"]),
+        (
+            "medit-unknown-keyword.mesh",
+            "line 22",
+            &["unknown Medit keyword `Pyramidz`"],
+        ),
         ("medit-degenerate.mesh", "line 24", &["degenerate pyramid"]),
-        ("tg-wrong-count.node", "line 10", &["extra data", "wrong count"]),
-        ("tg-out-of-range.ele", "line 4", &["node number 9 out of range"]),
+        (
+            "tg-wrong-count.node",
+            "line 10",
+            &["extra data", "wrong count"],
+        ),
+        (
+            "tg-out-of-range.ele",
+            "line 4",
+            &["node number 9 out of range"],
+        ),
         ("tg-nan.node", "line 5", &["not finite"]),
-        ("ovm-out-of-range.ovm", "line 55", &["half-face 99 out of range"]),
+        (
+            "ovm-out-of-range.ovm",
+            "line 55",
+            &["half-face 99 out of range"],
+        ),
         ("ovm-truncated.ovm", "line 56", &["unexpected end of file"]),
         ("ovm-nan.ovm", "line 7", &["not finite"]),
         ("ovm-open-face.ovm", "line 35", &["closed loop"]),
@@ -778,16 +1000,26 @@ fn malformed_files_give_clear_errors() {
 #[test]
 fn unknown_extension_and_missing_file() {
     let e = read_mesh(Path::new("mesh.stl")).unwrap_err();
-    assert!(matches!(e, MeshError::Unsupported(_)) && e.to_string().contains("mesh.stl"), "{e}");
+    assert!(
+        matches!(e, MeshError::Unsupported(_)) && e.to_string().contains("mesh.stl"),
+        "{e}"
+    );
     let e = read_mesh(Path::new("/nonexistent/dir/x.msh")).unwrap_err();
-    assert!(matches!(e, MeshError::Io { .. }) && e.to_string().contains("/nonexistent/dir/x.msh"), "{e}");
+    assert!(
+        matches!(e, MeshError::Io { .. }) && e.to_string().contains("/nonexistent/dir/x.msh"),
+        "{e}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------
 // shared benchmark meshes (optional)
 
 fn shared(name: &str) -> Option<PathBuf> {
-    let p = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/meshes")).join(name);
+    let p = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/meshes"
+    ))
+    .join(name);
     if p.exists() {
         Some(p)
     } else {
@@ -801,7 +1033,10 @@ fn shared_meshes_match_their_readme() {
     // V, E, F, T, boundary faces, boundary vertices, Euler characteristic (README.md)
     let table: &[(&str, [i64; 7])] = &[
         ("armadillo-3k.msh.gz", [994, 5055, 7275, 3213, 1698, 851, 1]),
-        ("bracket-7.9k.msh.gz", [2360, 12276, 17776, 7865, 4092, 2036, -5]),
+        (
+            "bracket-7.9k.msh.gz",
+            [2360, 12276, 17776, 7865, 4092, 2036, -5],
+        ),
     ];
     for (name, want) in table {
         let Some(p) = shared(name) else { continue };
@@ -822,12 +1057,16 @@ fn shared_meshes_match_their_readme() {
         if name.starts_with("bracket") {
             let solid = f.group("solid").unwrap();
             assert_eq!((solid.dim, solid.entities.len()), (3, m.num_cells()));
-            let bfaces: std::collections::HashSet<u32> = b.faces.iter().map(|&x| decode(x).0).collect();
+            let bfaces: std::collections::HashSet<u32> =
+                b.faces.iter().map(|&x| decode(x).0).collect();
             for g in ["bolt_holes", "load_hole"] {
                 let g = f.group(g).unwrap();
                 assert_eq!(g.dim, 2);
                 assert!(!g.entities.is_empty());
-                assert!(g.entities.iter().all(|f| bfaces.contains(f)), "group faces are boundary faces");
+                assert!(
+                    g.entities.iter().all(|f| bfaces.contains(f)),
+                    "group faces are boundary faces"
+                );
             }
         }
     }

@@ -14,10 +14,18 @@ use tessera_sparse::Tcsr;
 /// Dissertation Fig. 3.5: two tetrahedra c0 = (v0 v1 v2 v3) and c1 = (v0 v1 v2 v4) sharing
 /// face f0 = (v0 v1 v2); v3 lies below and v4 above the plane of f0.
 fn fig_3_5() -> PolyMesh {
-    let pos = vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, -1.0], [0.3, 0.3, 1.0]];
+    let pos = vec![
+        [0.0, 0.0, 0.0],
+        [1.0, 0.0, 0.0],
+        [0.0, 1.0, 0.0],
+        [0.0, 0.0, -1.0],
+        [0.3, 0.3, 1.0],
+    ];
     let mut b = PolyMeshBuilder::new(pos);
-    b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 3]).unwrap();
-    b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 4]).unwrap();
+    b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 3])
+        .unwrap();
+    b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 4])
+        .unwrap();
     b.build(Par::Seq).unwrap()
 }
 
@@ -61,7 +69,16 @@ fn fig_3_5_operators_are_those_of_the_figure() {
     // ∂1 ∂2 = 0 and ∂2 ∂3 = 0 (dissertation §3.3)
     let mul = |a: &[Vec<i8>], b: &[Vec<i8>]| -> Vec<Vec<i32>> {
         a.iter()
-            .map(|r| (0..b[0].len()).map(|j| r.iter().zip(b).map(|(&x, row)| x as i32 * row[j] as i32).sum()).collect())
+            .map(|r| {
+                (0..b[0].len())
+                    .map(|j| {
+                        r.iter()
+                            .zip(b)
+                            .map(|(&x, row)| x as i32 * row[j] as i32)
+                            .sum()
+                    })
+                    .collect()
+            })
             .collect()
     };
     assert!(mul(&d2, &d1).iter().flatten().all(|&x| x == 0));
@@ -118,7 +135,8 @@ fn signed_volume_of_surface(s: &tessera_mesh::boundary::SurfaceMesh) -> f64 {
         for k in 1..p.len() - 1 {
             let b = s.positions[p[k] as usize];
             let c = s.positions[p[k + 1] as usize];
-            v += a[0] * (b[1] * c[2] - b[2] * c[1]) - a[1] * (b[0] * c[2] - b[2] * c[0]) + a[2] * (b[0] * c[1] - b[1] * c[0]);
+            v += a[0] * (b[1] * c[2] - b[2] * c[1]) - a[1] * (b[0] * c[2] - b[2] * c[0])
+                + a[2] * (b[0] * c[1] - b[1] * c[0]);
         }
     }
     v / 6.0
@@ -148,11 +166,22 @@ fn fig_3_5_boundary() {
 fn hex_box_boundary_counts() {
     let m = box_mesh(BoxKind::Hex, [2, 3, 4], [2.0, 3.0, 4.0]);
     // V = 3*4*5, E = 2*4*5 + 3*3*5 + 3*4*4, F = 3*3*4 + 2*4*4 + 2*3*5, C = 24
-    assert_eq!((m.num_vertices(), m.num_edges(), m.num_faces(), m.num_cells()), (60, 133, 98, 24));
+    assert_eq!(
+        (
+            m.num_vertices(),
+            m.num_edges(),
+            m.num_faces(),
+            m.num_cells()
+        ),
+        (60, 133, 98, 24)
+    );
     assert_eq!(m.euler_characteristic(), 1);
     let b = extract_boundary(&m);
     // faces 2 (2*3 + 3*4 + 2*4) = 52; interior vertices 1*2*3 = 6; quad surface: E = 2F
-    assert_eq!((b.faces.len(), b.vertices.len(), b.edges.len()), (52, 54, 104));
+    assert_eq!(
+        (b.faces.len(), b.vertices.len(), b.edges.len()),
+        (52, 54, 104)
+    );
     assert!(b.manifold);
     let s = b.surface(&m);
     assert!(s.surface_boundary().is_empty());
@@ -165,11 +194,22 @@ fn tet_box_boundary_counts() {
     let m = box_mesh(BoxKind::Tet, [2, 2, 2], [1.0, 1.0, 1.0]);
     // 27 grid vertices; edges: 54 grid + 36 face diagonals + 8 body diagonals;
     // faces: 72 on grid squares + 6 inner per voxel; 48 tets
-    assert_eq!((m.num_vertices(), m.num_edges(), m.num_faces(), m.num_cells()), (27, 98, 120, 48));
+    assert_eq!(
+        (
+            m.num_vertices(),
+            m.num_edges(),
+            m.num_faces(),
+            m.num_cells()
+        ),
+        (27, 98, 120, 48)
+    );
     assert_eq!(m.euler_characteristic(), 1);
     let b = extract_boundary(&m);
     // 24 boundary squares x 2 triangles; 26 vertices; triangle surface: E = 3F / 2
-    assert_eq!((b.faces.len(), b.vertices.len(), b.edges.len()), (48, 26, 72));
+    assert_eq!(
+        (b.faces.len(), b.vertices.len(), b.edges.len()),
+        (48, 26, 72)
+    );
     let s = b.surface(&m);
     assert!(s.surface_boundary().is_empty());
     assert!((signed_volume_of_surface(&s) - 1.0).abs() < 1e-12);
@@ -182,11 +222,24 @@ fn mixed_box_has_all_cell_types_and_is_valid() {
     // voxels (i,j) = (0,0): 6 tets; (1,0): 2 prisms; (0,1): 2 prisms; (1,1): hex at k=0, 6 pyramids at k=1
     let mut counts = std::collections::BTreeMap::new();
     for c in 0..m.num_cells() {
-        let sizes: Vec<usize> = m.cell_faces().row(c).iter().map(|&f| m.face_edges().row_len(tessera_sparse::tcsr::col(f) as usize)).collect();
+        let sizes: Vec<usize> = m
+            .cell_faces()
+            .row(c)
+            .iter()
+            .map(|&f| {
+                m.face_edges()
+                    .row_len(tessera_sparse::tcsr::col(f) as usize)
+            })
+            .collect();
         *counts.entry(CellType::classify(&sizes)).or_insert(0) += 1;
     }
-    let want: std::collections::BTreeMap<CellType, i32> =
-        [(CellType::Tetrahedron, 12), (CellType::Hexahedron, 1), (CellType::Prism, 8), (CellType::Pyramid, 6)].into();
+    let want: std::collections::BTreeMap<CellType, i32> = [
+        (CellType::Tetrahedron, 12),
+        (CellType::Hexahedron, 1),
+        (CellType::Prism, 8),
+        (CellType::Pyramid, 6),
+    ]
+    .into();
     assert_eq!(counts, want);
     // 27 grid vertices + 1 pyramid apex
     assert_eq!(m.num_vertices(), 28);
@@ -203,13 +256,30 @@ fn mixed_box_has_all_cell_types_and_is_valid() {
 fn non_manifold_boundary() {
     let m = non_manifold_example();
     m.validate().unwrap();
-    assert_eq!((m.num_vertices(), m.num_edges(), m.num_faces(), m.num_cells()), (16, 26, 13, 2));
+    assert_eq!(
+        (
+            m.num_vertices(),
+            m.num_edges(),
+            m.num_faces(),
+            m.num_cells()
+        ),
+        (16, 26, 13, 2)
+    );
     assert_eq!(m.euler_characteristic(), 1);
     let b = extract_boundary(&m);
     assert!(!b.manifold);
     // 12 hex faces once, the free face on both sides
     assert_eq!(b.faces.len(), 14);
-    let free: Vec<i32> = b.faces.iter().copied().filter(|&f| m.face_cells().row_len(tessera_sparse::tcsr::col(f) as usize) == 0).collect();
+    let free: Vec<i32> = b
+        .faces
+        .iter()
+        .copied()
+        .filter(|&f| {
+            m.face_cells()
+                .row_len(tessera_sparse::tcsr::col(f) as usize)
+                == 0
+        })
+        .collect();
     assert_eq!(free.len(), 2);
     assert_eq!(free[0], !free[1]);
     assert_eq!(b.vertices.len(), 16);
@@ -222,10 +292,17 @@ fn non_manifold_boundary() {
 #[test]
 fn overlapping_cells_are_non_manifold_boundary() {
     // the same tetrahedron twice: each face used twice in the same orientation
-    let pos = vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
+    let pos = vec![
+        [0.0, 0.0, 0.0],
+        [1.0, 0.0, 0.0],
+        [0.0, 1.0, 0.0],
+        [0.0, 0.0, 1.0],
+    ];
     let mut b = PolyMeshBuilder::new(pos);
-    b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 3]).unwrap();
-    b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 3]).unwrap();
+    b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 3])
+        .unwrap();
+    b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 3])
+        .unwrap();
     let m = b.build(Par::Seq).unwrap();
     m.validate().unwrap();
     let bd = extract_boundary(&m);
@@ -237,7 +314,9 @@ fn overlapping_cells_are_non_manifold_boundary() {
 
 /// A deterministic pseudo-random perturbation in [-a, a]^3.
 fn jitter(v: usize, a: f64) -> Point {
-    let mut x = (v as u64).wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut x = (v as u64)
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     std::array::from_fn(|_| {
         x ^= x >> 33;
         x = x.wrapping_mul(0xff51afd7ed558ccd);
@@ -247,7 +326,10 @@ fn jitter(v: usize, a: f64) -> Point {
 }
 
 fn max_dist(a: &[Point], b: &[Point]) -> f64 {
-    a.iter().zip(b).map(|(p, q)| (0..3).map(|d| (p[d] - q[d]).abs()).fold(0.0, f64::max)).fold(0.0, f64::max)
+    a.iter()
+        .zip(b)
+        .map(|(p, q)| (0..3).map(|d| (p[d] - q[d]).abs()).fold(0.0, f64::max))
+        .fold(0.0, f64::max)
 }
 
 #[test]
@@ -280,7 +362,10 @@ fn smoothing_keeps_boundary_and_converges() {
                 }
             }
             let d = max_dist(m.positions(), &grid);
-            assert!(d < prev, "{kind:?}: smoothing must approach the grid ({d} >= {prev})");
+            assert!(
+                d < prev,
+                "{kind:?}: smoothing must approach the grid ({d} >= {prev})"
+            );
             prev = d;
         }
         // Jacobi on this grid contracts by at least cos(pi/4) per step: 60 steps < 1e-8
@@ -310,10 +395,19 @@ fn smoothing_seq_equals_rayon() {
 fn expect_invalid(m: &PolyMesh, entity: Entity, index: usize, check: impl Fn(&Violation) -> bool) {
     for par in [Par::Seq, Par::Rayon] {
         match m.validate_with(par) {
-            Err(MeshError::Invalid { entity: e, index: i, violation }) => {
+            Err(MeshError::Invalid {
+                entity: e,
+                index: i,
+                violation,
+            }) => {
                 assert_eq!((e, i), (entity, index), "{violation}");
                 assert!(check(&violation), "unexpected violation {violation:?}");
-                let msg = MeshError::Invalid { entity: e, index: i, violation }.to_string();
+                let msg = MeshError::Invalid {
+                    entity: e,
+                    index: i,
+                    violation,
+                }
+                .to_string();
                 assert!(msg.contains(&format!("{entity} {index}")), "{msg}");
             }
             other => panic!("expected a violation at {entity} {index}, got {other:?}"),
@@ -322,7 +416,11 @@ fn expect_invalid(m: &PolyMesh, entity: Entity, index: usize, check: impl Fn(&Vi
 }
 
 /// Replace ∂2 (`face_edges = true`) or ∂3 by arrays edited with `edit`.
-fn edit_operator(m: &mut PolyMesh, face_edges: bool, edit: impl FnOnce(&mut Vec<u32>, &mut Vec<i32>, &mut usize)) {
+fn edit_operator(
+    m: &mut PolyMesh,
+    face_edges: bool,
+    edit: impl FnOnce(&mut Vec<u32>, &mut Vec<i32>, &mut usize),
+) {
     let (_, fe, cf) = m.operators_mut();
     let t: &mut Tcsr = if face_edges { fe } else { cf };
     let (mut ncols, mut offs, mut cols) = std::mem::take(t).into_raw();
@@ -334,38 +432,82 @@ fn edit_operator(m: &mut PolyMesh, face_edges: bool, edit: impl FnOnce(&mut Vec<
 fn validate_catches_index_ranges() {
     let mut m = fig_3_5();
     m.operators_mut().0[3] = [0, 99];
-    expect_invalid(&m, Entity::Edge, 3, |v| matches!(v, Violation::IndexOutOfRange { what: "vertex", index: 99, .. }));
+    expect_invalid(&m, Entity::Edge, 3, |v| {
+        matches!(
+            v,
+            Violation::IndexOutOfRange {
+                what: "vertex",
+                index: 99,
+                ..
+            }
+        )
+    });
 
     let mut m = fig_3_5();
     edit_operator(&mut m, true, |_, c, _| c[7] = 42);
-    expect_invalid(&m, Entity::Face, 2, |v| matches!(v, Violation::IndexOutOfRange { what: "edge", index: 42, .. }));
+    expect_invalid(&m, Entity::Face, 2, |v| {
+        matches!(
+            v,
+            Violation::IndexOutOfRange {
+                what: "edge",
+                index: 42,
+                ..
+            }
+        )
+    });
 
     let mut m = fig_3_5();
     edit_operator(&mut m, false, |_, c, _| c[5] = n(7));
-    expect_invalid(&m, Entity::Cell, 1, |v| matches!(v, Violation::IndexOutOfRange { what: "face", index: 7, .. }));
+    expect_invalid(&m, Entity::Cell, 1, |v| {
+        matches!(
+            v,
+            Violation::IndexOutOfRange {
+                what: "face",
+                index: 7,
+                ..
+            }
+        )
+    });
 
     let mut m = fig_3_5();
     edit_operator(&mut m, false, |_, _, nc| *nc = 8);
-    expect_invalid(&m, Entity::Operator, 3, |v| matches!(v, Violation::Shape { operator: "∂3", ncols: 8, expected: 7 }));
+    expect_invalid(&m, Entity::Operator, 3, |v| {
+        matches!(
+            v,
+            Violation::Shape {
+                operator: "∂3",
+                ncols: 8,
+                expected: 7
+            }
+        )
+    });
 
     let mut m = fig_3_5();
     edit_operator(&mut m, false, |o, _, _| o[1] = 9);
-    expect_invalid(&m, Entity::Operator, 0, |v| matches!(v, Violation::BadOffsets { operator: "∂3" }));
+    expect_invalid(&m, Entity::Operator, 0, |v| {
+        matches!(v, Violation::BadOffsets { operator: "∂3" })
+    });
 }
 
 #[test]
 fn validate_catches_bad_positions_and_edges() {
     let mut m = fig_3_5();
     m.positions_mut()[2][1] = f64::NAN;
-    expect_invalid(&m, Entity::Vertex, 2, |v| *v == Violation::NonFinitePosition);
+    expect_invalid(&m, Entity::Vertex, 2, |v| {
+        *v == Violation::NonFinitePosition
+    });
 
     let mut m = fig_3_5();
     m.operators_mut().0[5] = [1, 1];
-    expect_invalid(&m, Entity::Edge, 5, |v| *v == Violation::DegenerateEdge { vertex: 1 });
+    expect_invalid(&m, Entity::Edge, 5, |v| {
+        *v == Violation::DegenerateEdge { vertex: 1 }
+    });
 
     let mut m = fig_3_5();
     m.operators_mut().0[8] = [2, 0]; // same pair as e1 = (0, 2)
-    expect_invalid(&m, Entity::Edge, 8, |v| *v == Violation::DuplicateEdge { of: 1 });
+    expect_invalid(&m, Entity::Edge, 8, |v| {
+        *v == Violation::DuplicateEdge { of: 1 }
+    });
 }
 
 #[test]
@@ -373,11 +515,15 @@ fn validate_catches_open_and_repeated_faces() {
     // flipping one edge of f3 leaves its loop open: ∂1 ∂2 ≠ 0
     let mut m = fig_3_5();
     edit_operator(&mut m, true, |_, c, _| c[10] = !c[10]);
-    expect_invalid(&m, Entity::Face, 3, |v| matches!(v, Violation::OpenFaceLoop { .. }));
+    expect_invalid(&m, Entity::Face, 3, |v| {
+        matches!(v, Violation::OpenFaceLoop { .. })
+    });
 
     let mut m = fig_3_5();
     edit_operator(&mut m, true, |_, c, _| c[4] = 0); // f1 = (e0, e0, -e2)
-    expect_invalid(&m, Entity::Face, 1, |v| *v == Violation::RepeatedFacet { facet: 0 });
+    expect_invalid(&m, Entity::Face, 1, |v| {
+        *v == Violation::RepeatedFacet { facet: 0 }
+    });
 
     // an empty face row
     let mut m = fig_3_5();
@@ -394,7 +540,9 @@ fn validate_catches_open_and_repeated_faces() {
         o.push(c.len() as u32);
     });
     edit_operator(&mut m, false, |_, _, nc| *nc = 8);
-    expect_invalid(&m, Entity::Face, 7, |v| *v == Violation::DuplicateFace { of: 0 });
+    expect_invalid(&m, Entity::Face, 7, |v| {
+        *v == Violation::DuplicateFace { of: 0 }
+    });
 }
 
 /// A mesh of six vertices and two triangles' edges, with one face made of `rows`.
@@ -411,9 +559,13 @@ fn loops_mesh(face: Vec<i32>, shared_vertex: bool) -> PolyMesh {
 fn validate_catches_multiple_and_pinched_loops() {
     let two = vec![0, 1, n(2), 3, 4, n(5)];
     let m = loops_mesh(two.clone(), false);
-    expect_invalid(&m, Entity::Face, 0, |v| *v == Violation::MultipleLoops { loops: 2 });
+    expect_invalid(&m, Entity::Face, 0, |v| {
+        *v == Violation::MultipleLoops { loops: 2 }
+    });
     let m = loops_mesh(two, true);
-    expect_invalid(&m, Entity::Face, 0, |v| *v == Violation::PinchedFaceLoop { vertex: 2 });
+    expect_invalid(&m, Entity::Face, 0, |v| {
+        *v == Violation::PinchedFaceLoop { vertex: 2 }
+    });
     // a single triangle is fine (vertex 3.. unused)
     let m = loops_mesh(vec![0, 1, n(2)], false);
     m.validate().unwrap();
@@ -428,16 +580,22 @@ fn validate_catches_open_inconsistent_and_repeated_cells() {
         o[1] = 3;
         o[2] = 7;
     });
-    expect_invalid(&m, Entity::Cell, 0, |v| matches!(v, Violation::OpenCell { .. }));
+    expect_invalid(&m, Entity::Cell, 0, |v| {
+        matches!(v, Violation::OpenCell { .. })
+    });
 
     // c1 uses f2 inverted: its edges run the same way twice
     let mut m = fig_3_5();
     edit_operator(&mut m, false, |_, c, _| c[5] = !c[5]);
-    expect_invalid(&m, Entity::Cell, 1, |v| matches!(v, Violation::InconsistentOrientation { .. }));
+    expect_invalid(&m, Entity::Cell, 1, |v| {
+        matches!(v, Violation::InconsistentOrientation { .. })
+    });
 
     let mut m = fig_3_5();
     edit_operator(&mut m, false, |_, c, _| c[1] = 0);
-    expect_invalid(&m, Entity::Cell, 0, |v| *v == Violation::RepeatedFacet { facet: 0 });
+    expect_invalid(&m, Entity::Cell, 0, |v| {
+        *v == Violation::RepeatedFacet { facet: 0 }
+    });
 
     let mut m = fig_3_5();
     edit_operator(&mut m, false, |o, c, _| {
@@ -451,23 +609,44 @@ fn validate_catches_open_inconsistent_and_repeated_cells() {
 fn validate_catches_non_manifold_cell() {
     // one "cell" made of two tetrahedra that share only the edge v0 v1: that edge is used
     // by four of its faces
-    let pos = vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0], [0.0, 0.0, -1.0]];
+    let pos = vec![
+        [0.0, 0.0, 0.0],
+        [1.0, 0.0, 0.0],
+        [0.0, 1.0, 0.0],
+        [0.0, 0.0, 1.0],
+        [0.0, -1.0, 0.0],
+        [0.0, 0.0, -1.0],
+    ];
     let mut b = PolyMeshBuilder::new(pos);
     let tet = CellType::Tetrahedron.local_faces();
     let loops: Vec<Vec<u32>> = [[0u32, 1, 2, 3], [0, 1, 4, 5]]
         .iter()
-        .flat_map(|t| tet.iter().map(move |f| f.iter().map(|&l| t[l]).collect::<Vec<u32>>()))
+        .flat_map(|t| {
+            tet.iter()
+                .map(move |f| f.iter().map(|&l| t[l]).collect::<Vec<u32>>())
+        })
         .collect();
     let refs: Vec<&[u32]> = loops.iter().map(|l| &l[..]).collect();
     b.add_cell(&refs).unwrap();
     let m = b.build(Par::Seq).unwrap();
-    expect_invalid(&m, Entity::Cell, 0, |v| matches!(v, Violation::NonManifoldCell { positive: 2, negative: 2, .. }));
+    expect_invalid(&m, Entity::Cell, 0, |v| {
+        matches!(
+            v,
+            Violation::NonManifoldCell {
+                positive: 2,
+                negative: 2,
+                ..
+            }
+        )
+    });
 }
 
 #[test]
 fn generated_meshes_validate() {
     for kind in [BoxKind::Tet, BoxKind::Hex, BoxKind::Mixed] {
-        box_mesh(kind, [3, 2, 4], [1.0, 2.0, 3.0]).validate().unwrap();
+        box_mesh(kind, [3, 2, 4], [1.0, 2.0, 3.0])
+            .validate()
+            .unwrap();
     }
     non_manifold_example().validate().unwrap();
     fig_3_5().validate().unwrap();
@@ -496,7 +675,10 @@ fn generated_cells_have_positive_volume() {
     for kind in [BoxKind::Tet, BoxKind::Hex, BoxKind::Mixed] {
         let m = box_mesh(kind, [3, 3, 2], [3.0, 3.0, 2.0]);
         let total: f64 = (0..m.num_cells()).map(|c| cell_volume(&m, c)).sum();
-        assert!((0..m.num_cells()).all(|c| cell_volume(&m, c) > 0.0), "{kind:?}");
+        assert!(
+            (0..m.num_cells()).all(|c| cell_volume(&m, c) > 0.0),
+            "{kind:?}"
+        );
         assert!((total - 18.0).abs() < 1e-12, "{kind:?}: {total}");
     }
 }

@@ -16,7 +16,10 @@ use proptest::prelude::*;
 use tessera_core::Par;
 use tessera_mesh::boundary::extract_boundary;
 use tessera_mesh::generate::{box_mesh, non_manifold_example, voxel_mesh, BoxKind};
-use tessera_mesh::relations::{compute_cell_edges, compute_cell_vertices, compute_face_vertices, edge_vertices_tcsr, transpose_edge_vertices};
+use tessera_mesh::relations::{
+    compute_cell_edges, compute_cell_vertices, compute_face_vertices, edge_vertices_tcsr,
+    transpose_edge_vertices,
+};
 use tessera_mesh::smooth::laplacian_smooth;
 use tessera_mesh::{PolyMesh, PolyMeshBuilder};
 use tessera_sparse::tcsr::{col, decode};
@@ -37,7 +40,8 @@ fn check_transpose_pair(name: &str, bnd: &Tcsr, cob: &Tcsr) {
     for r in 0..cob.nrows() {
         for (c, s) in cob.row_decoded(r) {
             assert!(
-                bnd.row_decoded(c as usize).any(|(x, t)| x as usize == r && t == s),
+                bnd.row_decoded(c as usize)
+                    .any(|(x, t)| x as usize == r && t == s),
                 "{name}: coboundary entry ({r}, {c}, {s}) has no boundary entry"
             );
         }
@@ -45,14 +49,23 @@ fn check_transpose_pair(name: &str, bnd: &Tcsr, cob: &Tcsr) {
     for r in 0..bnd.nrows() {
         for (c, s) in bnd.row_decoded(r) {
             assert!(
-                cob.row_decoded(c as usize).any(|(x, t)| x as usize == r && t == s),
+                cob.row_decoded(c as usize)
+                    .any(|(x, t)| x as usize == r && t == s),
                 "{name}: boundary entry ({r}, {c}, {s}) has no coboundary entry"
             );
         }
     }
     for par in [Par::Seq, Par::Rayon] {
-        assert_eq!(cob.transpose(par), sorted(bnd), "{name}: transpose of transpose");
-        assert_eq!(bnd.transpose(par).transpose(par), sorted(bnd), "{name}: transpose twice");
+        assert_eq!(
+            cob.transpose(par),
+            sorted(bnd),
+            "{name}: transpose of transpose"
+        );
+        assert_eq!(
+            bnd.transpose(par).transpose(par),
+            sorted(bnd),
+            "{name}: transpose twice"
+        );
     }
 }
 
@@ -67,7 +80,11 @@ fn check_mesh(m: &PolyMesh, chi: i64, surface_chi: Option<i64>) {
     check_transpose_pair("δ1/∂1", &d1, m.vertex_edges());
     check_transpose_pair("δ2/∂2", m.face_edges(), m.edge_faces());
     check_transpose_pair("δ3/∂3", m.cell_faces(), m.face_cells());
-    check_transpose_pair("vertex_cells/cell_vertices", m.cell_vertices(), m.vertex_cells());
+    check_transpose_pair(
+        "vertex_cells/cell_vertices",
+        m.cell_vertices(),
+        m.vertex_cells(),
+    );
     check_transpose_pair("edge_cells/cell_edges", m.cell_edges(), m.edge_cells());
 
     // indirect relations against brute force: face loops follow ∂2, cell edges/vertices are
@@ -76,7 +93,12 @@ fn check_mesh(m: &PolyMesh, chi: i64, surface_chi: Option<i64>) {
         let mut es: Vec<i32> = Vec::new();
         let mut vs: Vec<i32> = Vec::new();
         for (f, _) in m.cell_faces().row_decoded(c) {
-            es.extend(m.face_edges().row(f as usize).iter().map(|&e| col(e) as i32));
+            es.extend(
+                m.face_edges()
+                    .row(f as usize)
+                    .iter()
+                    .map(|&e| col(e) as i32),
+            );
             vs.extend_from_slice(m.face_vertices().row(f as usize));
         }
         es.sort_unstable();
@@ -94,7 +116,11 @@ fn check_mesh(m: &PolyMesh, chi: i64, surface_chi: Option<i64>) {
             let (e, s) = decode(e);
             let [a, b] = m.edge_vertices()[e as usize];
             let (from, to) = if s > 0 { (a, b) } else { (b, a) };
-            assert_eq!((lp[k] as u32, lp[(k + 1) % lp.len()] as u32), (from, to), "face {f} loop");
+            assert_eq!(
+                (lp[k] as u32, lp[(k + 1) % lp.len()] as u32),
+                (from, to),
+                "face {f} loop"
+            );
         }
     }
 
@@ -104,7 +130,10 @@ fn check_mesh(m: &PolyMesh, chi: i64, surface_chi: Option<i64>) {
         assert_eq!(&compute_cell_edges(m, par), m.cell_edges());
         assert_eq!(&compute_cell_vertices(m, par), m.cell_vertices());
         assert_eq!(&d1.transpose(par), m.vertex_edges());
-        assert_eq!(&transpose_edge_vertices(m.edge_vertices(), m.num_vertices(), par), m.vertex_edges());
+        assert_eq!(
+            &transpose_edge_vertices(m.edge_vertices(), m.num_vertices(), par),
+            m.vertex_edges()
+        );
         assert_eq!(&m.face_edges().transpose(par), m.edge_faces());
         assert_eq!(&m.cell_faces().transpose(par), m.face_cells());
         assert_eq!(&m.cell_vertices().transpose(par), m.vertex_cells());
@@ -119,14 +148,21 @@ fn check_mesh(m: &PolyMesh, chi: i64, surface_chi: Option<i64>) {
     assert_eq!(ba, bb);
     let (sa, sb) = (ba.surface(&a), bb.surface(&b));
     assert_eq!(sa, sb);
-    assert!(sa.surface_boundary().is_empty(), "∂ of the boundary surface is not zero");
+    assert!(
+        sa.surface_boundary().is_empty(),
+        "∂ of the boundary surface is not zero"
+    );
     if let Some(x) = surface_chi {
         assert_eq!(sa.euler_characteristic(), x);
     }
     // every boundary vertex lies on a boundary edge, every boundary edge on a boundary face
     let bf: std::collections::BTreeSet<u32> = ba.faces.iter().map(|&f| col(f)).collect();
     for &e in &ba.edges {
-        assert!(m.edge_faces().row(e as usize).iter().any(|&f| bf.contains(&col(f))));
+        assert!(m
+            .edge_faces()
+            .row(e as usize)
+            .iter()
+            .any(|&f| bf.contains(&col(f))));
     }
 
     // smoothing: Seq == Rayon
@@ -144,7 +180,12 @@ fn check_mesh(m: &PolyMesh, chi: i64, surface_chi: Option<i64>) {
                 .cell_faces()
                 .row_decoded(c)
                 .map(|(f, s)| {
-                    let mut l: Vec<u32> = m.face_vertices().row(f as usize).iter().map(|&v| v as u32).collect();
+                    let mut l: Vec<u32> = m
+                        .face_vertices()
+                        .row(f as usize)
+                        .iter()
+                        .map(|&v| v as u32)
+                        .collect();
                     if s < 0 {
                         l.reverse();
                     }

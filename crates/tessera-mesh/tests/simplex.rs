@@ -54,7 +54,14 @@ fn tet_grid(n: [usize; 3], seed: u64, drop: f64) -> (Vec<u32>, Vec<Point>) {
         }
     }
     let mut cells = Vec::new();
-    let axes = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
+    let axes = [
+        [0, 1, 2],
+        [0, 2, 1],
+        [1, 0, 2],
+        [1, 2, 0],
+        [2, 0, 1],
+        [2, 1, 0],
+    ];
     for k in 0..n[2] {
         for j in 0..n[1] {
             for i in 0..n[0] {
@@ -89,14 +96,18 @@ fn tri_grid(n: [usize; 2], seed: u64, drop: f64) -> (Vec<u32>, Vec<Point>) {
     let mut pos = vec![[0.0; 3]; nv];
     for j in 0..=n[1] {
         for i in 0..=n[0] {
-            pos[perm[idx(i, j) as usize] as usize] =
-                [i as f64 + 0.2 * (rng.unit() - 0.5), j as f64 + 0.2 * (rng.unit() - 0.5), 0.0];
+            pos[perm[idx(i, j) as usize] as usize] = [
+                i as f64 + 0.2 * (rng.unit() - 0.5),
+                j as f64 + 0.2 * (rng.unit() - 0.5),
+                0.0,
+            ];
         }
     }
     let mut cells = Vec::new();
     for j in 0..n[1] {
         for i in 0..n[0] {
-            let q = [idx(i, j), idx(i + 1, j), idx(i + 1, j + 1), idx(i, j + 1)].map(|v| perm[v as usize]);
+            let q = [idx(i, j), idx(i + 1, j), idx(i + 1, j + 1), idx(i, j + 1)]
+                .map(|v| perm[v as usize]);
             for mut t in [vec![q[0], q[1], q[2]], vec![q[0], q[2], q[3]]] {
                 if drop > 0.0 && rng.unit() < drop {
                     continue;
@@ -111,7 +122,13 @@ fn tri_grid(n: [usize; 2], seed: u64, drop: f64) -> (Vec<u32>, Vec<Point>) {
 }
 
 fn fig_3_5_positions() -> Vec<Point> {
-    vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, -1.0], [0.3, 0.3, 1.0]]
+    vec![
+        [0.0, 0.0, 0.0],
+        [1.0, 0.0, 0.0],
+        [0.0, 1.0, 0.0],
+        [0.0, 0.0, -1.0],
+        [0.3, 0.3, 1.0],
+    ]
 }
 
 fn builder_mesh(cells: &[u32], pos: &[Point]) -> PolyMesh {
@@ -126,10 +143,36 @@ fn builder_mesh(cells: &[u32], pos: &[Point]) -> PolyMesh {
 fn fig_3_10_encoding_and_eq_3_14_table() {
     let m = SimplexMesh::new(3, vec![0, 1, 2, 3, 0, 2, 1, 4], fig_3_5_positions()).unwrap();
     assert_eq!(m.topology_bytes(), 2 * 4 * 4);
-    assert_eq!((m.num_vertices(), m.num_edges(), m.num_faces(), m.num_cells()), (5, 9, 7, 2));
-    let d1: Vec<[u32; 2]> = vec![[0, 1], [0, 2], [0, 3], [0, 4], [1, 2], [1, 3], [1, 4], [2, 3], [2, 4]];
+    assert_eq!(
+        (
+            m.num_vertices(),
+            m.num_edges(),
+            m.num_faces(),
+            m.num_cells()
+        ),
+        (5, 9, 7, 2)
+    );
+    let d1: Vec<[u32; 2]> = vec![
+        [0, 1],
+        [0, 2],
+        [0, 3],
+        [0, 4],
+        [1, 2],
+        [1, 3],
+        [1, 4],
+        [2, 3],
+        [2, 4],
+    ];
     assert_eq!(m.edges(), &d1[..]);
-    let faces: Vec<[u32; 3]> = vec![[0, 1, 2], [0, 1, 3], [0, 1, 4], [0, 2, 3], [0, 2, 4], [1, 2, 3], [1, 2, 4]];
+    let faces: Vec<[u32; 3]> = vec![
+        [0, 1, 2],
+        [0, 1, 3],
+        [0, 1, 4],
+        [0, 2, 3],
+        [0, 2, 4],
+        [1, 2, 3],
+        [1, 2, 4],
+    ];
     assert_eq!(m.faces(), &faces[..]);
 
     // The table under Eq. 3.14 for c1 = (0, 2, 1, 4): combination, global, s, o.
@@ -151,7 +194,15 @@ fn fig_3_10_encoding_and_eq_3_14_table() {
         assert_eq!(m.cell_facets_of(1)[i], encode(f, *o < 0), "facet {i} of c1");
     }
     // c0 = (0, 1, 2, 3): already sorted, o = (-1)^i
-    assert_eq!(m.cell_facets_of(0), &[encode(0, false), encode(1, true), encode(3, false), encode(5, true)]);
+    assert_eq!(
+        m.cell_facets_of(0),
+        &[
+            encode(0, false),
+            encode(1, true),
+            encode(3, false),
+            encode(5, true)
+        ]
+    );
     assert_eq!(m.cell_faces(1), &[0, 4, 2, 6]);
     assert_eq!(m.cell_edges(0), &[0, 1, 2, 4, 5, 7]);
     // both cells of Fig. 3.5 have det(v1 - v0, v2 - v0, v3 - v0) < 0: outward by Eq. 3.14
@@ -169,7 +220,10 @@ fn fig_3_10_encoding_and_eq_3_14_table() {
         vec![0, 0, 0, 0, 1, 0, -1, 0, 1],
     ];
     assert_eq!(poly.face_edges().to_dense(), want_d2);
-    assert_eq!(poly.cell_faces().to_dense(), vec![vec![1, -1, 0, 1, 0, -1, 0], vec![-1, 0, 1, 0, -1, 0, 1]]);
+    assert_eq!(
+        poly.cell_faces().to_dense(),
+        vec![vec![1, -1, 0, 1, 0, -1, 0], vec![-1, 0, 1, 0, -1, 0, 1]]
+    );
     let b = builder_mesh(&[0, 1, 2, 3, 0, 1, 2, 4], &fig_3_5_positions());
     assert_eq!(poly.face_edges(), b.face_edges());
     assert_eq!(poly.cell_faces().to_dense(), b.cell_faces().to_dense());
@@ -213,7 +267,9 @@ fn derived_simplices_equal_polyhedral_path() {
             if cv.is_empty() {
                 continue;
             }
-            let m = SimplexMesh::new(3, cv.clone(), pos.clone()).unwrap().with_par(Par::Seq);
+            let m = SimplexMesh::new(3, cv.clone(), pos.clone())
+                .unwrap()
+                .with_par(Par::Seq);
             let b = builder_mesh(&cv, &pos);
             // edges: same list, same orientation (small -> large)
             assert_eq!(m.edges(), b.edge_vertices());
@@ -226,7 +282,8 @@ fn derived_simplices_equal_polyhedral_path() {
             }
             // ∂2 with orientations: the same signed edges per face
             for f in 0..m.num_faces() {
-                let a: BTreeSet<(u32, i32)> = m.face_edges_of(f).iter().map(|&v| decode(v)).collect();
+                let a: BTreeSet<(u32, i32)> =
+                    m.face_edges_of(f).iter().map(|&v| decode(v)).collect();
                 let w: BTreeSet<(u32, i32)> = b.face_edges().row_decoded(f).collect();
                 assert_eq!(a, w, "face {f}");
             }
@@ -238,8 +295,12 @@ fn derived_simplices_equal_polyhedral_path() {
             for c in 0..m.num_cells() {
                 assert_ne!(orient[c], 0);
                 let want: BTreeMap<u32, i32> = b.cell_faces().row_decoded(c).collect();
-                let got: BTreeMap<u32, i32> =
-                    m.cell_facets_of(c).iter().map(|&v| decode(v)).map(|(f, s)| (f, s * orient[c] as i32)).collect();
+                let got: BTreeMap<u32, i32> = m
+                    .cell_facets_of(c)
+                    .iter()
+                    .map(|&v| decode(v))
+                    .map(|(f, s)| (f, s * orient[c] as i32))
+                    .collect();
                 assert_eq!(got, want, "cell {c}");
             }
             // bottom-up operators by transposition equal those of the polyhedral path
@@ -247,7 +308,9 @@ fn derived_simplices_equal_polyhedral_path() {
             assert_eq!(m.edge_faces(), b.edge_faces());
             assert_eq!(m.facet_cells(), poly.face_cells());
             let unsigned = |t: &tessera_sparse::Tcsr| -> Vec<Vec<u32>> {
-                (0..t.nrows()).map(|r| t.row(r).iter().map(|&v| col(v)).collect()).collect()
+                (0..t.nrows())
+                    .map(|r| t.row(r).iter().map(|&v| col(v)).collect())
+                    .collect()
             };
             assert_eq!(unsigned(m.face_cells()), unsigned(b.face_cells()));
             assert_eq!(unsigned(m.vertex_cells()), unsigned(b.vertex_cells()));
@@ -360,7 +423,9 @@ fn tet_interior_faces_are_used_with_both_orientations() {
 #[test]
 fn seq_equals_rayon() {
     let (cv, pos) = tet_grid([6, 5, 4], 11, 0.1);
-    let a = SimplexMesh::new(3, cv.clone(), pos.clone()).unwrap().with_par(Par::Seq);
+    let a = SimplexMesh::new(3, cv.clone(), pos.clone())
+        .unwrap()
+        .with_par(Par::Seq);
     let b = SimplexMesh::new(3, cv, pos).unwrap().with_par(Par::Rayon);
     assert_eq!(a.edges(), b.edges());
     assert_eq!(a.faces(), b.faces());
@@ -384,33 +449,59 @@ fn seq_equals_rayon() {
 #[test]
 fn invalid_input_is_an_error() {
     let pos = fig_3_5_positions();
-    assert!(matches!(SimplexMesh::new(4, vec![0, 1, 2, 3, 4], pos.clone()), Err(MeshError::Unsupported(_))));
-    assert!(matches!(SimplexMesh::new(3, vec![0, 1, 2], pos.clone()), Err(MeshError::InvalidTopology(_))));
+    assert!(matches!(
+        SimplexMesh::new(4, vec![0, 1, 2, 3, 4], pos.clone()),
+        Err(MeshError::Unsupported(_))
+    ));
+    assert!(matches!(
+        SimplexMesh::new(3, vec![0, 1, 2], pos.clone()),
+        Err(MeshError::InvalidTopology(_))
+    ));
     assert!(matches!(
         SimplexMesh::new(3, vec![0, 1, 2, 9], pos.clone()),
         Err(MeshError::IndexOutOfRange { index: 9, .. })
     ));
-    assert!(matches!(SimplexMesh::new(3, vec![0, 1, 2, 1], pos.clone()), Err(MeshError::InvalidTopology(_))));
+    assert!(matches!(
+        SimplexMesh::new(3, vec![0, 1, 2, 1], pos.clone()),
+        Err(MeshError::InvalidTopology(_))
+    ));
     let mut bad = pos.clone();
     bad[4][0] = f64::INFINITY;
-    assert!(matches!(SimplexMesh::new(2, vec![0, 1, 2], bad), Err(MeshError::NonFinitePosition { vertex: 4 })));
+    assert!(matches!(
+        SimplexMesh::new(2, vec![0, 1, 2], bad),
+        Err(MeshError::NonFinitePosition { vertex: 4 })
+    ));
 
     // a hexahedron is not a simplex
-    let hex_pos: Vec<Point> = (0..8).map(|i| [(i & 1) as f64, ((i >> 1) & 1) as f64, ((i >> 2) & 1) as f64]).collect();
+    let hex_pos: Vec<Point> = (0..8)
+        .map(|i| [(i & 1) as f64, ((i >> 1) & 1) as f64, ((i >> 2) & 1) as f64])
+        .collect();
     let mut b = PolyMeshBuilder::new(hex_pos);
-    b.add_typed_cell(CellType::Hexahedron, &[0, 1, 3, 2, 4, 5, 7, 6]).unwrap();
+    b.add_typed_cell(CellType::Hexahedron, &[0, 1, 3, 2, 4, 5, 7, 6])
+        .unwrap();
     let hex = b.build(Par::Seq).unwrap();
-    assert!(matches!(SimplexMesh::from_poly(&hex), Err(MeshError::InvalidTopology(_))));
+    assert!(matches!(
+        SimplexMesh::from_poly(&hex),
+        Err(MeshError::InvalidTopology(_))
+    ));
 
     // a pyramid has 5 faces
-    let pyr_pos = vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 1.0, 0.0], [0.5, 0.5, 1.0]];
+    let pyr_pos = vec![
+        [0.0, 0.0, 0.0],
+        [1.0, 0.0, 0.0],
+        [1.0, 1.0, 0.0],
+        [0.0, 1.0, 0.0],
+        [0.5, 0.5, 1.0],
+    ];
     let mut b = PolyMeshBuilder::new(pyr_pos);
-    b.add_typed_cell(CellType::Pyramid, &[0, 1, 2, 3, 4]).unwrap();
+    b.add_typed_cell(CellType::Pyramid, &[0, 1, 2, 3, 4])
+        .unwrap();
     assert!(SimplexMesh::from_poly(&b.build(Par::Seq).unwrap()).is_err());
 
     // a tetrahedron plus a free face: not a homogeneous simplicial complex
     let mut b = PolyMeshBuilder::new(fig_3_5_positions());
-    b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 3]).unwrap();
+    b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 3])
+        .unwrap();
     b.add_free_face(&[1, 2, 4]).unwrap();
     let e = SimplexMesh::from_poly(&b.build(Par::Seq).unwrap()).unwrap_err();
     assert!(e.to_string().contains("homogeneous"), "{e}");
@@ -432,9 +523,15 @@ fn invalid_input_is_an_error() {
 /// round-trip exactly.
 #[test]
 fn shared_meshes_convert_losslessly() {
-    let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/meshes"));
+    let dir = std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/meshes"
+    ));
     // (file, V, E, F, T)
-    let files = [("armadillo-3k.msh.gz", 994, 5055, 7275, 3213), ("bracket-13k.msh.gz", 3909, 20651, 30203, 13466)];
+    let files = [
+        ("armadillo-3k.msh.gz", 994, 5055, 7275, 3213),
+        ("bracket-13k.msh.gz", 3909, 20651, 30203, 13466),
+    ];
     for (name, v, e, f, t) in files {
         let path = dir.join(name);
         if !path.exists() {
@@ -443,9 +540,21 @@ fn shared_meshes_convert_losslessly() {
         }
         let poly = tessera_mesh::io::read_mesh(&path).unwrap().mesh;
         let m = SimplexMesh::from_poly(&poly).unwrap();
-        assert_eq!((m.num_vertices(), m.num_edges(), m.num_faces(), m.num_cells()), (v, e, f, t), "{name}");
+        assert_eq!(
+            (
+                m.num_vertices(),
+                m.num_edges(),
+                m.num_faces(),
+                m.num_cells()
+            ),
+            (v, e, f, t),
+            "{name}"
+        );
         assert_eq!(m.edges(), poly.edge_vertices());
-        assert!(m.cell_orientations().iter().all(|&o| o == 1), "{name}: cells outward by Eq. 3.14");
+        assert!(
+            m.cell_orientations().iter().all(|&o| o == 1),
+            "{name}: cells outward by Eq. 3.14"
+        );
         assert!(m.topology_bytes() < poly.topology_bytes());
         let back = SimplexMesh::from_poly(&m.to_poly().unwrap()).unwrap();
         assert_eq!(back, m);

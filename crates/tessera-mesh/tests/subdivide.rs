@@ -8,7 +8,8 @@ use proptest::prelude::*;
 use std::collections::BTreeSet;
 use tessera_core::Par;
 use tessera_mesh::subdivide::{
-    catmull_clark, catmull_clark_levels, precompute, subdivide_summary, subdivision_counts, SubdivisionCounts,
+    catmull_clark, catmull_clark_levels, precompute, subdivide_summary, subdivision_counts,
+    SubdivisionCounts,
 };
 use tessera_mesh::{CellType, MeshError, Point, PolyMesh, PolyMeshBuilder};
 
@@ -75,7 +76,14 @@ fn box_mesh(kind: Kind, n: [usize; 3], amp: f64, seed: u64) -> PolyMesh {
                     Kind::Tet => {
                         // Kuhn: paths from (0,0,0) to (1,1,1) along the axes
                         let corner = |b: [usize; 3]| vid(i + b[0], j + b[1], k + b[2]);
-                        for perm in [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]] {
+                        for perm in [
+                            [0, 1, 2],
+                            [0, 2, 1],
+                            [1, 0, 2],
+                            [1, 2, 0],
+                            [2, 0, 1],
+                            [2, 1, 0],
+                        ] {
                             let mut b = [0usize; 3];
                             let mut t = vec![corner(b)];
                             for d in perm {
@@ -93,7 +101,10 @@ fn box_mesh(kind: Kind, n: [usize; 3], amp: f64, seed: u64) -> PolyMesh {
                             let apex = pos.len() as u32;
                             pos.push([i as f64 + 0.5, j as f64 + 0.5, k as f64 + 0.5]);
                             for f in CellType::Hexahedron.local_faces() {
-                                cells.push((CellType::Pyramid, vec![c[f[0]], c[f[1]], c[f[2]], c[f[3]], apex]));
+                                cells.push((
+                                    CellType::Pyramid,
+                                    vec![c[f[0]], c[f[1]], c[f[2]], c[f[3]], apex],
+                                ));
                             }
                         } else {
                             cells.push((CellType::Hexahedron, c.to_vec()));
@@ -139,13 +150,18 @@ fn unit_cube() -> PolyMesh {
 /// The topological checks a manifold, consistently oriented mesh passes: `validate()` plus
 /// the face-use rule (every face used by one cell, or by two with opposite signs).
 fn check_valid(m: &PolyMesh) {
-    m.validate().unwrap_or_else(|e| panic!("validate failed: {e}"));
+    m.validate()
+        .unwrap_or_else(|e| panic!("validate failed: {e}"));
     let fc = m.face_cells();
     for f in 0..m.num_faces() {
         let row: Vec<(u32, i32)> = fc.row_decoded(f).collect();
         match row.len() {
             1 => {}
-            2 => assert_eq!(row[0].1 + row[1].1, 0, "interior face {f} must be used once with each orientation"),
+            2 => assert_eq!(
+                row[0].1 + row[1].1,
+                0,
+                "interior face {f} must be used once with each orientation"
+            ),
             k => panic!("face {f} used by {k} cells"),
         }
     }
@@ -179,7 +195,12 @@ fn assert_same_mesh(a: &PolyMesh, b: &PolyMesh) {
     assert_eq!(a.edge_vertices(), b.edge_vertices());
     assert_eq!(a.face_edges(), b.face_edges());
     assert_eq!(a.cell_faces(), b.cell_faces());
-    let bits = |m: &PolyMesh| m.positions().iter().flat_map(|p| p.map(f64::to_bits)).collect::<Vec<_>>();
+    let bits = |m: &PolyMesh| {
+        m.positions()
+            .iter()
+            .flat_map(|p| p.map(f64::to_bits))
+            .collect::<Vec<_>>()
+    };
     assert!(bits(a) == bits(b), "positions differ");
 }
 
@@ -190,7 +211,11 @@ fn check_levels(m0: &PolyMesh, levels: usize) {
     let mut m = m0.clone();
     for level in 1..=levels {
         let want = subdivision_counts(&m);
-        assert_eq!(want, brute_force_counts(&m), "Eqs. 3.1-3.4 at level {level}");
+        assert_eq!(
+            want,
+            brute_force_counts(&m),
+            "Eqs. 3.1-3.4 at level {level}"
+        );
         let mut seq = m.clone();
         seq.purge_caches();
         seq.set_par(Par::Seq);
@@ -199,10 +224,21 @@ fn check_levels(m0: &PolyMesh, levels: usize) {
         ray.set_par(Par::Rayon);
         let next = catmull_clark(&seq).unwrap();
         assert_same_mesh(&next, &catmull_clark(&ray).unwrap());
-        assert_eq!(SubdivisionCounts::of(&next), want, "counts at level {level}");
+        assert_eq!(
+            SubdivisionCounts::of(&next),
+            want,
+            "counts at level {level}"
+        );
         check_valid(&next);
-        assert!((0..next.num_faces()).all(|f| next.face_edges().row_len(f) == 4), "all faces are quads");
-        assert_eq!(next.euler_characteristic(), chi, "Euler characteristic at level {level}");
+        assert!(
+            (0..next.num_faces()).all(|f| next.face_edges().row_len(f) == 4),
+            "all faces are quads"
+        );
+        assert_eq!(
+            next.euler_characteristic(),
+            chi,
+            "Euler characteristic at level {level}"
+        );
         m = next;
     }
 }
@@ -214,7 +250,15 @@ fn check_levels(m0: &PolyMesh, levels: usize) {
 fn single_hexahedron_gives_8_cells_36_faces_54_edges_27_vertices() {
     let m = unit_cube();
     let s = catmull_clark(&m).unwrap();
-    assert_eq!(SubdivisionCounts::of(&s), SubdivisionCounts { vertices: 27, edges: 54, faces: 36, cells: 8 });
+    assert_eq!(
+        SubdivisionCounts::of(&s),
+        SubdivisionCounts {
+            vertices: 27,
+            edges: 54,
+            faces: 36,
+            cells: 8
+        }
+    );
     check_valid(&s);
     for c in 0..8 {
         assert_eq!(s.cell_faces().row_len(c), 6);
@@ -227,7 +271,11 @@ fn single_hexahedron_gives_8_cells_36_faces_54_edges_27_vertices() {
     assert!(close(p[0], [2.0 / 9.0; 3]), "{:?}", p[0]);
     assert!(close(p[6], [7.0 / 9.0; 3]), "{:?}", p[6]);
     // edge (0,0,0)-(1,0,0): (avg of face centroids (0.5,0,0.5),(0.5,0.5,0) + midpoint) / 2
-    let e = m.edge_vertices().iter().position(|&ev| ev == [0, 1]).unwrap();
+    let e = m
+        .edge_vertices()
+        .iter()
+        .position(|&ev| ev == [0, 1])
+        .unwrap();
     assert!(close(p[8 + e], [0.5, 0.125, 0.125]), "{:?}", p[8 + e]);
     // face points are the face centroids, the cell point the centroid
     for f in 0..6 {
@@ -249,7 +297,13 @@ fn single_hexahedron_gives_8_cells_36_faces_54_edges_27_vertices() {
 
 #[test]
 fn single_pyramid_gives_four_hexahedra_and_a_ten_vertex_cell() {
-    let pos = vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 1.0, 0.0], [0.5, 0.5, 1.0]];
+    let pos = vec![
+        [0.0, 0.0, 0.0],
+        [1.0, 0.0, 0.0],
+        [1.0, 1.0, 0.0],
+        [0.0, 1.0, 0.0],
+        [0.5, 0.5, 1.0],
+    ];
     let m = single(CellType::Pyramid, pos);
     let s = catmull_clark(&m).unwrap();
     assert_eq!(s.num_cells(), 5);
@@ -276,13 +330,36 @@ fn single_pyramid_gives_four_hexahedra_and_a_ten_vertex_cell() {
 
 #[test]
 fn single_tetrahedron_and_prism() {
-    let tet = single(CellType::Tetrahedron, vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]);
+    let tet = single(
+        CellType::Tetrahedron,
+        vec![
+            [0.0, 0.0, 0.0],
+            [1.0, 0.0, 0.0],
+            [0.0, 1.0, 0.0],
+            [0.0, 0.0, 1.0],
+        ],
+    );
     let s = catmull_clark(&tet).unwrap();
-    assert_eq!(SubdivisionCounts::of(&s), SubdivisionCounts { vertices: 15, edges: 12 + 12 + 4, faces: 12 + 6, cells: 4 });
+    assert_eq!(
+        SubdivisionCounts::of(&s),
+        SubdivisionCounts {
+            vertices: 15,
+            edges: 12 + 12 + 4,
+            faces: 12 + 6,
+            cells: 4
+        }
+    );
     check_levels(&tet, 3);
     let prism = single(
         CellType::Prism,
-        vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 1.0], [0.0, 1.0, 1.0]],
+        vec![
+            [0.0, 0.0, 0.0],
+            [1.0, 0.0, 0.0],
+            [0.0, 1.0, 0.0],
+            [0.0, 0.0, 1.0],
+            [1.0, 0.0, 1.0],
+            [0.0, 1.0, 1.0],
+        ],
     );
     check_levels(&prism, 2);
 }
@@ -300,7 +377,9 @@ fn general_polyhedron_hexagonal_prism() {
     }
     let bottom: Vec<u32> = (0..6).rev().collect();
     let top: Vec<u32> = (6..12).collect();
-    let sides: Vec<Vec<u32>> = (0..6u32).map(|i| vec![i, (i + 1) % 6, 6 + (i + 1) % 6, 6 + i]).collect();
+    let sides: Vec<Vec<u32>> = (0..6u32)
+        .map(|i| vec![i, (i + 1) % 6, 6 + (i + 1) % 6, 6 + i])
+        .collect();
     let mut faces: Vec<&[u32]> = vec![&bottom, &top];
     faces.extend(sides.iter().map(|s| s.as_slice()));
     let mut b = PolyMeshBuilder::new(pos);
@@ -330,7 +409,9 @@ fn orientations_follow_figs_3_8_and_3_9() {
     // face-edges point to face points, cell-edges to cell points
     let nnz2 = m.face_edges().nnz();
     for k in 0..nnz2 {
-        assert!(sev[2 * ne + k][1] as usize >= nv + ne && (sev[2 * ne + k][1] as usize) < nv + ne + nf);
+        assert!(
+            sev[2 * ne + k][1] as usize >= nv + ne && (sev[2 * ne + k][1] as usize) < nv + ne + nf
+        );
         assert!((sev[2 * ne + k][0] as usize) < nv + ne);
     }
     for k in 0..m.cell_faces().nnz() {
@@ -364,7 +445,10 @@ fn orientations_follow_figs_3_8_and_3_9() {
             n[2] += (a[0] - b[0]) * (a[1] + b[1]);
         }
         for k in m.face_edges().offsets()[f]..m.face_edges().offsets()[f + 1] {
-            assert!(dot(n, normal(k as usize)) > 0.0, "face-face {k} of face {f}");
+            assert!(
+                dot(n, normal(k as usize)) > 0.0,
+                "face-face {k} of face {f}"
+            );
         }
     }
     let ce = m.cell_edges();
@@ -373,7 +457,10 @@ fn orientations_follow_figs_3_8_and_3_9() {
             let k = nnz2 + ce.offsets()[c] as usize + j;
             let [a, b] = m.edge_vertices()[e as usize];
             let dir = [0, 1, 2].map(|d| mp[b as usize][d] - mp[a as usize][d]);
-            assert!(dot(dir, normal(k)) > 0.0, "cell-face {k} (cell {c}, edge {e})");
+            assert!(
+                dot(dir, normal(k)) > 0.0,
+                "cell-face {k} (cell {c}, edge {e})"
+            );
         }
     }
 }
@@ -389,7 +476,11 @@ fn regular_hex_grid_matches_tricubic_b_spline_refinement() {
     let p = m.positions();
     let coord = |v: u32| {
         let v = v as usize;
-        [v % (n[0] + 1), (v / (n[0] + 1)) % (n[1] + 1), v / ((n[0] + 1) * (n[1] + 1))]
+        [
+            v % (n[0] + 1),
+            (v / (n[0] + 1)) % (n[1] + 1),
+            v / ((n[0] + 1) * (n[1] + 1)),
+        ]
     };
     let vid = |c: [usize; 3]| c[0] + (n[0] + 1) * (c[1] + (n[1] + 1) * c[2]);
     // the uniform cubic B-spline refinement mask per direction: vertex (1, 6, 1) / 8,
@@ -430,7 +521,10 @@ fn regular_hex_grid_matches_tricubic_b_spline_refinement() {
         if let Some(q) = expected(verts) {
             let got = s.positions()[new];
             for d in 0..3 {
-                assert!((got[d] - q[d]).abs() < tol, "new vertex {new} (kind {kind}): {got:?} vs {q:?}");
+                assert!(
+                    (got[d] - q[d]).abs() < tol,
+                    "new vertex {new} (kind {kind}): {got:?} vs {q:?}"
+                );
             }
             checked[kind] += 1;
         }
@@ -558,7 +652,10 @@ fn rows_out_of_loop_order_are_reordered() {
     // positions depend on vertex, edge, face and cell numbers only, which are unchanged;
     // face centroids sum their loop from another start vertex, so allow rounding (1e-14)
     for (p, q) in a.positions().iter().zip(b.positions()) {
-        assert!((0..3).all(|d| (p[d] - q[d]).abs() < 1e-14), "{p:?} vs {q:?}");
+        assert!(
+            (0..3).all(|d| (p[d] - q[d]).abs() < 1e-14),
+            "{p:?} vs {q:?}"
+        );
     }
 }
 
@@ -574,8 +671,10 @@ fn non_manifold_input_is_rejected_naming_the_element() {
         [0.0, 0.0, -1.0],
     ];
     let mut b = PolyMeshBuilder::new(pos.clone());
-    b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 3]).unwrap();
-    b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 4, 5]).unwrap();
+    b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 3])
+        .unwrap();
+    b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 4, 5])
+        .unwrap();
     let m = b.build(Par::Seq).unwrap();
     let e01 = m.edge_vertices().iter().position(|&e| e == [0, 1]).unwrap();
     match catmull_clark(&m) {
@@ -584,7 +683,8 @@ fn non_manifold_input_is_rejected_naming_the_element() {
     }
     // a free face (in no cell)
     let mut b = PolyMeshBuilder::new(pos.clone());
-    b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 3]).unwrap();
+    b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 3])
+        .unwrap();
     b.add_free_face(&[0, 4, 5]).unwrap();
     let m = b.build(Par::Seq).unwrap();
     match catmull_clark(&m) {
@@ -595,9 +695,14 @@ fn non_manifold_input_is_rejected_naming_the_element() {
     let t = single(CellType::Tetrahedron, pos[..4].to_vec());
     let (p, ev, fe, cf) = t.into_parts();
     let (ncols, offs, cols) = cf.into_raw();
-    let cf = tessera_sparse::Tcsr::new(ncols, vec![0, offs[1] - 1], cols[..cols.len() - 1].to_vec()).unwrap();
+    let cf =
+        tessera_sparse::Tcsr::new(ncols, vec![0, offs[1] - 1], cols[..cols.len() - 1].to_vec())
+            .unwrap();
     let open = PolyMesh::from_operators(p, ev, fe, cf).unwrap();
-    assert!(matches!(catmull_clark(&open), Err(MeshError::Unsupported(_))));
+    assert!(matches!(
+        catmull_clark(&open),
+        Err(MeshError::Unsupported(_))
+    ));
 }
 
 #[test]
@@ -613,8 +718,10 @@ fn pinched_vertex_is_subdivided() {
         [0.0, 0.0, -1.0],
     ];
     let mut b = PolyMeshBuilder::new(pos);
-    b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 3]).unwrap();
-    b.add_typed_cell(CellType::Tetrahedron, &[0, 4, 5, 6]).unwrap();
+    b.add_typed_cell(CellType::Tetrahedron, &[0, 1, 2, 3])
+        .unwrap();
+    b.add_typed_cell(CellType::Tetrahedron, &[0, 4, 5, 6])
+        .unwrap();
     let m = b.build(Par::Seq).unwrap();
     check_levels(&m, 2);
 }
@@ -623,7 +730,10 @@ fn pinched_vertex_is_subdivided() {
 // shared meshes and timing
 
 fn shared_meshes() -> std::path::PathBuf {
-    std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/meshes"))
+    std::path::PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/meshes"
+    ))
 }
 
 #[test]
@@ -642,8 +752,14 @@ fn armadillo_counts_match_eqs_3_1_to_3_4() {
     // levels 1-2 from level-0 quantities alone: after one level all faces are quads and
     // every cell-cell is a topological sphere with V = F + 2 (E = 2F), so with
     // n3 = nnz(∂3) of level 1 = 2 * (face corners over all cells of level 0):
-    let corners: usize =
-        (0..m0.num_cells()).map(|c| m0.cell_faces().row_decoded(c).map(|(f, _)| m0.face_edges().row_len(f as usize)).sum::<usize>()).sum();
+    let corners: usize = (0..m0.num_cells())
+        .map(|c| {
+            m0.cell_faces()
+                .row_decoded(c)
+                .map(|(f, _)| m0.face_edges().row_len(f as usize))
+                .sum::<usize>()
+        })
+        .sum();
     let c1 = SubdivisionCounts::of(&l1);
     let n3 = 2 * corners;
     assert_eq!(l1.cell_faces().nnz(), n3);
@@ -659,7 +775,12 @@ fn armadillo_counts_match_eqs_3_1_to_3_4() {
 /// Nanoseconds this thread has run on a CPU (Linux `schedstat`; None elsewhere): a timing
 /// that the load of other processes on a shared machine does not inflate.
 fn thread_cpu_ns() -> Option<u64> {
-    std::fs::read_to_string("/proc/thread-self/schedstat").ok()?.split_whitespace().next()?.parse().ok()
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Times precompute and one level with thread CPU time for `Par::Seq`, wall time for both.
@@ -675,7 +796,11 @@ fn time_levels(m: &PolyMesh) {
         let (c2, t2) = (thread_cpu_ns(), std::time::Instant::now());
         let cpu = match (par, c0, c1, c2) {
             (Par::Seq, Some(a), Some(b), Some(c)) => {
-                format!(" (thread CPU time: pre {:.3} s, subdivision {:.3} s)", (b - a) as f64 * 1e-9, (c - b) as f64 * 1e-9)
+                format!(
+                    " (thread CPU time: pre {:.3} s, subdivision {:.3} s)",
+                    (b - a) as f64 * 1e-9,
+                    (c - b) as f64 * 1e-9
+                )
             }
             _ => String::new(),
         };
@@ -715,6 +840,10 @@ fn timing_dragon_level_1() {
         return;
     }
     let m = tessera_mesh::io::read_mesh(&path).unwrap().mesh;
-    eprintln!("dragon: {} cells; rayon threads: {}", m.num_cells(), rayon::current_num_threads());
+    eprintln!(
+        "dragon: {} cells; rayon threads: {}",
+        m.num_cells(),
+        rayon::current_num_threads()
+    );
     time_levels(&m);
 }

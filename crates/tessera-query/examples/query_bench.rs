@@ -2,9 +2,16 @@
 //! `cargo run --release -p tessera-query --example query_bench [SIZES] [REPS]`, e.g. `1024,4096 21`.
 fn main() {
     let mut args = std::env::args().skip(1);
-    let sizes = args.next().map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect()).unwrap_or_else(|| vec![1024, 4096]);
+    let sizes = args
+        .next()
+        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![1024, 4096]);
     let reps = args.next().and_then(|s| s.parse().ok()).unwrap_or(21);
-    let opts = tessera_query::bench::BenchOptions { sizes, reps, gpu: true };
+    let opts = tessera_query::bench::BenchOptions {
+        sizes,
+        reps,
+        gpu: true,
+    };
     match tessera_query::bench::run(&opts) {
         Ok(r) => print!("{r}"),
         Err(e) => {

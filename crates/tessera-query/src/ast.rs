@@ -62,8 +62,8 @@ pub enum Func {
 
 /// Names of the built-in functions, in the order users see them in error messages.
 pub const FUNCTION_NAMES: &[&str] = &[
-    "abs", "sqrt", "exp", "log", "log2", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "min", "max", "pow",
-    "clamp", "floor", "ceil", "select",
+    "abs", "sqrt", "exp", "log", "log2", "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
+    "min", "max", "pow", "clamp", "floor", "ceil", "select",
 ];
 
 /// Names of the built-in constants.

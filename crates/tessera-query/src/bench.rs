@@ -12,7 +12,11 @@ use std::fmt::Write;
 use std::time::Instant;
 
 /// The three expressions of §6.4.3.
-pub const EXPRESSIONS: [&str; 3] = ["abs(Pressure)", "sqrt(VelocityX^2+VelocityY^2)", "(VelocityX^2+VelocityY^2)/2 + Pressure"];
+pub const EXPRESSIONS: [&str; 3] = [
+    "abs(Pressure)",
+    "sqrt(VelocityX^2+VelocityY^2)",
+    "(VelocityX^2+VelocityY^2)/2 + Pressure",
+];
 /// Field names of the fluid simulation.
 pub const FIELDS: [&str; 3] = ["VelocityX", "VelocityY", "Pressure"];
 
@@ -23,7 +27,11 @@ pub const TABLE_6_2: [[f64; 6]; 3] = [
     [0.04, 9.37, 77.2, 63.1, 17.1, 4.38],
 ];
 /// Dissertation Table 6.3 (ms: CPU calc, CPU copy, GPU calc, GPU copy), other machine.
-pub const TABLE_6_3: [[f64; 4]; 3] = [[1.99, 1.04, 0.10, 0.98], [2.20, 1.98, 0.13, 0.97], [1.13, 3.02, 0.16, 0.99]];
+pub const TABLE_6_3: [[f64; 4]; 3] = [
+    [1.99, 1.04, 0.10, 0.98],
+    [2.20, 1.98, 0.13, 0.97],
+    [1.13, 3.02, 0.16, 0.99],
+];
 
 static LOAD_COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
@@ -40,7 +48,11 @@ pub struct BenchOptions {
 
 impl Default for BenchOptions {
     fn default() -> Self {
-        BenchOptions { sizes: vec![1024, 4096], reps: 21, gpu: true }
+        BenchOptions {
+            sizes: vec![1024, 4096],
+            reps: 21,
+            gpu: true,
+        }
     }
 }
 
@@ -121,12 +133,24 @@ pub fn run(opts: &BenchOptions) -> Result<String, QueryError> {
     let ge = |e: tessera_gpu::GpuError| QueryError::Gpu(e.to_string());
     for &side in &opts.sizes {
         let n = side * side;
-        let reps = if n > 4_000_000 { opts.reps.min(7) } else { opts.reps };
+        let reps = if n > 4_000_000 {
+            opts.reps.min(7)
+        } else {
+            opts.reps
+        };
         let host = fields(n);
-        let _ = writeln!(out, "\n## {side}x{side} grid ({n} cells, f32), median of {reps} runs\n");
+        let _ = writeln!(
+            out,
+            "\n## {side}x{side} grid ({n} cells, f32), median of {reps} runs\n"
+        );
         // device copies of the fields, as the simulation would hold them
         let dev = match &gpu {
-            Some(g) => Some(host.iter().map(|h| g.upload(h)).collect::<Result<Vec<_>, _>>().map_err(ge)?),
+            Some(g) => Some(
+                host.iter()
+                    .map(|h| g.upload(h))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(ge)?,
+            ),
             None => None,
         };
         let bw = match &gpu {
@@ -135,7 +159,9 @@ pub fn run(opts: &BenchOptions) -> Result<String, QueryError> {
                 let big = 64 << 20;
                 let src = g.zeros::<f32>(big).map_err(ge)?;
                 let mut dst = g.alloc::<f32>(big).map_err(ge)?;
-                let ms = g.median_ms(9, 2, || g.copy_device(&src, &mut dst)).map_err(ge)?;
+                let ms = g
+                    .median_ms(9, 2, || g.copy_device(&src, &mut dst))
+                    .map_err(ge)?;
                 Some(2.0 * (big * 4) as f64 / (ms * 1e-3) / 1e9)
             }
             None => None,
@@ -181,11 +207,23 @@ pub fn run(opts: &BenchOptions) -> Result<String, QueryError> {
             // execution: calculation
             let refs: Vec<&[f32]> = host.iter().map(|h| h.as_slice()).collect();
             let mut o = vec![0.0f32; n];
-            let e_interp = time_ms(reps, || q.eval_cpu_with(Backend::Interp, Par::Seq, &refs, &mut o).expect("sizes match"));
+            let e_interp = time_ms(reps, || {
+                q.eval_cpu_with(Backend::Interp, Par::Seq, &refs, &mut o)
+                    .expect("sizes match")
+            });
             let interp_out = o.clone();
-            let e_jit = time_ms(reps, || q.eval_cpu_with(Backend::CpuJit, Par::Seq, &refs, &mut o).expect("sizes match"));
-            if interp_out.iter().zip(&o).any(|(a, b)| a.to_bits() != b.to_bits()) {
-                return Err(QueryError::Jit(format!("bench: interpreter and JIT differ on `{e}`")));
+            let e_jit = time_ms(reps, || {
+                q.eval_cpu_with(Backend::CpuJit, Par::Seq, &refs, &mut o)
+                    .expect("sizes match")
+            });
+            if interp_out
+                .iter()
+                .zip(&o)
+                .any(|(a, b)| a.to_bits() != b.to_bits())
+            {
+                return Err(QueryError::Jit(format!(
+                    "bench: interpreter and JIT differ on `{e}`"
+                )));
             }
             let (mut e_gpu, mut copy_cpu, mut copy_gpu) = (f64::NAN, f64::NAN, f64::NAN);
             if let (Some(g), Some(d)) = (&gpu, &dev) {
@@ -205,9 +243,15 @@ pub fn run(opts: &BenchOptions) -> Result<String, QueryError> {
                     return Err(x);
                 }
                 let got = g.download(&dout).map_err(ge)?;
-                let bad = got.iter().zip(&o).filter(|(a, b)| (**a - **b).abs() > 1e-5 * b.abs().max(1.0)).count();
+                let bad = got
+                    .iter()
+                    .zip(&o)
+                    .filter(|(a, b)| (**a - **b).abs() > 1e-5 * b.abs().max(1.0))
+                    .count();
                 if bad > 0 {
-                    return Err(QueryError::Gpu(format!("bench: GPU result differs from the CPU in {bad} cells for `{e}`")));
+                    return Err(QueryError::Gpu(format!(
+                        "bench: GPU result differs from the CPU in {bad} cells for `{e}`"
+                    )));
                 }
                 // copies: CPU back ends download every field they read; GPU only the result
                 copy_cpu = time_ms(reps, || {
@@ -223,17 +267,44 @@ pub fn run(opts: &BenchOptions) -> Result<String, QueryError> {
                     let _ = writeln!(out, "Expr. {}: GPU calculation {e_gpu:.3} ms, bandwidth floor {floor:.3} ms ({} fields read + 1 written) -> {:.2}x the floor", ei + 1, used.len(), e_gpu / floor);
                 }
             }
-            rows.push(Row { compile: [c_interp, c_jit, c_gpu], gpu_warm: c_gpu_warm, calc: [e_interp, e_jit, e_gpu], copy: [copy_cpu, copy_cpu, copy_gpu] });
+            rows.push(Row {
+                compile: [c_interp, c_jit, c_gpu],
+                gpu_warm: c_gpu_warm,
+                calc: [e_interp, e_jit, e_gpu],
+                copy: [copy_cpu, copy_cpu, copy_gpu],
+            });
         }
-        let f = |v: f64| if v.is_nan() { "no GPU".to_string() } else { format!("{v:.3}") };
-        let fc = |v: f64| if v.is_nan() { "n/a".to_string() } else { format!("{v:.3}") };
+        let f = |v: f64| {
+            if v.is_nan() {
+                "no GPU".to_string()
+            } else {
+                format!("{v:.3}")
+            }
+        };
+        let fc = |v: f64| {
+            if v.is_nan() {
+                "n/a".to_string()
+            } else {
+                format!("{v:.3}")
+            }
+        };
         let _ = writeln!(out, "\n### Table 6.2: compile and execution time [ms] (ours; dissertation 1024² in parentheses)\n");
         let _ = writeln!(out, "| Expr. | compile interp | compile CPU JIT | compile GPU JIT cold / warm | exec interp | exec CPU JIT | exec GPU JIT |");
         let _ = writeln!(out, "|---|---|---|---|---|---|---|");
         for (i, r) in rows.iter().enumerate() {
             let d = TABLE_6_2[i];
-            let tot = |k: usize| if r.copy[k].is_nan() { r.calc[k] } else { r.calc[k] + r.copy[k] };
-            let te = [tot(0), tot(1), if r.calc[2].is_nan() { f64::NAN } else { tot(2) }];
+            let tot = |k: usize| {
+                if r.copy[k].is_nan() {
+                    r.calc[k]
+                } else {
+                    r.calc[k] + r.copy[k]
+                }
+            };
+            let te = [
+                tot(0),
+                tot(1),
+                if r.calc[2].is_nan() { f64::NAN } else { tot(2) },
+            ];
             let _ = writeln!(
                 out,
                 "| {} | {} ({}) | {} ({}) | {} / {} ({}) | {} ({}) | {} ({}) | {} ({}) |",
@@ -259,7 +330,13 @@ pub fn run(opts: &BenchOptions) -> Result<String, QueryError> {
         let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
         for (i, r) in rows.iter().enumerate() {
             let d = TABLE_6_3[i];
-            let share = |calc: f64, copy: f64| if copy.is_nan() || calc.is_nan() { "n/a".to_string() } else { format!("{:.1}%", 100.0 * copy / (calc + copy)) };
+            let share = |calc: f64, copy: f64| {
+                if copy.is_nan() || calc.is_nan() {
+                    "n/a".to_string()
+                } else {
+                    format!("{:.1}%", 100.0 * copy / (calc + copy))
+                }
+            };
             let _ = writeln!(
                 out,
                 "| {} | {} | {} ({}) | {} ({}) | {} ({}) | {} ({}) | {} | {} |",
@@ -280,9 +357,19 @@ pub fn run(opts: &BenchOptions) -> Result<String, QueryError> {
         let _ = writeln!(out, "\n### Table 6.4: break-even frames, rounded up (before rounding); dissertation 1024² in brackets\n");
         let _ = writeln!(out, "| Expr. | CPU JIT vs interp | GPU JIT vs interp | GPU JIT vs CPU JIT | interp/CPU JIT calc ratio |");
         let _ = writeln!(out, "|---|---|---|---|---|");
-        let dis = [["2 (1.27)", "9 (8.02)", "16 (15.95)"], ["1 (0.18)", "2 (1.58)", "8 (7.91)"], ["1 (0.20)", "2 (1.31)", "6 (5.33)"]];
+        let dis = [
+            ["2 (1.27)", "9 (8.02)", "16 (15.95)"],
+            ["1 (0.18)", "2 (1.58)", "8 (7.91)"],
+            ["1 (0.20)", "2 (1.31)", "6 (5.33)"],
+        ];
         for (i, r) in rows.iter().enumerate() {
-            let te = |k: usize| if r.copy[k].is_nan() { r.calc[k] } else { r.calc[k] + r.copy[k] };
+            let te = |k: usize| {
+                if r.copy[k].is_nan() {
+                    r.calc[k]
+                } else {
+                    r.calc[k] + r.copy[k]
+                }
+            };
             let be = |a: usize, b: usize| {
                 if r.calc[b].is_nan() || r.calc[a].is_nan() {
                     return "no GPU".to_string();

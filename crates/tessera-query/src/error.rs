@@ -31,16 +31,29 @@ impl fmt::Display for Span {
 pub enum QueryError {
     /// The text does not follow the grammar.
     #[error("syntax error at {span}: expected {expected}, found {found}")]
-    Syntax { span: Span, expected: String, found: String },
+    Syntax {
+        span: Span,
+        expected: String,
+        found: String,
+    },
     /// An identifier that is neither a field, a constant nor a function.
     #[error("unknown field `{name}` at {span}; available fields: {}", list(.available))]
-    UnknownField { span: Span, name: String, available: Vec<String> },
+    UnknownField {
+        span: Span,
+        name: String,
+        available: Vec<String>,
+    },
     /// A call of a function that the language does not have.
     #[error("unknown function `{name}` at {span}; available functions: {}", crate::ast::FUNCTION_NAMES.join(", "))]
     UnknownFunction { span: Span, name: String },
     /// A known function called with the wrong number of arguments.
     #[error("function `{name}` at {span} takes {expected} argument(s), got {got}")]
-    Arity { span: Span, name: String, expected: usize, got: usize },
+    Arity {
+        span: Span,
+        name: String,
+        expected: usize,
+        got: usize,
+    },
     /// A numeric literal that is not finite in f64 (or malformed).
     #[error("numeric literal `{text}` at {span} is out of range (must be finite in f64)")]
     LiteralOutOfRange { span: Span, text: String },
@@ -61,7 +74,11 @@ pub enum QueryError {
     FieldCount { expected: usize, got: usize },
     /// Input and output arrays must all have the same length.
     #[error("input `{field}` has {got} values, output has {expected}")]
-    LengthMismatch { field: String, expected: usize, got: usize },
+    LengthMismatch {
+        field: String,
+        expected: usize,
+        got: usize,
+    },
     /// The Cranelift back end failed (a bug or an unsupported host).
     #[error("CPU JIT: {0}")]
     Jit(String),

@@ -85,7 +85,9 @@ impl Program {
                     code.push(match *i {
                         Inst::Un(op, a) => Code::Un(op, d, loc[a as usize]),
                         Inst::Bin(op, a, b) => Code::Bin(op, d, loc[a as usize], loc[b as usize]),
-                        Inst::Select(c, a, b) => Code::Sel(d, loc[c as usize], loc[a as usize], loc[b as usize]),
+                        Inst::Select(c, a, b) => {
+                            Code::Sel(d, loc[c as usize], loc[a as usize], loc[b as usize])
+                        }
                         _ => unreachable!(),
                     });
                     loc[k] = Loc::Reg(d);
@@ -105,7 +107,13 @@ impl Program {
                 }
             }
         }
-        Program { code, consts, n_regs: n_regs as usize, result: loc[ir.result as usize], n_fields: ir.n_fields }
+        Program {
+            code,
+            consts,
+            n_regs: n_regs as usize,
+            result: loc[ir.result as usize],
+            n_fields: ir.n_fields,
+        }
     }
 
     /// Number of bytecode instructions (excluding constants and field reads).

@@ -116,7 +116,10 @@ impl Bin {
         matches!(self, Bin::Add | Bin::Mul | Bin::Eq | Bin::Ne)
     }
     pub fn is_comparison(self) -> bool {
-        matches!(self, Bin::Lt | Bin::Le | Bin::Gt | Bin::Ge | Bin::Eq | Bin::Ne)
+        matches!(
+            self,
+            Bin::Lt | Bin::Le | Bin::Gt | Bin::Ge | Bin::Eq | Bin::Ne
+        )
     }
 }
 
@@ -147,9 +150,18 @@ pub struct Ir {
 impl Ir {
     /// Lowers a syntax tree in precision `T`.
     pub fn lower<T: Real>(e: &Expr, n_fields: usize) -> Ir {
-        let mut b = Builder::<T> { insts: Vec::new(), map: HashMap::new(), _t: std::marker::PhantomData };
+        let mut b = Builder::<T> {
+            insts: Vec::new(),
+            map: HashMap::new(),
+            _t: std::marker::PhantomData,
+        };
         let r = b.lower(e);
-        let ir = Ir { precision: T::PRECISION, n_fields, insts: b.insts, result: r };
+        let ir = Ir {
+            precision: T::PRECISION,
+            n_fields,
+            insts: b.insts,
+            result: r,
+        };
         ir.canonicalized()
     }
 
@@ -204,7 +216,12 @@ impl Ir {
             let inst = match ir.insts[k as usize] {
                 Inst::Un(op, a) => Inst::Un(op, visit(ir, sh, a, map, out)),
                 Inst::Bin(op, a, b) => {
-                    let (a, b) = if op.is_commutative() && (sh[a as usize], a) > (sh[b as usize], b) { (b, a) } else { (a, b) };
+                    let (a, b) = if op.is_commutative() && (sh[a as usize], a) > (sh[b as usize], b)
+                    {
+                        (b, a)
+                    } else {
+                        (a, b)
+                    };
                     let na = visit(ir, sh, a, map, out);
                     let nb = visit(ir, sh, b, map, out);
                     Inst::Bin(op, na, nb)
@@ -222,12 +239,27 @@ impl Ir {
             map[k as usize]
         }
         let result = visit(self, &sh, self.result, &mut map, &mut out);
-        Ir { precision: self.precision, n_fields: self.n_fields, insts: out, result }
+        Ir {
+            precision: self.precision,
+            n_fields: self.n_fields,
+            insts: out,
+            result,
+        }
     }
 
     /// Fields read by the program (sorted).
     pub fn used_fields(&self) -> Vec<u32> {
-        let mut v: Vec<u32> = self.insts.iter().filter_map(|i| if let Inst::Field(f) = i { Some(*f) } else { None }).collect();
+        let mut v: Vec<u32> = self
+            .insts
+            .iter()
+            .filter_map(|i| {
+                if let Inst::Field(f) = i {
+                    Some(*f)
+                } else {
+                    None
+                }
+            })
+            .collect();
         v.sort_unstable();
         v.dedup();
         v
@@ -283,7 +315,13 @@ impl Ir {
 
 impl fmt::Display for Ir {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "; {} fields, {}, hash {:016x}", self.n_fields, self.precision.name(), self.hash64())?;
+        writeln!(
+            f,
+            "; {} fields, {}, hash {:016x}",
+            self.n_fields,
+            self.precision.name(),
+            self.hash64()
+        )?;
         for (k, i) in self.insts.iter().enumerate() {
             match *i {
                 Inst::Const(b) => writeln!(f, "v{k} = const {:e}", f64::from_bits(b))?,
@@ -368,7 +406,9 @@ impl<T: Real> Builder<T> {
             // division by a power of two is multiplication by its (exact) reciprocal: both
             // are the correctly rounded value of the same real number
             Bin::Div if cb.is_some_and(|c| exact_reciprocal(c.to_f64()).is_some()) => {
-                let r = self.konst(T::from_f64(exact_reciprocal(cb.unwrap().to_f64()).unwrap_or(1.0)));
+                let r = self.konst(T::from_f64(
+                    exact_reciprocal(cb.unwrap().to_f64()).unwrap_or(1.0),
+                ));
                 let (a, r) = if a > r { (r, a) } else { (a, r) };
                 return self.intern(Inst::Bin(Bin::Mul, a, r));
             }
@@ -377,7 +417,11 @@ impl<T: Real> Builder<T> {
             Bin::Add if is(ca, -0.0) => return b,
             _ => {}
         }
-        let (a, b) = if op.is_commutative() && a > b { (b, a) } else { (a, b) };
+        let (a, b) = if op.is_commutative() && a > b {
+            (b, a)
+        } else {
+            (a, b)
+        };
         self.intern(Inst::Bin(op, a, b))
     }
     fn select(&mut self, c: u32, a: u32, b: u32) -> u32 {

@@ -14,7 +14,9 @@ use crate::error::QueryError;
 use crate::ir::{Bin, Inst, Ir, Un};
 use crate::math::{callout, Precision};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{types, AbiParam, InstBuilder, MemFlagsData, Type, UserFuncName, Value};
+use cranelift_codegen::ir::{
+    types, AbiParam, InstBuilder, MemFlagsData, Type, UserFuncName, Value,
+};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
@@ -60,10 +62,14 @@ impl JitKernel {
     pub fn compile_with(ir: &Ir, vector: bool) -> Result<JitKernel, QueryError> {
         let e = |m: &dyn std::fmt::Display| QueryError::Jit(m.to_string());
         let mut fb = settings::builder();
-        fb.set("use_colocated_libcalls", "false").map_err(|x| e(&x))?;
+        fb.set("use_colocated_libcalls", "false")
+            .map_err(|x| e(&x))?;
         fb.set("is_pic", "false").map_err(|x| e(&x))?;
         fb.set("opt_level", "speed").map_err(|x| e(&x))?;
-        let isa = cranelift_native::builder().map_err(|x| e(&x))?.finish(settings::Flags::new(fb)).map_err(|x| e(&x))?;
+        let isa = cranelift_native::builder()
+            .map_err(|x| e(&x))?
+            .finish(settings::Flags::new(fb))
+            .map_err(|x| e(&x))?;
         let mut jb = JITBuilder::with_isa(isa, default_libcall_names());
         for (name, ptr) in callout_symbols() {
             jb.symbol(name, ptr);
@@ -75,22 +81,36 @@ impl JitKernel {
         sig.params.push(AbiParam::new(types::I64));
         sig.params.push(AbiParam::new(ptr_ty));
         sig.params.push(AbiParam::new(ptr_ty));
-        let fid = module.declare_function("tessera_query_map", Linkage::Local, &sig).map_err(|x| e(&x))?;
+        let fid = module
+            .declare_function("tessera_query_map", Linkage::Local, &sig)
+            .map_err(|x| e(&x))?;
         ctx.func.signature = sig;
         ctx.func.name = UserFuncName::user(0, fid.as_u32());
         let mut fctx = FunctionBuilderContext::new();
         {
             let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-            let mut em = Emitter { ir, callouts: HashMap::new(), ptr_ty };
+            let mut em = Emitter {
+                ir,
+                callouts: HashMap::new(),
+                ptr_ty,
+            };
             em.build(&mut b, &mut module, vector)?;
             b.seal_all_blocks();
             b.finalize(module.target_config());
         }
-        module.define_function(fid, &mut ctx).map_err(|x| e(&format!("{x:?}")))?;
+        module
+            .define_function(fid, &mut ctx)
+            .map_err(|x| e(&format!("{x:?}")))?;
         module.clear_context(&mut ctx);
         module.finalize_definitions().map_err(|x| e(&x))?;
         let entry = module.get_finalized_function(fid);
-        Ok(JitKernel { module: Some(module), entry, precision: ir.precision, n_fields: ir.n_fields, vectorized: vector })
+        Ok(JitKernel {
+            module: Some(module),
+            entry,
+            precision: ir.precision,
+            n_fields: ir.n_fields,
+            vectorized: vector,
+        })
     }
 
     /// Runs the kernel. `fields[i]` and `out` must all have the same length and element type
@@ -142,7 +162,12 @@ struct Emitter<'a> {
 }
 
 impl Emitter<'_> {
-    fn build(&mut self, b: &mut FunctionBuilder, module: &mut JITModule, vector: bool) -> Result<(), QueryError> {
+    fn build(
+        &mut self,
+        b: &mut FunctionBuilder,
+        module: &mut JITModule,
+        vector: bool,
+    ) -> Result<(), QueryError> {
         let (st, vt, mask_t, lanes, shift) = match self.ir.precision {
             Precision::F32 => (types::F32, types::F32X4, types::I32X4, 4i64, 2i64),
             Precision::F64 => (types::F64, types::F64X2, types::I64X2, 2i64, 3i64),
@@ -200,7 +225,14 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    fn callout(&mut self, b: &mut FunctionBuilder, module: &mut JITModule, name: &'static str, st: Type, arity: usize) -> Result<cranelift_codegen::ir::FuncRef, QueryError> {
+    fn callout(
+        &mut self,
+        b: &mut FunctionBuilder,
+        module: &mut JITModule,
+        name: &'static str,
+        st: Type,
+        arity: usize,
+    ) -> Result<cranelift_codegen::ir::FuncRef, QueryError> {
         let id = match self.callouts.get(name) {
             Some(id) => *id,
             None => {
@@ -209,7 +241,9 @@ impl Emitter<'_> {
                     sig.params.push(AbiParam::new(st));
                 }
                 sig.returns.push(AbiParam::new(st));
-                let id = module.declare_function(name, Linkage::Import, &sig).map_err(|x| QueryError::Jit(x.to_string()))?;
+                let id = module
+                    .declare_function(name, Linkage::Import, &sig)
+                    .map_err(|x| QueryError::Jit(x.to_string()))?;
                 self.callouts.insert(name, id);
                 id
             }
@@ -233,7 +267,11 @@ impl Emitter<'_> {
         let f64p = st == types::F64;
         let sfx = if f64p { "f64" } else { "f32" };
         let konst = |b: &mut FunctionBuilder, v: f64| {
-            let s = if f64p { b.ins().f64const(v) } else { b.ins().f32const(v as f32) };
+            let s = if f64p {
+                b.ins().f64const(v)
+            } else {
+                b.ins().f32const(v as f32)
+            };
             if vec.is_some() {
                 b.ins().splat(ty, s)
             } else {
@@ -303,7 +341,11 @@ impl Emitter<'_> {
                         }
                         Bin::Min | Bin::Max => {
                             // min: b if (b < a) or a is NaN, else a (see crate::ast)
-                            let cc = if op == Bin::Min { FloatCC::LessThan } else { FloatCC::GreaterThan };
+                            let cc = if op == Bin::Min {
+                                FloatCC::LessThan
+                            } else {
+                                FloatCC::GreaterThan
+                            };
                             let m1 = b.ins().fcmp(cc, y, x);
                             let m2 = b.ins().fcmp(FloatCC::Unordered, x, x);
                             let m = b.ins().bor(m1, m2);
@@ -336,7 +378,15 @@ impl Emitter<'_> {
         Ok(vals[self.ir.result as usize])
     }
 
-    fn select_mask(&self, b: &mut FunctionBuilder, m: Value, x: Value, y: Value, ty: Type, vec: Option<(Type, u8)>) -> Value {
+    fn select_mask(
+        &self,
+        b: &mut FunctionBuilder,
+        m: Value,
+        x: Value,
+        y: Value,
+        ty: Type,
+        vec: Option<(Type, u8)>,
+    ) -> Value {
         match vec {
             None => b.ins().select(m, x, y),
             Some(_) => {
@@ -346,7 +396,13 @@ impl Emitter<'_> {
         }
     }
 
-    fn lanewise(&self, b: &mut FunctionBuilder, fr: cranelift_codegen::ir::FuncRef, args: &[Value], vec: Option<(Type, u8)>) -> Value {
+    fn lanewise(
+        &self,
+        b: &mut FunctionBuilder,
+        fr: cranelift_codegen::ir::FuncRef,
+        args: &[Value],
+        vec: Option<(Type, u8)>,
+    ) -> Value {
         match vec {
             None => {
                 let call = b.ins().call(fr, args);

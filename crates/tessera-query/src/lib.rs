@@ -77,7 +77,9 @@ impl FromStr for Backend {
             "interp" => Ok(Backend::Interp),
             "cpu-jit" | "jit" | "cpu" => Ok(Backend::CpuJit),
             "gpu" => Ok(Backend::Gpu),
-            _ => Err(format!("unknown backend `{s}` (expected interp, cpu-jit or gpu)")),
+            _ => Err(format!(
+                "unknown backend `{s}` (expected interp, cpu-jit or gpu)"
+            )),
         }
     }
 }
@@ -110,7 +112,10 @@ pub struct Query {
 
 impl std::fmt::Debug for Query {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Query").field("src", &self.src).field("fields", &self.fields).finish()
+        f.debug_struct("Query")
+            .field("src", &self.src)
+            .field("fields", &self.fields)
+            .finish()
     }
 }
 
@@ -122,19 +127,33 @@ fn jit_cache() -> &'static JitCache {
 
 /// Number of CPU JIT kernels in the process-wide cache.
 pub fn jit_cache_len() -> usize {
-    jit_cache().lock().unwrap_or_else(|p| p.into_inner()).values().map(|v| v.len()).sum()
+    jit_cache()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .values()
+        .map(|v| v.len())
+        .sum()
 }
 
 /// The CPU JIT kernel for `ir`, from the cache or freshly compiled (and then cached).
 pub fn cached_jit(ir: &Ir) -> Result<Arc<jit::JitKernel>, QueryError> {
     let h = ir.hash64();
-    if let Some(v) = jit_cache().lock().unwrap_or_else(|p| p.into_inner()).get(&h) {
+    if let Some(v) = jit_cache()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&h)
+    {
         if let Some((_, k)) = v.iter().find(|(i, _)| i == ir) {
             return Ok(k.clone());
         }
     }
     let k = Arc::new(jit::JitKernel::compile(ir)?);
-    jit_cache().lock().unwrap_or_else(|p| p.into_inner()).entry(h).or_default().push((ir.clone(), k.clone()));
+    jit_cache()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .entry(h)
+        .or_default()
+        .push((ir.clone(), k.clone()));
     Ok(k)
 }
 
@@ -180,7 +199,11 @@ impl Query {
     }
     /// Indices of the fields the expression reads (the GPU and CPU paths only touch these).
     pub fn used_fields(&self) -> Vec<usize> {
-        self.ir32.used_fields().into_iter().map(|f| f as usize).collect()
+        self.ir32
+            .used_fields()
+            .into_iter()
+            .map(|f| f as usize)
+            .collect()
     }
     /// Hash of the normalized IR (the cache key) in a precision.
     pub fn hash(&self, p: Precision) -> u64 {
@@ -211,11 +234,18 @@ impl Query {
 
     fn check<T>(&self, fields: &[&[T]], out: &[T]) -> Result<(), QueryError> {
         if fields.len() != self.fields.len() {
-            return Err(QueryError::FieldCount { expected: self.fields.len(), got: fields.len() });
+            return Err(QueryError::FieldCount {
+                expected: self.fields.len(),
+                got: fields.len(),
+            });
         }
         for (f, name) in fields.iter().zip(&self.fields) {
             if f.len() != out.len() {
-                return Err(QueryError::LengthMismatch { field: name.clone(), expected: out.len(), got: f.len() });
+                return Err(QueryError::LengthMismatch {
+                    field: name.clone(),
+                    expected: out.len(),
+                    got: f.len(),
+                });
             }
         }
         Ok(())
@@ -229,7 +259,13 @@ impl Query {
     /// Evaluates on the CPU with the interpreter or the JIT (`Backend::Gpu` is refused),
     /// on the calling thread (`Par::Seq`) or split into blocks on the rayon pool
     /// (`Par::Rayon`); results are identical (elementwise).
-    pub fn eval_cpu_with<T: Real>(&self, backend: Backend, par: Par, fields: &[&[T]], out: &mut [T]) -> Result<(), QueryError> {
+    pub fn eval_cpu_with<T: Real>(
+        &self,
+        backend: Backend,
+        par: Par,
+        fields: &[&[T]],
+        out: &mut [T],
+    ) -> Result<(), QueryError> {
         self.check(fields, out)?;
         let p = T::PRECISION;
         enum K<'a> {
@@ -242,14 +278,19 @@ impl Query {
                 Precision::F64 => &self.prog64,
             }),
             Backend::CpuJit => K::J(self.jit(p)?),
-            Backend::Gpu => return Err(QueryError::Gpu("eval_cpu cannot run the GPU back end; use eval_gpu".into())),
+            Backend::Gpu => {
+                return Err(QueryError::Gpu(
+                    "eval_cpu cannot run the GPU back end; use eval_gpu".into(),
+                ))
+            }
         };
         let run = |start: usize, o: &mut [T]| {
             let sub: Vec<&[T]> = fields.iter().map(|f| &f[start..start + o.len()]).collect();
             match &k {
                 K::I(prog) => prog.eval(&sub, o),
                 K::J(j) => {
-                    let ptrs: Vec<*const u8> = sub.iter().map(|s| s.as_ptr() as *const u8).collect();
+                    let ptrs: Vec<*const u8> =
+                        sub.iter().map(|s| s.as_ptr() as *const u8).collect();
                     j.run_raw(o.len(), &ptrs, o.as_mut_ptr() as *mut u8)
                 }
             }
@@ -260,14 +301,20 @@ impl Query {
             Par::Rayon => {
                 use rayon::prelude::*;
                 let block = par.chunk_len(n).max(1);
-                out.par_chunks_mut(block).enumerate().for_each(|(b, o)| run(b * block, o));
+                out.par_chunks_mut(block)
+                    .enumerate()
+                    .for_each(|(b, o)| run(b * block, o));
             }
         }
         Ok(())
     }
 
     /// Evaluates with the reference evaluator (slow; for tests and cross-checks).
-    pub fn eval_reference<T: Real>(&self, fields: &[&[T]], out: &mut [T]) -> Result<(), QueryError> {
+    pub fn eval_reference<T: Real>(
+        &self,
+        fields: &[&[T]],
+        out: &mut [T],
+    ) -> Result<(), QueryError> {
         self.check(fields, out)?;
         reference::eval_array(&self.ast, fields, out);
         Ok(())

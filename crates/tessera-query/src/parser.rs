@@ -64,92 +64,118 @@ fn lex(src: &str) -> Result<Vec<Token>, QueryError> {
             i += 1;
             continue;
         }
-        let tok = if c.is_ascii_digit() || (c == b'.' && i + 1 < b.len() && b[i + 1].is_ascii_digit()) {
-            while i < b.len() && b[i].is_ascii_digit() {
-                i += 1;
-            }
-            if i < b.len() && b[i] == b'.' {
-                i += 1;
+        let tok =
+            if c.is_ascii_digit() || (c == b'.' && i + 1 < b.len() && b[i + 1].is_ascii_digit()) {
                 while i < b.len() && b[i].is_ascii_digit() {
                     i += 1;
                 }
-            }
-            if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
-                let mut j = i + 1;
-                if j < b.len() && (b[j] == b'+' || b[j] == b'-') {
-                    j += 1;
+                if i < b.len() && b[i] == b'.' {
+                    i += 1;
+                    while i < b.len() && b[i].is_ascii_digit() {
+                        i += 1;
+                    }
                 }
-                if j < b.len() && b[j].is_ascii_digit() {
-                    while j < b.len() && b[j].is_ascii_digit() {
+                if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+                    let mut j = i + 1;
+                    if j < b.len() && (b[j] == b'+' || b[j] == b'-') {
                         j += 1;
                     }
-                    i = j;
-                } else {
-                    let found = match src[j..].chars().next() {
-                        Some(ch) => format!("`{ch}`"),
-                        None => "end of input".to_string(),
-                    };
-                    let end = j + src[j..].chars().next().map_or(0, |c| c.len_utf8());
-                    return Err(QueryError::Syntax {
-                        span: Span::new(start, end),
-                        expected: "digits in the exponent of the number".into(),
-                        found,
-                    });
+                    if j < b.len() && b[j].is_ascii_digit() {
+                        while j < b.len() && b[j].is_ascii_digit() {
+                            j += 1;
+                        }
+                        i = j;
+                    } else {
+                        let found = match src[j..].chars().next() {
+                            Some(ch) => format!("`{ch}`"),
+                            None => "end of input".to_string(),
+                        };
+                        let end = j + src[j..].chars().next().map_or(0, |c| c.len_utf8());
+                        return Err(QueryError::Syntax {
+                            span: Span::new(start, end),
+                            expected: "digits in the exponent of the number".into(),
+                            found,
+                        });
+                    }
                 }
-            }
-            Tok::Num
-        } else if c.is_ascii_alphabetic() || c == b'_' {
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
-                i += 1;
-            }
-            Tok::Ident
-        } else {
-            let two = |n: u8| i + 1 < b.len() && b[i + 1] == n;
-            let (t, len) = match c {
-                b'+' => (Tok::Plus, 1),
-                b'-' => (Tok::Minus, 1),
-                b'*' => (Tok::Star, 1),
-                b'/' => (Tok::Slash, 1),
-                b'^' => (Tok::Caret, 1),
-                b'(' => (Tok::LParen, 1),
-                b')' => (Tok::RParen, 1),
-                b',' => (Tok::Comma, 1),
-                b'<' if two(b'=') => (Tok::Le, 2),
-                b'<' => (Tok::Lt, 1),
-                b'>' if two(b'=') => (Tok::Ge, 2),
-                b'>' => (Tok::Gt, 1),
-                b'=' if two(b'=') => (Tok::EqEq, 2),
-                b'!' if two(b'=') => (Tok::Ne, 2),
-                _ => {
-                    let ch = src[i..].chars().next().unwrap_or('?');
-                    return Err(QueryError::Syntax {
-                        span: Span::new(i, i + ch.len_utf8()),
-                        expected: "a number, field, function, operator or parenthesis".into(),
-                        found: format!("`{ch}`"),
-                    });
+                Tok::Num
+            } else if c.is_ascii_alphabetic() || c == b'_' {
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                    i += 1;
                 }
+                Tok::Ident
+            } else {
+                let two = |n: u8| i + 1 < b.len() && b[i + 1] == n;
+                let (t, len) = match c {
+                    b'+' => (Tok::Plus, 1),
+                    b'-' => (Tok::Minus, 1),
+                    b'*' => (Tok::Star, 1),
+                    b'/' => (Tok::Slash, 1),
+                    b'^' => (Tok::Caret, 1),
+                    b'(' => (Tok::LParen, 1),
+                    b')' => (Tok::RParen, 1),
+                    b',' => (Tok::Comma, 1),
+                    b'<' if two(b'=') => (Tok::Le, 2),
+                    b'<' => (Tok::Lt, 1),
+                    b'>' if two(b'=') => (Tok::Ge, 2),
+                    b'>' => (Tok::Gt, 1),
+                    b'=' if two(b'=') => (Tok::EqEq, 2),
+                    b'!' if two(b'=') => (Tok::Ne, 2),
+                    _ => {
+                        let ch = src[i..].chars().next().unwrap_or('?');
+                        return Err(QueryError::Syntax {
+                            span: Span::new(i, i + ch.len_utf8()),
+                            expected: "a number, field, function, operator or parenthesis".into(),
+                            found: format!("`{ch}`"),
+                        });
+                    }
+                };
+                i += len;
+                t
             };
-            i += len;
-            t
-        };
-        out.push(Token { tok, span: Span::new(start, i) });
+        out.push(Token {
+            tok,
+            span: Span::new(start, i),
+        });
     }
-    out.push(Token { tok: Tok::Eof, span: Span::new(b.len(), b.len()) });
+    out.push(Token {
+        tok: Tok::Eof,
+        span: Span::new(b.len(), b.len()),
+    });
     Ok(out)
 }
 
 /// Parses `src` against the caller's field names.
 pub fn parse(src: &str, fields: &[&str]) -> Result<Expr, QueryError> {
     if src.len() > MAX_EXPR_LEN {
-        return Err(QueryError::TooLong { span: Span::new(MAX_EXPR_LEN, src.len()), len: src.len(), max: MAX_EXPR_LEN });
+        return Err(QueryError::TooLong {
+            span: Span::new(MAX_EXPR_LEN, src.len()),
+            len: src.len(),
+            max: MAX_EXPR_LEN,
+        });
     }
     let toks = lex(src)?;
-    let mut p = Parser { src, fields, toks, pos: 0, depth: 0, nodes: 0 };
+    let mut p = Parser {
+        src,
+        fields,
+        toks,
+        pos: 0,
+        depth: 0,
+        nodes: 0,
+    };
     let e = p.expr()?;
     let t = p.peek();
     if t.tok != Tok::Eof {
-        let expected = if t.tok == Tok::RParen { "end of input (unbalanced `)`)" } else { "an operator or end of input" };
-        return Err(QueryError::Syntax { span: t.span, expected: expected.into(), found: describe(src, t) });
+        let expected = if t.tok == Tok::RParen {
+            "end of input (unbalanced `)`)"
+        } else {
+            "an operator or end of input"
+        };
+        return Err(QueryError::Syntax {
+            span: t.span,
+            expected: expected.into(),
+            found: describe(src, t),
+        });
     }
     Ok(e)
 }
@@ -177,7 +203,10 @@ impl<'a> Parser<'a> {
     fn node(&mut self, kind: ExprKind, span: Span) -> Result<Expr, QueryError> {
         self.nodes += 1;
         if self.nodes > MAX_NODES {
-            return Err(QueryError::TooManyNodes { span, max: MAX_NODES });
+            return Err(QueryError::TooManyNodes {
+                span,
+                max: MAX_NODES,
+            });
         }
         let depth = 1 + match &kind {
             ExprKind::Num(_) | ExprKind::Field(_) => 0,
@@ -190,7 +219,10 @@ impl<'a> Parser<'a> {
     fn enter(&mut self, span: Span) -> Result<(), QueryError> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return Err(QueryError::TooDeep { span, max: MAX_DEPTH });
+            return Err(QueryError::TooDeep {
+                span,
+                max: MAX_DEPTH,
+            });
         }
         Ok(())
     }
@@ -284,10 +316,16 @@ impl<'a> Parser<'a> {
         let text = &self.src[t.span.start..t.span.end];
         match t.tok {
             Tok::Num => {
-                let v: f64 = text.parse().map_err(|_| QueryError::LiteralOutOfRange { span: t.span, text: text.into() })?;
+                let v: f64 = text.parse().map_err(|_| QueryError::LiteralOutOfRange {
+                    span: t.span,
+                    text: text.into(),
+                })?;
                 if !v.is_finite() {
                     let shown: String = text.chars().take(40).collect();
-                    return Err(QueryError::LiteralOutOfRange { span: t.span, text: shown });
+                    return Err(QueryError::LiteralOutOfRange {
+                        span: t.span,
+                        text: shown,
+                    });
                 }
                 self.node(ExprKind::Num(v), t.span)
             }
@@ -312,11 +350,16 @@ impl<'a> Parser<'a> {
                             let l = self.peek();
                             return Err(QueryError::Syntax {
                                 span: l.span,
-                                expected: format!("an operator after field `{text}` (fields are not functions)"),
+                                expected: format!(
+                                    "an operator after field `{text}` (fields are not functions)"
+                                ),
                                 found: "`(`".into(),
                             });
                         }
-                        return Err(QueryError::UnknownFunction { span: t.span, name: text.into() });
+                        return Err(QueryError::UnknownFunction {
+                            span: t.span,
+                            name: text.into(),
+                        });
                     };
                     self.bump();
                     self.enter(t.span)?;
@@ -330,7 +373,10 @@ impl<'a> Parser<'a> {
                             _ => {
                                 return Err(QueryError::Syntax {
                                     span: c.span,
-                                    expected: format!("`,` or `)` in the arguments of `{}`", f.name()),
+                                    expected: format!(
+                                        "`,` or `)` in the arguments of `{}`",
+                                        f.name()
+                                    ),
                                     found: describe(self.src, c),
                                 })
                             }
@@ -339,7 +385,12 @@ impl<'a> Parser<'a> {
                     self.depth -= 1;
                     let span = t.span.to(self.toks[self.pos - 1].span);
                     if args.len() != f.arity() {
-                        return Err(QueryError::Arity { span, name: f.name().into(), expected: f.arity(), got: args.len() });
+                        return Err(QueryError::Arity {
+                            span,
+                            name: f.name().into(),
+                            expected: f.arity(),
+                            got: args.len(),
+                        });
                     }
                     let e = self.node(ExprKind::Call(f, args), span)?;
                     check_tree_depth(&e)?;
@@ -380,7 +431,10 @@ impl<'a> Parser<'a> {
 /// children were checked when they were built, so this looks at one level only).
 fn check_tree_depth(e: &Expr) -> Result<(), QueryError> {
     if e.depth as usize > MAX_DEPTH {
-        return Err(QueryError::TooDeep { span: e.span, max: MAX_DEPTH });
+        return Err(QueryError::TooDeep {
+            span: e.span,
+            max: MAX_DEPTH,
+        });
     }
     Ok(())
 }
@@ -388,12 +442,19 @@ fn check_tree_depth(e: &Expr) -> Result<(), QueryError> {
 /// Checks that the caller's field names are usable identifiers, unique, and not reserved.
 pub fn validate_fields(fields: &[&str]) -> Result<(), QueryError> {
     for (i, f) in fields.iter().enumerate() {
-        let bad = |why| Err(QueryError::InvalidFieldName { name: f.to_string(), why });
+        let bad = |why| {
+            Err(QueryError::InvalidFieldName {
+                name: f.to_string(),
+                why,
+            })
+        };
         let b = f.as_bytes();
         if b.is_empty() {
             return bad("empty name");
         }
-        if !(b[0].is_ascii_alphabetic() || b[0] == b'_') || !b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_') {
+        if !(b[0].is_ascii_alphabetic() || b[0] == b'_')
+            || !b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        {
             return bad("must match [A-Za-z_][A-Za-z0-9_]*");
         }
         if FUNCTION_NAMES.contains(f) || CONSTANT_NAMES.contains(f) {

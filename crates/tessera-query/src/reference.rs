@@ -64,7 +64,11 @@ fn pow<T: Real>(x: T, y: T, y_is_const: bool) -> T {
                 return T::one();
             }
             let p = powi_chain(x, n.unsigned_abs(), |a, b| T::bin(Bin::Mul, a, b));
-            return if n < 0 { T::bin(Bin::Div, T::one(), p) } else { p };
+            return if n < 0 {
+                T::bin(Bin::Div, T::one(), p)
+            } else {
+                p
+            };
         }
     }
     T::bin(Bin::Pow, x, y)

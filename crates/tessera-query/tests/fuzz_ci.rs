@@ -35,8 +35,35 @@ impl Rng {
 }
 
 const TOKENS: &[&str] = &[
-    "(", ")", ",", "+", "-", "*", "/", "^", "<", "<=", "==", "!=", ">=", ">", "1", "1e", "1e9999", ".5", "e", "pi",
-    "sqrt(", "atan2(", "select(", "Pressure", "VelocityX", " ", "\u{e9}", "\0", "9999999999999999999999",
+    "(",
+    ")",
+    ",",
+    "+",
+    "-",
+    "*",
+    "/",
+    "^",
+    "<",
+    "<=",
+    "==",
+    "!=",
+    ">=",
+    ">",
+    "1",
+    "1e",
+    "1e9999",
+    ".5",
+    "e",
+    "pi",
+    "sqrt(",
+    "atan2(",
+    "select(",
+    "Pressure",
+    "VelocityX",
+    " ",
+    "\u{e9}",
+    "\0",
+    "9999999999999999999999",
 ];
 
 fn mutate(r: &mut Rng, s: &str) -> Vec<u8> {
@@ -75,23 +102,36 @@ fn mutate(r: &mut Rng, s: &str) -> Vec<u8> {
 }
 
 fn run_one(bytes: &[u8]) {
-    let Ok(src) = std::str::from_utf8(bytes) else { return };
+    let Ok(src) = std::str::from_utf8(bytes) else {
+        return;
+    };
     match Query::compile(src, &FIELDS) {
         Ok(q) => {
             let x = [[0.5f32], [-2.0f32], [3.0f32]];
             let mut o = [0.0f32];
-            q.eval_cpu_with(Backend::Interp, Par::Seq, &[&x[0], &x[1], &x[2]], &mut o).unwrap();
+            q.eval_cpu_with(Backend::Interp, Par::Seq, &[&x[0], &x[1], &x[2]], &mut o)
+                .unwrap();
         }
         Err(e) => {
-            let s = e.span().unwrap_or_else(|| panic!("no span for `{src}`: {e}"));
-            assert!(s.start <= s.end && s.end <= src.len(), "span {s:?} outside `{src}`");
+            let s = e
+                .span()
+                .unwrap_or_else(|| panic!("no span for `{src}`: {e}"));
+            assert!(
+                s.start <= s.end && s.end <= src.len(),
+                "span {s:?} outside `{src}`"
+            );
         }
     }
 }
 
 #[test]
 fn parser_survives_random_and_mutated_inputs() {
-    let budget = Duration::from_secs(std::env::var("TESSERA_FUZZ_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(6));
+    let budget = Duration::from_secs(
+        std::env::var("TESSERA_FUZZ_SECS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(6),
+    );
     let target = 300_000usize;
     let t0 = Instant::now();
     let mut r = Rng(0x9E37_79B9_7F4A_7C15);

@@ -93,12 +93,25 @@ fn conformance(g: &Gpu, path: Path) {
         let q = Query::compile(e, &f3).unwrap();
         let n = 1_000_003;
         let c64 = inputs(7, 3, n);
-        let c32: Vec<Vec<f32>> = c64.iter().map(|c| c.iter().map(|&v| v as f32).collect()).collect();
+        let c32: Vec<Vec<f32>> = c64
+            .iter()
+            .map(|c| c.iter().map(|&v| v as f32).collect())
+            .collect();
         let (g32, r32) = (run_gpu(g, &q, path, &c32), reference(&q, &c32));
         let (g64, r64) = (run_gpu(g, &q, path, &c64), reference(&q, &c64));
         for k in 0..n {
-            assert!(same(g32[k] as f64, r32[k] as f64), "{name} f32 `{e}` at {k}: {} vs {}", g32[k], r32[k]);
-            assert!(same(g64[k], r64[k]), "{name} f64 `{e}` at {k}: {} vs {}", g64[k], r64[k]);
+            assert!(
+                same(g32[k] as f64, r32[k] as f64),
+                "{name} f32 `{e}` at {k}: {} vs {}",
+                g32[k],
+                r32[k]
+            );
+            assert!(
+                same(g64[k], r64[k]),
+                "{name} f64 `{e}` at {k}: {} vs {}",
+                g64[k],
+                r64[k]
+            );
         }
         if path == Path::Ptx {
             // the public API path too
@@ -106,7 +119,14 @@ fn conformance(g: &Gpu, path: Path) {
             let refs: Vec<&DeviceBuffer<f32>> = dev.iter().collect();
             let mut out = g.alloc::<f32>(n).unwrap();
             q.eval_gpu(g, &refs, &mut out).unwrap();
-            assert_eq!(g.download(&out).unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>(), g32.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+            assert_eq!(
+                g.download(&out)
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.to_bits())
+                    .collect::<Vec<_>>(),
+                g32.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+            );
         }
     }
     // 2. random expressions of exactly rounded operations: bit-identical (with 0, -0, inf, NaN inputs)
@@ -114,14 +134,29 @@ fn conformance(g: &Gpu, path: Path) {
     let exact = expressions(300, true);
     for (i, q) in exact.iter().enumerate() {
         let c64 = inputs(1000 + i as u64, 3, n);
-        let c32: Vec<Vec<f32>> = c64.iter().map(|c| c.iter().map(|&v| v as f32).collect()).collect();
+        let c32: Vec<Vec<f32>> = c64
+            .iter()
+            .map(|c| c.iter().map(|&v| v as f32).collect())
+            .collect();
         let (g32, r32) = (run_gpu(g, q, path, &c32), reference(q, &c32));
         let (g64, r64) = (run_gpu(g, q, path, &c64), reference(q, &c64));
         for k in 0..n {
             let x = (c64[0][k], c64[1][k], c64[2][k]);
             // signed zeros may differ only where IEEE leaves it open (none of our exact ops), so compare bits
-            assert!(same(g32[k] as f64, r32[k] as f64) || (g32[k] == 0.0 && r32[k] == 0.0), "{name} f32 `{}` at {x:?}: {} vs {}", q.source(), g32[k], r32[k]);
-            assert!(same(g64[k], r64[k]) || (g64[k] == 0.0 && r64[k] == 0.0), "{name} f64 `{}` at {x:?}: {} vs {}", q.source(), g64[k], r64[k]);
+            assert!(
+                same(g32[k] as f64, r32[k] as f64) || (g32[k] == 0.0 && r32[k] == 0.0),
+                "{name} f32 `{}` at {x:?}: {} vs {}",
+                q.source(),
+                g32[k],
+                r32[k]
+            );
+            assert!(
+                same(g64[k], r64[k]) || (g64[k] == 0.0 && r64[k] == 0.0),
+                "{name} f64 `{}` at {x:?}: {} vs {}",
+                q.source(),
+                g64[k],
+                r64[k]
+            );
         }
     }
     // 3. random expressions with transcendental functions: stated tolerance on the elements
@@ -130,29 +165,69 @@ fn conformance(g: &Gpu, path: Path) {
     //    perturbed by a relative 1e-13 (f64) / 1e-6 (f32) (discontinuities such as a flipped
     //    comparison, tan of a huge argument, cancellation); those are counted and skipped.
     let tr = expressions(300, false);
-    let (tol64, tol32) = if path == Path::Ptx { (1e-9, 2e-4) } else { (1e-10, 2e-4) };
-    let ok = |a: f64, b: f64, t: f64| (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= t * (1.0f64).max(a.abs().max(b.abs()));
+    let (tol64, tol32) = if path == Path::Ptx {
+        (1e-9, 2e-4)
+    } else {
+        (1e-10, 2e-4)
+    };
+    let ok = |a: f64, b: f64, t: f64| {
+        (a.is_nan() && b.is_nan())
+            || a == b
+            || (a - b).abs() <= t * (1.0f64).max(a.abs().max(b.abs()))
+    };
     let (mut checked, mut skipped, mut bad_total) = (0usize, 0usize, 0usize);
     let (mut checked32, mut bad32) = (0usize, 0usize);
     let mut first_bad = None;
     for (i, q) in tr.iter().enumerate() {
         let c64 = inputs(5000 + i as u64, 3, n);
-        let c32: Vec<Vec<f32>> = c64.iter().map(|c| c.iter().map(|&v| v as f32).collect()).collect();
+        let c32: Vec<Vec<f32>> = c64
+            .iter()
+            .map(|c| c.iter().map(|&v| v as f32).collect())
+            .collect();
         let (g32, r32) = (run_gpu(g, q, path, &c32), reference(q, &c32));
         let (g64, r64) = (run_gpu(g, q, path, &c64), reference(q, &c64));
-        let signs = [[1.0, 1.0, 1.0], [-1.0, -1.0, -1.0], [1.0, -1.0, 1.0], [-1.0, 1.0, -1.0]];
+        let signs = [
+            [1.0, 1.0, 1.0],
+            [-1.0, -1.0, -1.0],
+            [1.0, -1.0, 1.0],
+            [-1.0, 1.0, -1.0],
+        ];
         let p64: Vec<Vec<f64>> = signs
             .iter()
-            .map(|sg| reference(q, &(0..3).map(|f| c64[f].iter().map(|&v| v * (1.0 + sg[f] * 1e-13)).collect()).collect::<Vec<Vec<f64>>>()))
+            .map(|sg| {
+                reference(
+                    q,
+                    &(0..3)
+                        .map(|f| c64[f].iter().map(|&v| v * (1.0 + sg[f] * 1e-13)).collect())
+                        .collect::<Vec<Vec<f64>>>(),
+                )
+            })
             .collect();
         let p32: Vec<Vec<f32>> = signs
             .iter()
-            .map(|sg| reference(q, &(0..3).map(|f| c32[f].iter().map(|&v| v * (1.0 + sg[f] as f32 * 1e-6)).collect()).collect::<Vec<Vec<f32>>>()))
+            .map(|sg| {
+                reference(
+                    q,
+                    &(0..3)
+                        .map(|f| {
+                            c32[f]
+                                .iter()
+                                .map(|&v| v * (1.0 + sg[f] as f32 * 1e-6))
+                                .collect()
+                        })
+                        .collect::<Vec<Vec<f32>>>(),
+                )
+            })
             .collect();
         for k in 0..n {
             let well64 = p64.iter().all(|p| ok(p[k], r64[k], tol64 / 4.0));
-            let well32 = p32.iter().all(|p| ok(p[k] as f64, r32[k] as f64, tol32 / 4.0));
-            for (well, gv, rv, t, is32) in [(well64, g64[k], r64[k], tol64, false), (well32, g32[k] as f64, r32[k] as f64, tol32, true)] {
+            let well32 = p32
+                .iter()
+                .all(|p| ok(p[k] as f64, r32[k] as f64, tol32 / 4.0));
+            for (well, gv, rv, t, is32) in [
+                (well64, g64[k], r64[k], tol64, false),
+                (well32, g32[k] as f64, r32[k] as f64, tol32, true),
+            ] {
                 if !well {
                     skipped += 1;
                     continue;
@@ -163,7 +238,11 @@ fn conformance(g: &Gpu, path: Path) {
                     bad_total += 1;
                     bad32 += is32 as usize;
                     if first_bad.is_none() {
-                        first_bad = Some(format!("`{}` at {:?}: {gv} vs {rv}", q.source(), (c64[0][k], c64[1][k], c64[2][k])));
+                        first_bad = Some(format!(
+                            "`{}` at {:?}: {gv} vs {rv}",
+                            q.source(),
+                            (c64[0][k], c64[1][k], c64[2][k])
+                        ));
                     }
                 }
             }
@@ -179,7 +258,10 @@ fn conformance(g: &Gpu, path: Path) {
     let (bad64, checked64) = (bad_total - bad32, checked - checked32);
     assert!(bad64 as f64 <= 1e-5 * checked64 as f64, "{name}: f64 {bad64} of {checked64} well-conditioned values outside tolerance; first {first_bad:?}");
     assert!(bad32 as f64 <= 1e-3 * checked32 as f64, "{name}: f32 {bad32} of {checked32} well-conditioned values outside tolerance; first {first_bad:?}");
-    assert!(skipped * 4 <= checked + skipped, "{name}: too many ill-conditioned values skipped: {skipped}");
+    assert!(
+        skipped * 4 <= checked + skipped,
+        "{name}: too many ill-conditioned values skipped: {skipped}"
+    );
 }
 
 #[test]
@@ -213,8 +295,16 @@ fn ulp64(r: f64) -> f64 {
 fn ptx_math_accuracy_matches_reference() {
     let Some(g) = gpu() else { return };
     let n = 200_001;
-    let lin = |a: f64, b: f64| (0..n).map(move |k| a + (b - a) * k as f64 / (n - 1) as f64).collect::<Vec<f64>>();
-    let logspace = |a: f64, b: f64| (0..n).map(move |k| 10f64.powf(a + (b - a) * k as f64 / (n - 1) as f64)).collect::<Vec<f64>>();
+    let lin = |a: f64, b: f64| {
+        (0..n)
+            .map(move |k| a + (b - a) * k as f64 / (n - 1) as f64)
+            .collect::<Vec<f64>>()
+    };
+    let logspace = |a: f64, b: f64| {
+        (0..n)
+            .map(move |k| 10f64.powf(a + (b - a) * k as f64 / (n - 1) as f64))
+            .collect::<Vec<f64>>()
+    };
     type Bound = fn(f64, f64, f64, f64) -> bool; // (got, want, ulp, x) -> ok
     struct Case {
         expr: &'static str,
@@ -224,23 +314,127 @@ fn ptx_math_accuracy_matches_reference() {
         b64: Bound,
         want: fn(f64, f64) -> f64,
     }
-    let mix = |v: Vec<f64>, w: Vec<f64>| v.into_iter().zip(w).enumerate().map(|(k, (a, b))| if k % 2 == 0 { a } else { b }).collect::<Vec<f64>>();
+    let mix = |v: Vec<f64>, w: Vec<f64>| {
+        v.into_iter()
+            .zip(w)
+            .enumerate()
+            .map(|(k, (a, b))| if k % 2 == 0 { a } else { b })
+            .collect::<Vec<f64>>()
+    };
     let pos = mix(logspace(-30.0, 30.0), lin(0.5, 2.0));
     let cases = vec![
-        Case { expr: "exp(a)", xs: lin(-87.0, 88.0), ys: vec![0.0; n], b32: |g, w, u, _| (g - w).abs() <= 4.0 * u, b64: |g, w, u, _| (g - w).abs() <= 4.0 * u, want: |x, _| x.exp() },
-        Case { expr: "exp(a)", xs: lin(-700.0, 700.0), ys: vec![0.0; n], b32: |g, w, _, _| g == w || (g - w).abs() <= 4.0 * ulp32(w), b64: |g, w, u, _| (g - w).abs() <= 4.0 * u, want: |x, _| x.exp() },
-        Case { expr: "log(a)", xs: pos.clone(), ys: vec![0.0; n], b32: |g, w, u, _| (g - w).abs() <= (4.0 * u).max(2f64.powi(-21)), b64: |g, w, u, _| (g - w).abs() <= 4.0 * u, want: |x, _| x.ln() },
-        Case { expr: "log2(a)", xs: pos.clone(), ys: vec![0.0; n], b32: |g, w, u, _| (g - w).abs() <= (4.0 * u).max(2f64.powi(-21)), b64: |g, w, u, _| (g - w).abs() <= 4.0 * u, want: |x, _| x.log2() },
-        Case { expr: "sin(a)", xs: mix(lin(-10.0, 10.0), lin(-1e4, 1e4)), ys: vec![0.0; n], b32: |g, w, _, _| (g - w).abs() <= 2f64.powi(-19), b64: |g, w, u, _| (g - w).abs() <= 4.0 * u + 2e-16, want: |x, _| x.sin() },
-        Case { expr: "cos(a)", xs: mix(lin(-10.0, 10.0), lin(-1e4, 1e4)), ys: vec![0.0; n], b32: |g, w, _, _| (g - w).abs() <= 2f64.powi(-19), b64: |g, w, u, _| (g - w).abs() <= 4.0 * u + 2e-16, want: |x, _| x.cos() },
-        Case { expr: "sin(a)", xs: lin(-1e6, 1e6), ys: vec![0.0; n], b32: |_, _, _, _| true, b64: |g, w, u, _| (g - w).abs() <= 4.0 * u + 2e-16, want: |x, _| x.sin() },
-        Case { expr: "tan(a)", xs: lin(-1.5, 1.5), ys: vec![0.0; n], b32: |g, w, _, _| (g - w).abs() <= 2f64.powi(-19) * (1.0 + w * w), b64: |g, w, u, _| (g - w).abs() <= (4.0 * u + 2e-16) * (1.0 + w * w), want: |x, _| x.tan() },
-        Case { expr: "atan(a)", xs: mix(lin(-3.0, 3.0), logspace(-20.0, 20.0)), ys: vec![0.0; n], b32: |g, w, u, _| (g - w).abs() <= 4.0 * u, b64: |g, w, u, _| (g - w).abs() <= 8.0 * u, want: |x, _| x.atan() },
-        Case { expr: "asin(a)", xs: lin(-1.0, 1.0), ys: vec![0.0; n], b32: |g, w, u, _| (g - w).abs() <= 4.0 * u, b64: |g, w, u, _| (g - w).abs() <= 8.0 * u, want: |x, _| x.asin() },
-        Case { expr: "acos(a)", xs: lin(-1.0, 1.0), ys: vec![0.0; n], b32: |g, w, u, _| (g - w).abs() <= 4.0 * u, b64: |g, w, u, _| (g - w).abs() <= 8.0 * u, want: |x, _| x.acos() },
-        Case { expr: "atan2(a, b)", xs: lin(-10.0, 10.0), ys: lin(-7.0, 13.0).into_iter().rev().collect(), b32: |g, w, u, _| (g - w).abs() <= 4.0 * u, b64: |g, w, u, _| (g - w).abs() <= 8.0 * u, want: |y, x| y.atan2(x) },
-        Case { expr: "pow(a, b)", xs: lin(1e-3, 50.0), ys: lin(-12.0, 12.0), b32: |g, w, u, _| (g - w).abs() <= 1.0 * u, b64: |g, w, _, _| (g - w).abs() <= 4e-16 * (2.0 + (w.abs().ln()).abs()) * w.abs(), want: |x, y| x.powf(y) },
-        Case { expr: "pow(a, b)", xs: lin(-5.0, 5.0), ys: (0..n).map(|k| (k % 9) as f64 - 4.0).collect(), b32: |g, w, u, _| (g - w).abs() <= 1.0 * u, b64: |g, w, _, _| (g - w).abs() <= 4e-16 * (2.0 + (w.abs().ln()).abs()) * w.abs(), want: |x, y| x.powf(y) },
+        Case {
+            expr: "exp(a)",
+            xs: lin(-87.0, 88.0),
+            ys: vec![0.0; n],
+            b32: |g, w, u, _| (g - w).abs() <= 4.0 * u,
+            b64: |g, w, u, _| (g - w).abs() <= 4.0 * u,
+            want: |x, _| x.exp(),
+        },
+        Case {
+            expr: "exp(a)",
+            xs: lin(-700.0, 700.0),
+            ys: vec![0.0; n],
+            b32: |g, w, _, _| g == w || (g - w).abs() <= 4.0 * ulp32(w),
+            b64: |g, w, u, _| (g - w).abs() <= 4.0 * u,
+            want: |x, _| x.exp(),
+        },
+        Case {
+            expr: "log(a)",
+            xs: pos.clone(),
+            ys: vec![0.0; n],
+            b32: |g, w, u, _| (g - w).abs() <= (4.0 * u).max(2f64.powi(-21)),
+            b64: |g, w, u, _| (g - w).abs() <= 4.0 * u,
+            want: |x, _| x.ln(),
+        },
+        Case {
+            expr: "log2(a)",
+            xs: pos.clone(),
+            ys: vec![0.0; n],
+            b32: |g, w, u, _| (g - w).abs() <= (4.0 * u).max(2f64.powi(-21)),
+            b64: |g, w, u, _| (g - w).abs() <= 4.0 * u,
+            want: |x, _| x.log2(),
+        },
+        Case {
+            expr: "sin(a)",
+            xs: mix(lin(-10.0, 10.0), lin(-1e4, 1e4)),
+            ys: vec![0.0; n],
+            b32: |g, w, _, _| (g - w).abs() <= 2f64.powi(-19),
+            b64: |g, w, u, _| (g - w).abs() <= 4.0 * u + 2e-16,
+            want: |x, _| x.sin(),
+        },
+        Case {
+            expr: "cos(a)",
+            xs: mix(lin(-10.0, 10.0), lin(-1e4, 1e4)),
+            ys: vec![0.0; n],
+            b32: |g, w, _, _| (g - w).abs() <= 2f64.powi(-19),
+            b64: |g, w, u, _| (g - w).abs() <= 4.0 * u + 2e-16,
+            want: |x, _| x.cos(),
+        },
+        Case {
+            expr: "sin(a)",
+            xs: lin(-1e6, 1e6),
+            ys: vec![0.0; n],
+            b32: |_, _, _, _| true,
+            b64: |g, w, u, _| (g - w).abs() <= 4.0 * u + 2e-16,
+            want: |x, _| x.sin(),
+        },
+        Case {
+            expr: "tan(a)",
+            xs: lin(-1.5, 1.5),
+            ys: vec![0.0; n],
+            b32: |g, w, _, _| (g - w).abs() <= 2f64.powi(-19) * (1.0 + w * w),
+            b64: |g, w, u, _| (g - w).abs() <= (4.0 * u + 2e-16) * (1.0 + w * w),
+            want: |x, _| x.tan(),
+        },
+        Case {
+            expr: "atan(a)",
+            xs: mix(lin(-3.0, 3.0), logspace(-20.0, 20.0)),
+            ys: vec![0.0; n],
+            b32: |g, w, u, _| (g - w).abs() <= 4.0 * u,
+            b64: |g, w, u, _| (g - w).abs() <= 8.0 * u,
+            want: |x, _| x.atan(),
+        },
+        Case {
+            expr: "asin(a)",
+            xs: lin(-1.0, 1.0),
+            ys: vec![0.0; n],
+            b32: |g, w, u, _| (g - w).abs() <= 4.0 * u,
+            b64: |g, w, u, _| (g - w).abs() <= 8.0 * u,
+            want: |x, _| x.asin(),
+        },
+        Case {
+            expr: "acos(a)",
+            xs: lin(-1.0, 1.0),
+            ys: vec![0.0; n],
+            b32: |g, w, u, _| (g - w).abs() <= 4.0 * u,
+            b64: |g, w, u, _| (g - w).abs() <= 8.0 * u,
+            want: |x, _| x.acos(),
+        },
+        Case {
+            expr: "atan2(a, b)",
+            xs: lin(-10.0, 10.0),
+            ys: lin(-7.0, 13.0).into_iter().rev().collect(),
+            b32: |g, w, u, _| (g - w).abs() <= 4.0 * u,
+            b64: |g, w, u, _| (g - w).abs() <= 8.0 * u,
+            want: |y, x| y.atan2(x),
+        },
+        Case {
+            expr: "pow(a, b)",
+            xs: lin(1e-3, 50.0),
+            ys: lin(-12.0, 12.0),
+            b32: |g, w, u, _| (g - w).abs() <= 1.0 * u,
+            b64: |g, w, _, _| (g - w).abs() <= 4e-16 * (2.0 + (w.abs().ln()).abs()) * w.abs(),
+            want: |x, y| x.powf(y),
+        },
+        Case {
+            expr: "pow(a, b)",
+            xs: lin(-5.0, 5.0),
+            ys: (0..n).map(|k| (k % 9) as f64 - 4.0).collect(),
+            b32: |g, w, u, _| (g - w).abs() <= 1.0 * u,
+            b64: |g, w, _, _| (g - w).abs() <= 4e-16 * (2.0 + (w.abs().ln()).abs()) * w.abs(),
+            want: |x, y| x.powf(y),
+        },
     ];
     let mut report = Vec::new();
     for c in &cases {
@@ -275,12 +469,32 @@ fn ptx_math_accuracy_matches_reference() {
                 bad64 = Some((c.xs[k], c.ys[k], g64[k], w));
             }
         }
-        let line = format!("{:<12} domain [{:.3e}, {:.3e}]: max error f32 {:.2} ulp, f64 {:.2} ulp", c.expr, c.xs[0], c.xs[n - 1], worst32, worst64);
+        let line = format!(
+            "{:<12} domain [{:.3e}, {:.3e}]: max error f32 {:.2} ulp, f64 {:.2} ulp",
+            c.expr,
+            c.xs[0],
+            c.xs[n - 1],
+            worst32,
+            worst64
+        );
         eprintln!("{line}");
         report.push((line, bad32, bad64));
     }
     // specials classify like the reference (NaN <=> NaN, same infinities, finite stays finite)
-    let sp = [0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, -1.0, 1.0, 2.0, -2.5, 1e-300, 1e300, -1e-30];
+    let sp = [
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        -1.0,
+        1.0,
+        2.0,
+        -2.5,
+        1e-300,
+        1e300,
+        -1e-30,
+    ];
     let mut xs = Vec::new();
     let mut ys = Vec::new();
     for &a in &sp {
@@ -290,7 +504,19 @@ fn ptx_math_accuracy_matches_reference() {
         }
     }
     let mut special_fail = Vec::new();
-    for e in ["exp(a)", "log(a)", "log2(a)", "sin(a)", "cos(a)", "tan(a)", "atan(a)", "asin(a)", "acos(a)", "atan2(a, b)", "pow(a, b)"] {
+    for e in [
+        "exp(a)",
+        "log(a)",
+        "log2(a)",
+        "sin(a)",
+        "cos(a)",
+        "tan(a)",
+        "atan(a)",
+        "asin(a)",
+        "acos(a)",
+        "atan2(a, b)",
+        "pow(a, b)",
+    ] {
         let q = Query::compile(e, &["a", "b"]).unwrap();
         let g64 = run_gpu(&g, &q, Path::Ptx, &[xs.clone(), ys.clone()]);
         let r64 = reference(&q, &[xs.clone(), ys.clone()]);
@@ -298,16 +524,36 @@ fn ptx_math_accuracy_matches_reference() {
         let y32: Vec<f32> = ys.iter().map(|&v| v as f32).collect();
         let g32 = run_gpu(&g, &q, Path::Ptx, &[x32.clone(), y32.clone()]);
         let r32 = reference(&q, &[x32.clone(), y32.clone()]);
-        let class = |v: f64| if v.is_nan() { 0 } else if v == f64::INFINITY { 1 } else if v == f64::NEG_INFINITY { 2 } else { 3 };
+        let class = |v: f64| {
+            if v.is_nan() {
+                0
+            } else if v == f64::INFINITY {
+                1
+            } else if v == f64::NEG_INFINITY {
+                2
+            } else {
+                3
+            }
+        };
         for k in 0..xs.len() {
             // trigonometric functions of |x| > 1e15 are documented as inaccurate (no Payne-Hanek)
             let huge_trig = ["sin(a)", "cos(a)", "tan(a)"].contains(&e) && xs[k].abs() > 1e15;
-            let near = |a: f64, b: f64, t: f64| class(a) != 3 || huge_trig || (a - b).abs() <= t * (1.0f64).max(b.abs());
+            let near = |a: f64, b: f64, t: f64| {
+                class(a) != 3 || huge_trig || (a - b).abs() <= t * (1.0f64).max(b.abs())
+            };
             if class(g64[k]) != class(r64[k]) || !near(g64[k], r64[k], 1e-12) {
-                special_fail.push(format!("f64 {e} at ({}, {}): {} vs {}", xs[k], ys[k], g64[k], r64[k]));
+                special_fail.push(format!(
+                    "f64 {e} at ({}, {}): {} vs {}",
+                    xs[k], ys[k], g64[k], r64[k]
+                ));
             }
-            if class(g32[k] as f64) != class(r32[k] as f64) || !near(g32[k] as f64, r32[k] as f64, 1e-5) {
-                special_fail.push(format!("f32 {e} at ({}, {}): {} vs {}", x32[k], y32[k], g32[k], r32[k]));
+            if class(g32[k] as f64) != class(r32[k] as f64)
+                || !near(g32[k] as f64, r32[k] as f64, 1e-5)
+            {
+                special_fail.push(format!(
+                    "f32 {e} at ({}, {}): {} vs {}",
+                    x32[k], y32[k], g32[k], r32[k]
+                ));
             }
         }
     }
@@ -319,5 +565,10 @@ fn ptx_math_accuracy_matches_reference() {
         .filter(|(_, a, b)| a.is_some() || b.is_some())
         .map(|(l, a, b)| format!("{l}; first f32 violation {a:?}; first f64 violation {b:?}"))
         .collect();
-    assert!(fails.is_empty() && special_fail.is_empty(), "accuracy bounds violated:\n{}\n{} special-value mismatches", fails.join("\n"), special_fail.len());
+    assert!(
+        fails.is_empty() && special_fail.is_empty(),
+        "accuracy bounds violated:\n{}\n{} special-value mismatches",
+        fails.join("\n"),
+        special_fail.len()
+    );
 }

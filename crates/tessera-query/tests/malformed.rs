@@ -11,7 +11,10 @@ fn err(src: &str) -> QueryError {
         Ok(_) => panic!("`{}` should not compile", &src[..src.len().min(80)]),
         Err(e) => {
             let s = e.span().expect("expression errors carry a span");
-            assert!(s.start <= s.end && s.end <= src.len(), "span {s:?} outside `{src}`");
+            assert!(
+                s.start <= s.end && s.end <= src.len(),
+                "span {s:?} outside `{src}`"
+            );
             let msg = e.to_string();
             assert!(!msg.contains('\n'), "one line: {msg}");
             e
@@ -22,8 +25,21 @@ fn err(src: &str) -> QueryError {
 #[test]
 fn unbalanced_parentheses() {
     let e = err("(VelocityX + 1");
-    assert!(matches!(e, QueryError::Syntax { span: Span { start: 14, end: 14 }, .. }), "{e}");
-    assert!(e.to_string().contains("expected `)` to close the `(` at byte 0"), "{e}");
+    assert!(
+        matches!(
+            e,
+            QueryError::Syntax {
+                span: Span { start: 14, end: 14 },
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(
+        e.to_string()
+            .contains("expected `)` to close the `(` at byte 0"),
+        "{e}"
+    );
     let e = err("VelocityX + 1)");
     assert!(e.to_string().contains("unbalanced `)`"), "{e}");
     assert_eq!(e.span(), Some(Span::new(13, 14)));
@@ -38,21 +54,40 @@ fn unknown_names() {
     let e = err("sqrt(Vx^2 + VelocityY^2)");
     assert_eq!(e.span(), Some(Span::new(5, 7)));
     let m = e.to_string();
-    assert!(m.contains("unknown field `Vx`") && m.contains("VelocityX, VelocityY, Pressure"), "{m}");
+    assert!(
+        m.contains("unknown field `Vx`") && m.contains("VelocityX, VelocityY, Pressure"),
+        "{m}"
+    );
     let e = err("foo(Pressure)");
     assert!(matches!(e, QueryError::UnknownFunction { .. }));
-    assert!(e.to_string().contains("available functions: abs, sqrt"), "{e}");
+    assert!(
+        e.to_string().contains("available functions: abs, sqrt"),
+        "{e}"
+    );
     assert_eq!(e.span(), Some(Span::new(0, 3)));
     let e = err("Pressure(1)");
     assert!(e.to_string().contains("fields are not functions"), "{e}");
     let e = err("sqrt + 1");
-    assert!(e.to_string().contains("expected `(` after function `sqrt`"), "{e}");
+    assert!(
+        e.to_string().contains("expected `(` after function `sqrt`"),
+        "{e}"
+    );
 }
 
 #[test]
 fn wrong_argument_counts() {
     let e = err("atan2(Pressure)");
-    assert!(matches!(e, QueryError::Arity { expected: 2, got: 1, .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            QueryError::Arity {
+                expected: 2,
+                got: 1,
+                ..
+            }
+        ),
+        "{e}"
+    );
     let e = err("select(1, 2)");
     assert!(e.to_string().contains("takes 3 argument(s), got 2"), "{e}");
     err("abs()");
@@ -63,7 +98,16 @@ fn wrong_argument_counts() {
 #[test]
 fn huge_and_malformed_literals() {
     let e = err("1e999 + Pressure");
-    assert!(matches!(e, QueryError::LiteralOutOfRange { span: Span { start: 0, end: 5 }, .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            QueryError::LiteralOutOfRange {
+                span: Span { start: 0, end: 5 },
+                ..
+            }
+        ),
+        "{e}"
+    );
     let big = "9".repeat(400);
     let e = err(&big);
     assert!(matches!(e, QueryError::LiteralOutOfRange { .. }), "{e}");
@@ -79,7 +123,10 @@ fn huge_and_malformed_literals() {
 fn deep_nesting_is_refused_not_a_stack_overflow() {
     let deep = format!("{}Pressure{}", "(".repeat(4000), ")".repeat(4000));
     let e = err(&deep);
-    assert!(matches!(e, QueryError::TooDeep { max: MAX_DEPTH, .. }), "{e}");
+    assert!(
+        matches!(e, QueryError::TooDeep { max: MAX_DEPTH, .. }),
+        "{e}"
+    );
     let minus = format!("{}Pressure", "-".repeat(5000));
     assert!(matches!(err(&minus), QueryError::TooDeep { .. }));
     let pow = vec!["1"; 3000].join("^");
@@ -90,7 +137,11 @@ fn deep_nesting_is_refused_not_a_stack_overflow() {
     let sum = vec!["Pressure"; 500].join("+");
     assert!(matches!(err(&sum), QueryError::TooDeep { .. }));
     // but moderate nesting is fine
-    let ok = format!("{}Pressure{}", "(".repeat(MAX_DEPTH - 1), ")".repeat(MAX_DEPTH - 1));
+    let ok = format!(
+        "{}Pressure{}",
+        "(".repeat(MAX_DEPTH - 1),
+        ")".repeat(MAX_DEPTH - 1)
+    );
     assert!(Query::compile(&ok, &F).is_ok());
 }
 
@@ -109,12 +160,21 @@ fn limits_on_length_and_node_count() {
         }
     }
     let e = err(&balanced(11)); // 4095 nodes, about 8 KB
-    assert!(matches!(e, QueryError::TooManyNodes { max: MAX_NODES, .. } | QueryError::TooLong { .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            QueryError::TooManyNodes { max: MAX_NODES, .. } | QueryError::TooLong { .. }
+        ),
+        "{e}"
+    );
     // 40 products of 40 factors: about 3200 nodes in 3200 bytes, depth about 80
     let sum = vec![vec!["1"; 40].join("*"); 40].join("+");
     assert!(sum.len() < MAX_EXPR_LEN);
     let e = err(&sum);
-    assert!(matches!(e, QueryError::TooManyNodes { max: MAX_NODES, .. }), "{e}");
+    assert!(
+        matches!(e, QueryError::TooManyNodes { max: MAX_NODES, .. }),
+        "{e}"
+    );
 }
 
 #[test]
@@ -138,7 +198,13 @@ fn junk_characters_and_empty_input() {
 #[test]
 fn invalid_field_lists() {
     for f in [&["sin"][..], &["pi"], &["a b"], &["1x"], &[""], &["a", "a"]] {
-        assert!(matches!(Query::compile("1", f), Err(QueryError::InvalidFieldName { .. })), "{f:?}");
+        assert!(
+            matches!(
+                Query::compile("1", f),
+                Err(QueryError::InvalidFieldName { .. })
+            ),
+            "{f:?}"
+        );
     }
 }
 
@@ -147,7 +213,16 @@ fn evaluation_argument_errors() {
     let q = Query::compile("VelocityX + Pressure", &F).unwrap();
     let a = [1.0f32; 4];
     let mut o = [0.0f32; 4];
-    assert!(matches!(q.eval_cpu(&[&a, &a], &mut o), Err(QueryError::FieldCount { expected: 3, got: 2 })));
+    assert!(matches!(
+        q.eval_cpu(&[&a, &a], &mut o),
+        Err(QueryError::FieldCount {
+            expected: 3,
+            got: 2
+        })
+    ));
     let short = [1.0f32; 3];
-    assert!(matches!(q.eval_cpu(&[&a, &short, &a], &mut o), Err(QueryError::LengthMismatch { .. })));
+    assert!(matches!(
+        q.eval_cpu(&[&a, &short, &a], &mut o),
+        Err(QueryError::LengthMismatch { .. })
+    ));
 }

@@ -8,7 +8,10 @@ const FIELDS: [&str; 3] = ["VelocityX", "VelocityY", "Pressure"];
 const EXPRS: [(&str, &str); 3] = [
     ("expr1_abs_pressure", "abs(Pressure)"),
     ("expr2_abs_velocity", "sqrt(VelocityX^2+VelocityY^2)"),
-    ("expr3_total_energy", "(VelocityX^2+VelocityY^2)/2 + Pressure"),
+    (
+        "expr3_total_energy",
+        "(VelocityX^2+VelocityY^2)/2 + Pressure",
+    ),
 ];
 
 fn check(file: &str, got: &str) {
@@ -17,8 +20,12 @@ fn check(file: &str, got: &str) {
         std::fs::write(&path, got).unwrap();
         return;
     }
-    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e} (run with UPDATE_SNAPSHOTS=1)"));
-    assert!(want == got, "{file} differs from the snapshot:\n--- want\n{want}\n--- got\n{got}");
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{path}: {e} (run with UPDATE_SNAPSHOTS=1)"));
+    assert!(
+        want == got,
+        "{file} differs from the snapshot:\n--- want\n{want}\n--- got\n{got}"
+    );
 }
 
 #[test]
@@ -29,7 +36,10 @@ fn ptx_of_the_section_6_4_3_examples_matches_snapshots() {
         check(&format!("{name}.f64.ptx"), &q.ptx(Precision::F64));
         check(&format!("{name}.f32.cu"), &q.cuda_c(Precision::F32));
         // deterministic: a second compile gives the same bytes
-        assert_eq!(q.ptx(Precision::F32), Query::compile(e, &FIELDS).unwrap().ptx(Precision::F32));
+        assert_eq!(
+            q.ptx(Precision::F32),
+            Query::compile(e, &FIELDS).unwrap().ptx(Precision::F32)
+        );
     }
 }
 
@@ -53,19 +63,37 @@ fn every_operation_emits_well_formed_ptx() {
     let q = Query::compile(all, &["a", "b", "c"]).unwrap();
     for p in [Precision::F32, Precision::F64] {
         let t = q.ptx(p);
-        for (class, prefix) in [("pred", "%p"), ("b32", "%r"), ("b64", "%rd"), ("f32", "%f"), ("f64", "%fd")] {
-            let decl = t.lines().find(|l| l.contains(&format!(".reg .{class} {prefix}<")));
+        for (class, prefix) in [
+            ("pred", "%p"),
+            ("b32", "%r"),
+            ("b64", "%rd"),
+            ("f32", "%f"),
+            ("f64", "%fd"),
+        ] {
+            let decl = t
+                .lines()
+                .find(|l| l.contains(&format!(".reg .{class} {prefix}<")));
             let max_used = t
                 .match_indices(prefix)
                 .filter_map(|(i, _)| {
                     let rest = &t[i + prefix.len()..];
                     let d: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
-                    if d.is_empty() { None } else { d.parse::<usize>().ok() }
+                    if d.is_empty() {
+                        None
+                    } else {
+                        d.parse::<usize>().ok()
+                    }
                 })
                 .max();
             if let Some(m) = max_used {
                 let decl = decl.unwrap_or_else(|| panic!("{p:?}: {class} used but not declared"));
-                let n: usize = decl.split('<').nth(1).unwrap().trim_end_matches(">;").parse().unwrap();
+                let n: usize = decl
+                    .split('<')
+                    .nth(1)
+                    .unwrap()
+                    .trim_end_matches(">;")
+                    .parse()
+                    .unwrap();
                 assert!(m < n, "{p:?}: {prefix}{m} used, {n} declared");
             }
         }

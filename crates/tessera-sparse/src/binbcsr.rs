@@ -99,7 +99,11 @@ pub enum BinBcsrError {
     #[error("row {row}: columns are not strictly ascending or contain the diagonal")]
     RowNotSorted { row: usize },
     #[error("row {row}: {found} columns, but the row length is {expected}")]
-    RowLength { row: usize, expected: u32, found: u32 },
+    RowLength {
+        row: usize,
+        expected: u32,
+        found: u32,
+    },
     #[error("vector length {found}, expected {expected}")]
     VectorLength { expected: usize, found: usize },
     #[error("value array length {found}, expected {expected}")]
@@ -128,34 +132,65 @@ impl BinBcsrPattern {
     /// lengths: per-bin maxima, scan into bin offsets, exact allocation of the column array
     /// (dissertation §4.4.3). All column slots start as [`PAD`]; fill them with
     /// [`Self::bins_mut`] or [`Self::row_cols_mut`].
-    pub fn with_row_lengths(e: usize, row_lengths: Vec<u32>, par: Par) -> Result<Self, BinBcsrError> {
+    pub fn with_row_lengths(
+        e: usize,
+        row_lengths: Vec<u32>,
+        par: Par,
+    ) -> Result<Self, BinBcsrError> {
         if !(1..=3).contains(&e) {
             return Err(BinBcsrError::BlockDim(e));
         }
         let bin_offsets = bin_offsets_from_lengths(&row_lengths, par)?;
         let total = *bin_offsets.last().unwrap_or(&0) as usize;
         let col_indices = vec![PAD; total];
-        Ok(Self { n: row_lengths.len(), e, bin_offsets, row_lengths, col_indices })
+        Ok(Self {
+            n: row_lengths.len(),
+            e,
+            bin_offsets,
+            row_lengths,
+            col_indices,
+        })
     }
 
     /// Allocate with precomputed bin offsets (from [`bin_offsets_from_lengths`]); checks
     /// that every bin is wide enough for its rows.
-    pub fn with_bin_offsets(e: usize, row_lengths: Vec<u32>, bin_offsets: Vec<u32>) -> Result<Self, BinBcsrError> {
+    pub fn with_bin_offsets(
+        e: usize,
+        row_lengths: Vec<u32>,
+        bin_offsets: Vec<u32>,
+    ) -> Result<Self, BinBcsrError> {
         if !(1..=3).contains(&e) {
             return Err(BinBcsrError::BlockDim(e));
         }
         if bin_offsets.len() != num_bins(row_lengths.len()) + 1 || bin_offsets.first() != Some(&0) {
-            return Err(BinBcsrError::ValueLength { expected: num_bins(row_lengths.len()) + 1, found: bin_offsets.len() });
+            return Err(BinBcsrError::ValueLength {
+                expected: num_bins(row_lengths.len()) + 1,
+                found: bin_offsets.len(),
+            });
         }
         for (b, w) in bin_offsets.windows(2).enumerate() {
             let width = w[1].checked_sub(w[0]).ok_or(BinBcsrError::TooManySlots)? as usize;
             let rows = &row_lengths[b * BIN_SIZE..((b + 1) * BIN_SIZE).min(row_lengths.len())];
-            if let Some((r, &len)) = rows.iter().enumerate().find(|(_, &l)| l as usize * BIN_SIZE > width) {
-                return Err(BinBcsrError::RowLength { row: b * BIN_SIZE + r, expected: (width / BIN_SIZE) as u32, found: len });
+            if let Some((r, &len)) = rows
+                .iter()
+                .enumerate()
+                .find(|(_, &l)| l as usize * BIN_SIZE > width)
+            {
+                return Err(BinBcsrError::RowLength {
+                    row: b * BIN_SIZE + r,
+                    expected: (width / BIN_SIZE) as u32,
+                    found: len,
+                });
             }
         }
         let total = *bin_offsets.last().unwrap() as usize;
-        Ok(Self { n: row_lengths.len(), e, bin_offsets, row_lengths, col_indices: vec![PAD; total] })
+        Ok(Self {
+            n: row_lengths.len(),
+            e,
+            bin_offsets,
+            row_lengths,
+            col_indices: vec![PAD; total],
+        })
     }
 
     /// Build from explicit sorted off-diagonal columns per row (a convenience for tests and
@@ -192,10 +227,18 @@ impl BinBcsrPattern {
                     continue;
                 }
                 if c == PAD {
-                    return Err(BinBcsrError::RowLength { row: i, expected: len as u32, found: k as u32 });
+                    return Err(BinBcsrError::RowLength {
+                        row: i,
+                        expected: len as u32,
+                        found: k as u32,
+                    });
                 }
                 if c as usize >= self.n {
-                    return Err(BinBcsrError::ColumnOutOfRange { row: i, col: c, n: self.n });
+                    return Err(BinBcsrError::ColumnOutOfRange {
+                        row: i,
+                        col: c,
+                        n: self.n,
+                    });
                 }
                 if c as usize == i || prev.is_some_and(|p| p >= c) {
                     return Err(BinBcsrError::RowNotSorted { row: i });
@@ -286,7 +329,10 @@ impl BinBcsrPattern {
     /// Mutable column slots per bin: `(bin index, the bin's slots)`, for filling bins in
     /// parallel (each bin is written by one task).
     pub fn bins_mut(&mut self) -> Vec<(usize, &mut [u32])> {
-        split_by_offsets(&mut self.col_indices, &self.bin_offsets, 1).into_iter().enumerate().collect()
+        split_by_offsets(&mut self.col_indices, &self.bin_offsets, 1)
+            .into_iter()
+            .enumerate()
+            .collect()
     }
     /// Set the `k`-th off-diagonal column of row `i` (sequential filling).
     pub fn set_col(&mut self, i: usize, k: usize, col: u32) {
@@ -299,9 +345,15 @@ impl BinBcsrPattern {
 /// (dissertation §4.4.3).
 pub fn bin_offsets_from_lengths(row_lengths: &[u32], par: Par) -> Result<Vec<u32>, BinBcsrError> {
     let maxima: Vec<u32> = if par.is_parallel() {
-        row_lengths.par_chunks(BIN_SIZE).map(|c| c.iter().copied().max().unwrap_or(0)).collect()
+        row_lengths
+            .par_chunks(BIN_SIZE)
+            .map(|c| c.iter().copied().max().unwrap_or(0))
+            .collect()
     } else {
-        row_lengths.chunks(BIN_SIZE).map(|c| c.iter().copied().max().unwrap_or(0)).collect()
+        row_lengths
+            .chunks(BIN_SIZE)
+            .map(|c| c.iter().copied().max().unwrap_or(0))
+            .collect()
     };
     let mut offsets = Vec::with_capacity(maxima.len() + 1);
     let mut acc = 0u64;
@@ -317,7 +369,11 @@ pub fn bin_offsets_from_lengths(row_lengths: &[u32], par: Par) -> Result<Vec<u32
 }
 
 /// Split `data` into consecutive pieces `scale * (offsets[b] .. offsets[b + 1])`.
-fn split_by_offsets<'a, T>(mut data: &'a mut [T], offsets: &[u32], scale: usize) -> Vec<&'a mut [T]> {
+fn split_by_offsets<'a, T>(
+    mut data: &'a mut [T],
+    offsets: &[u32],
+    scale: usize,
+) -> Vec<&'a mut [T]> {
     let mut out = Vec::with_capacity(offsets.len().saturating_sub(1));
     for w in offsets.windows(2) {
         let len = (w[1] - w[0]) as usize * scale;
@@ -343,19 +399,37 @@ impl<T: Scalar> BinBcsr<T> {
         let e2 = pattern.e * pattern.e;
         let values = vec![T::ZERO; pattern.num_slots() * e2];
         let diag = vec![T::ZERO; pattern.n * e2];
-        Self { pattern, values, diag }
+        Self {
+            pattern,
+            values,
+            diag,
+        }
     }
 
     /// From raw arrays (lengths checked).
-    pub fn from_parts(pattern: Arc<BinBcsrPattern>, values: Vec<T>, diag: Vec<T>) -> Result<Self, BinBcsrError> {
+    pub fn from_parts(
+        pattern: Arc<BinBcsrPattern>,
+        values: Vec<T>,
+        diag: Vec<T>,
+    ) -> Result<Self, BinBcsrError> {
         let e2 = pattern.e * pattern.e;
         if values.len() != pattern.num_slots() * e2 {
-            return Err(BinBcsrError::ValueLength { expected: pattern.num_slots() * e2, found: values.len() });
+            return Err(BinBcsrError::ValueLength {
+                expected: pattern.num_slots() * e2,
+                found: values.len(),
+            });
         }
         if diag.len() != pattern.n * e2 {
-            return Err(BinBcsrError::ValueLength { expected: pattern.n * e2, found: diag.len() });
+            return Err(BinBcsrError::ValueLength {
+                expected: pattern.n * e2,
+                found: diag.len(),
+            });
         }
-        Ok(Self { pattern, values, diag })
+        Ok(Self {
+            pattern,
+            values,
+            diag,
+        })
     }
 
     /// The pattern.
@@ -385,7 +459,11 @@ impl<T: Scalar> BinBcsr<T> {
         let e2 = self.pattern.e * self.pattern.e;
         let vals = split_by_offsets(&mut self.values, &self.pattern.bin_offsets, e2);
         let diags: Vec<&mut [T]> = self.diag.chunks_mut(BIN_SIZE * e2).collect();
-        vals.into_iter().zip(diags).enumerate().map(|(b, (v, d))| (b, v, d)).collect()
+        vals.into_iter()
+            .zip(diags)
+            .enumerate()
+            .map(|(b, (v, d))| (b, v, d))
+            .collect()
     }
 
     /// Index into [`Self::values`] of component `(k, l)` of slot `s`.
@@ -422,13 +500,19 @@ impl<T: Scalar> BinBcsr<T> {
 
     /// Frobenius norm `‖K‖_F` (accumulated in `f64`).
     pub fn frobenius_norm(&self) -> f64 {
-        let s: f64 = self.values.iter().chain(self.diag.iter()).map(|v| v.to_f64() * v.to_f64()).sum();
+        let s: f64 = self
+            .values
+            .iter()
+            .chain(self.diag.iter())
+            .map(|v| v.to_f64() * v.to_f64())
+            .sum();
         s.sqrt()
     }
 
     /// Bytes allocated: pattern plus values plus diagonal.
     pub fn bytes_allocated(&self) -> usize {
-        self.pattern.bytes_allocated() + (self.values.len() + self.diag.len()) * std::mem::size_of::<T>()
+        self.pattern.bytes_allocated()
+            + (self.values.len() + self.diag.len()) * std::mem::size_of::<T>()
     }
 
     /// Padding blocks (see [`BinBcsrPattern::padding_blocks`]).
@@ -443,10 +527,16 @@ impl<T: Scalar> BinBcsr<T> {
         let p = &*self.pattern;
         let ne = p.n * p.e;
         if x.len() != ne {
-            return Err(BinBcsrError::VectorLength { expected: ne, found: x.len() });
+            return Err(BinBcsrError::VectorLength {
+                expected: ne,
+                found: x.len(),
+            });
         }
         if y.len() != ne {
-            return Err(BinBcsrError::VectorLength { expected: ne, found: y.len() });
+            return Err(BinBcsrError::VectorLength {
+                expected: ne,
+                found: y.len(),
+            });
         }
         let chunk = BIN_SIZE * p.e;
         let run = |(b, yb): (usize, &mut [T])| self.spmv_bin(b, x, yb);
@@ -515,7 +605,13 @@ impl<T: Scalar> BinBcsr<T> {
                 row_ptr.push(col_idx.len() as u64);
             }
         }
-        Csr { nrows: p.n * e, ncols: p.n * e, row_ptr, col_idx, values }
+        Csr {
+            nrows: p.n * e,
+            ncols: p.n * e,
+            row_ptr,
+            col_idx,
+            values,
+        }
     }
 
     /// Conversion to BSR with `e × e` row-major blocks, diagonal block included, columns sorted.
@@ -542,7 +638,14 @@ impl<T: Scalar> BinBcsr<T> {
             }
             row_ptr.push(col_idx.len() as u64);
         }
-        Bsr { nb_rows: p.n, nb_cols: p.n, block_dim: e, row_ptr, col_idx, values }
+        Bsr {
+            nb_rows: p.n,
+            nb_cols: p.n,
+            block_dim: e,
+            row_ptr,
+            col_idx,
+            values,
+        }
     }
 
     #[inline]
@@ -551,7 +654,10 @@ impl<T: Scalar> BinBcsr<T> {
         if i == j {
             self.diag[i * e * e + k * e + l]
         } else {
-            let s = self.pattern.find(i, j as u32).expect("column from the pattern");
+            let s = self
+                .pattern
+                .find(i, j as u32)
+                .expect("column from the pattern");
             self.values[self.value_index(s, k, l)]
         }
     }
@@ -560,7 +666,11 @@ impl<T: Scalar> BinBcsr<T> {
     pub fn cast<U: Scalar>(&self) -> BinBcsr<U> {
         BinBcsr {
             pattern: self.pattern.clone(),
-            values: self.values.iter().map(|v| U::from_f64(v.to_f64())).collect(),
+            values: self
+                .values
+                .iter()
+                .map(|v| U::from_f64(v.to_f64()))
+                .collect(),
             diag: self.diag.iter().map(|v| U::from_f64(v.to_f64())).collect(),
         }
     }
@@ -596,10 +706,16 @@ impl<T: Scalar> Csr<T> {
     /// `y = A x`, rows summed in column order (`Par::Seq` == `Par::Rayon`).
     pub fn spmv(&self, par: Par, x: &[T], y: &mut [T]) -> Result<(), BinBcsrError> {
         if x.len() != self.ncols {
-            return Err(BinBcsrError::VectorLength { expected: self.ncols, found: x.len() });
+            return Err(BinBcsrError::VectorLength {
+                expected: self.ncols,
+                found: x.len(),
+            });
         }
         if y.len() != self.nrows {
-            return Err(BinBcsrError::VectorLength { expected: self.nrows, found: y.len() });
+            return Err(BinBcsrError::VectorLength {
+                expected: self.nrows,
+                found: y.len(),
+            });
         }
         let row = |(r, yr): (usize, &mut T)| {
             let mut acc = T::ZERO;
@@ -637,10 +753,16 @@ impl<T: Scalar> Bsr<T> {
     pub fn spmv(&self, par: Par, x: &[T], y: &mut [T]) -> Result<(), BinBcsrError> {
         let e = self.block_dim;
         if x.len() != self.nb_cols * e {
-            return Err(BinBcsrError::VectorLength { expected: self.nb_cols * e, found: x.len() });
+            return Err(BinBcsrError::VectorLength {
+                expected: self.nb_cols * e,
+                found: x.len(),
+            });
         }
         if y.len() != self.nb_rows * e {
-            return Err(BinBcsrError::VectorLength { expected: self.nb_rows * e, found: y.len() });
+            return Err(BinBcsrError::VectorLength {
+                expected: self.nb_rows * e,
+                found: y.len(),
+            });
         }
         let row = |(i, yi): (usize, &mut [T])| {
             let mut acc = [T::ZERO; 8];
@@ -675,7 +797,10 @@ mod tests {
     struct Lcg(u64);
     impl Lcg {
         fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             self.0 >> 33
         }
         fn f(&mut self) -> f64 {
@@ -689,7 +814,10 @@ mod tests {
         (0..n)
             .map(|i| {
                 let len = (g.next() % 12) as usize + if i % 37 == 0 { 40 } else { 0 };
-                let mut r: Vec<u32> = (0..len).map(|_| (g.next() % n as u64) as u32).filter(|&c| c as usize != i).collect();
+                let mut r: Vec<u32> = (0..len)
+                    .map(|_| (g.next() % n as u64) as u32)
+                    .filter(|&c| c as usize != i)
+                    .collect();
                 r.sort_unstable();
                 r.dedup();
                 r
@@ -697,7 +825,11 @@ mod tests {
             .collect()
     }
 
-    fn random_matrix(n: usize, e: usize, seed: u64) -> (Vec<Vec<u32>>, BinBcsr<f64>, Vec<Vec<f64>>) {
+    fn random_matrix(
+        n: usize,
+        e: usize,
+        seed: u64,
+    ) -> (Vec<Vec<u32>>, BinBcsr<f64>, Vec<Vec<f64>>) {
         let rows = random_rows(n, seed);
         let p = Arc::new(BinBcsrPattern::from_rows(e, &rows).unwrap());
         let mut m = BinBcsr::<f64>::zeros(p.clone());
@@ -747,12 +879,22 @@ mod tests {
 
     #[test]
     fn invalid_patterns_are_rejected() {
-        assert_eq!(BinBcsrPattern::from_rows(2, &[vec![0]]).unwrap_err(), BinBcsrError::RowNotSorted { row: 0 });
+        assert_eq!(
+            BinBcsrPattern::from_rows(2, &[vec![0]]).unwrap_err(),
+            BinBcsrError::RowNotSorted { row: 0 }
+        );
         assert_eq!(
             BinBcsrPattern::from_rows(2, &[vec![3]]).unwrap_err(),
-            BinBcsrError::ColumnOutOfRange { row: 0, col: 3, n: 1 }
+            BinBcsrError::ColumnOutOfRange {
+                row: 0,
+                col: 3,
+                n: 1
+            }
         );
-        assert_eq!(BinBcsrPattern::from_rows(4, &[vec![]]).unwrap_err(), BinBcsrError::BlockDim(4));
+        assert_eq!(
+            BinBcsrPattern::from_rows(4, &[vec![]]).unwrap_err(),
+            BinBcsrError::BlockDim(4)
+        );
         assert!(BinBcsrPattern::from_rows(1, &[vec![1, 1], vec![]]).is_err());
     }
 
@@ -763,7 +905,10 @@ mod tests {
             let (_rows, m, dense) = random_matrix(n, e, 7 + e as u64);
             let mut g = Lcg(99);
             let x: Vec<f64> = (0..n * e).map(|_| g.f()).collect();
-            let yref: Vec<f64> = dense.iter().map(|r| r.iter().zip(&x).map(|(a, b)| a * b).sum()).collect();
+            let yref: Vec<f64> = dense
+                .iter()
+                .map(|r| r.iter().zip(&x).map(|(a, b)| a * b).sum())
+                .collect();
             let mut ys = vec![0.0; n * e];
             let mut yr = vec![0.0; n * e];
             m.spmv(Par::Seq, &x, &mut ys).unwrap();
@@ -773,7 +918,10 @@ mod tests {
                 assert!((a - b).abs() <= 1e-12 * (1.0 + b.abs()), "{a} vs {b}");
             }
             let csr = m.to_csr();
-            assert_eq!(csr.nnz() as u64, m.pattern().block_nonzeros() * (e * e) as u64);
+            assert_eq!(
+                csr.nnz() as u64,
+                m.pattern().block_nonzeros() * (e * e) as u64
+            );
             let bsr = m.to_bsr();
             assert_eq!(bsr.num_blocks() as u64, m.pattern().block_nonzeros());
             let mut yc = vec![0.0; n * e];
@@ -811,12 +959,21 @@ mod tests {
         let p = m.pattern();
         let off: u64 = rows.iter().map(|r| r.len() as u64).sum();
         assert_eq!(p.block_nonzeros(), off + 100);
-        let widths: u64 = rows.chunks(32).map(|c| c.iter().map(|r| r.len()).max().unwrap() as u64 * 32).sum();
+        let widths: u64 = rows
+            .chunks(32)
+            .map(|c| c.iter().map(|r| r.len()).max().unwrap() as u64 * 32)
+            .sum();
         assert_eq!(p.num_slots() as u64, widths);
-        assert_eq!(p.num_slots() as u64 + 100, p.block_nonzeros() + p.padding_blocks());
+        assert_eq!(
+            p.num_slots() as u64 + 100,
+            p.block_nonzeros() + p.padding_blocks()
+        );
         assert_eq!(m.values().len(), p.num_slots() * 9);
         assert_eq!(m.diag().len(), 100 * 9);
-        assert_eq!(m.bytes_allocated(), p.bytes_allocated() + (p.num_slots() + 100) * 9 * 8);
+        assert_eq!(
+            m.bytes_allocated(),
+            p.bytes_allocated() + (p.num_slots() + 100) * 9 * 8
+        );
     }
 
     #[test]

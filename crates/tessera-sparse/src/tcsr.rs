@@ -80,7 +80,10 @@ impl Tcsr {
     /// Build from raw arrays, checking offsets and column ranges.
     pub fn new(ncols: usize, offsets: Vec<u32>, columns: Vec<i32>) -> Result<Self, TcsrError> {
         if offsets.is_empty() {
-            return Err(TcsrError::OffsetsLength { expected: 1, found: 0 });
+            return Err(TcsrError::OffsetsLength {
+                expected: 1,
+                found: 0,
+            });
         }
         if offsets[0] != 0 {
             return Err(TcsrError::OffsetsNotMonotone { row: 0 });
@@ -92,17 +95,28 @@ impl Tcsr {
         }
         let last = *offsets.last().unwrap() as usize;
         if last != columns.len() {
-            return Err(TcsrError::OffsetsEnd { last, nnz: columns.len() });
+            return Err(TcsrError::OffsetsEnd {
+                last,
+                nnz: columns.len(),
+            });
         }
         for r in 0..offsets.len() - 1 {
             for &v in &columns[offsets[r] as usize..offsets[r + 1] as usize] {
                 let c = col(v);
                 if c as usize >= ncols {
-                    return Err(TcsrError::ColumnOutOfRange { row: r, col: c, ncols });
+                    return Err(TcsrError::ColumnOutOfRange {
+                        row: r,
+                        col: c,
+                        ncols,
+                    });
                 }
             }
         }
-        Ok(Tcsr { ncols, offsets, columns })
+        Ok(Tcsr {
+            ncols,
+            offsets,
+            columns,
+        })
     }
 
     /// Build from raw arrays without checks. The caller guarantees the invariants of
@@ -110,7 +124,11 @@ impl Tcsr {
     pub fn from_raw_unchecked(ncols: usize, offsets: Vec<u32>, columns: Vec<i32>) -> Self {
         debug_assert!(!offsets.is_empty());
         debug_assert_eq!(*offsets.last().unwrap() as usize, columns.len());
-        Tcsr { ncols, offsets, columns }
+        Tcsr {
+            ncols,
+            offsets,
+            columns,
+        }
     }
 
     /// Build from rows of signed columns `(col, sign)`; `sign < 0` means -1.
@@ -135,7 +153,11 @@ impl Tcsr {
 
     /// An empty matrix with `nrows` empty rows.
     pub fn empty(nrows: usize, ncols: usize) -> Self {
-        Tcsr { ncols, offsets: vec![0; nrows + 1], columns: Vec::new() }
+        Tcsr {
+            ncols,
+            offsets: vec![0; nrows + 1],
+            columns: Vec::new(),
+        }
     }
 
     pub fn nrows(&self) -> usize {
@@ -225,23 +247,40 @@ impl Tcsr {
                 // deterministic order. Rows of the transpose hold distinct columns (a TCSR
                 // row never repeats a column), so sorting by column is a total order.
                 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
-                let cursor: Vec<AtomicU32> = offsets[..ncols].par_iter().map(|&o| AtomicU32::new(o)).collect();
-                let slots: Vec<AtomicI32> = (0..self.columns.len()).into_par_iter().map(|_| AtomicI32::new(0)).collect();
+                let cursor: Vec<AtomicU32> = offsets[..ncols]
+                    .par_iter()
+                    .map(|&o| AtomicU32::new(o))
+                    .collect();
+                let slots: Vec<AtomicI32> = (0..self.columns.len())
+                    .into_par_iter()
+                    .map(|_| AtomicI32::new(0))
+                    .collect();
                 let chunk = par.chunk_len(nrows).min(1 << 14).max(1);
-                (0..nrows).into_par_iter().with_min_len(chunk).for_each(|r| {
-                    for &v in self.row(r) {
-                        let (c, s) = decode(v);
-                        let o = cursor[c as usize].fetch_add(1, Ordering::Relaxed);
-                        slots[o as usize].store(encode_signed(r as u32, s), Ordering::Relaxed);
-                    }
-                });
+                (0..nrows)
+                    .into_par_iter()
+                    .with_min_len(chunk)
+                    .for_each(|r| {
+                        for &v in self.row(r) {
+                            let (c, s) = decode(v);
+                            let o = cursor[c as usize].fetch_add(1, Ordering::Relaxed);
+                            slots[o as usize].store(encode_signed(r as u32, s), Ordering::Relaxed);
+                        }
+                    });
                 out = slots.into_iter().map(AtomicI32::into_inner).collect(); // reuses the allocation (same layout)
-                let mut t = Tcsr { ncols: nrows, offsets, columns: out };
+                let mut t = Tcsr {
+                    ncols: nrows,
+                    offsets,
+                    columns: out,
+                };
                 t.sort_rows(par);
                 return t;
             }
         }
-        Tcsr { ncols: nrows, offsets, columns: out }
+        Tcsr {
+            ncols: nrows,
+            offsets,
+            columns: out,
+        }
     }
 
     /// Sort every row by decoded column (SortRows of Listing 3.1).
@@ -263,7 +302,8 @@ impl Tcsr {
                 let mut r0 = 0;
                 while r0 < nrows {
                     let r1 = (r0 + block).min(nrows);
-                    let (h, t) = std::mem::take(&mut rest).split_at_mut((offs[r1] - offs[r0]) as usize);
+                    let (h, t) =
+                        std::mem::take(&mut rest).split_at_mut((offs[r1] - offs[r0]) as usize);
                     blocks.push((r0, h));
                     rest = t;
                     r0 = r1;
@@ -272,7 +312,8 @@ impl Tcsr {
                     let base = offs[r0];
                     let r1 = (r0 + block).min(nrows);
                     for r in r0..r1 {
-                        cols[(offs[r] - base) as usize..(offs[r + 1] - base) as usize].sort_unstable_by_key(key);
+                        cols[(offs[r] - base) as usize..(offs[r + 1] - base) as usize]
+                            .sort_unstable_by_key(key);
                     }
                 });
             }
@@ -315,7 +356,9 @@ mod tests {
                         for (c, n) in set {
                             seen.entry(c).or_insert(n);
                         }
-                        seen.into_iter().map(|(c, n)| (c, if n { -1 } else { 1 })).collect::<Vec<_>>()
+                        seen.into_iter()
+                            .map(|(c, n)| (c, if n { -1 } else { 1 }))
+                            .collect::<Vec<_>>()
                     }),
                 )
                 .unwrap()
@@ -339,14 +382,25 @@ mod tests {
     }
 
     fn transpose_dense(d: &[Vec<i8>], ncols: usize) -> Vec<Vec<i8>> {
-        (0..ncols).map(|c| d.iter().map(|row| row[c]).collect()).collect()
+        (0..ncols)
+            .map(|c| d.iter().map(|row| row[c]).collect())
+            .collect()
     }
 
     #[test]
     fn rejects_bad_input() {
-        assert!(matches!(Tcsr::new(2, vec![0, 1], vec![2]), Err(TcsrError::ColumnOutOfRange { .. })));
-        assert!(matches!(Tcsr::new(2, vec![0, 2], vec![1]), Err(TcsrError::OffsetsEnd { .. })));
-        assert!(matches!(Tcsr::new(2, vec![1, 1], vec![1]), Err(TcsrError::OffsetsNotMonotone { .. })));
+        assert!(matches!(
+            Tcsr::new(2, vec![0, 1], vec![2]),
+            Err(TcsrError::ColumnOutOfRange { .. })
+        ));
+        assert!(matches!(
+            Tcsr::new(2, vec![0, 2], vec![1]),
+            Err(TcsrError::OffsetsEnd { .. })
+        ));
+        assert!(matches!(
+            Tcsr::new(2, vec![1, 1], vec![1]),
+            Err(TcsrError::OffsetsNotMonotone { .. })
+        ));
     }
 
     #[test]
@@ -356,7 +410,13 @@ mod tests {
         let nc = 80_000usize;
         let rows = (0..nr).map(|r| {
             let len = (r * 31 % 7) as u32;
-            (0..len).map(move |k| (((r as u64 * 2654435761 + k as u64 * 97) % nc as u64) as u32, if (r + k as usize) % 3 == 0 { -1 } else { 1 }))
+            (0..len)
+                .map(move |k| {
+                    (
+                        ((r as u64 * 2654435761 + k as u64 * 97) % nc as u64) as u32,
+                        if (r + k as usize) % 3 == 0 { -1 } else { 1 },
+                    )
+                })
                 .collect::<std::collections::BTreeMap<u32, i32>>()
         });
         let m = Tcsr::from_rows(nc, rows).unwrap();

@@ -49,11 +49,19 @@ fn literal(v: f64, p: Precision) -> String {
 
 /// Renders the CUDA source for `spec` in `precision` and `layout` with one
 /// `extern "C"` kernel per schedule, named [`Schedule::kernel_name`].
-pub fn generate(spec: &EntrySpec, precision: Precision, layout: Layout, schedules: &[Schedule]) -> Result<String> {
+pub fn generate(
+    spec: &EntrySpec,
+    precision: Precision,
+    layout: Layout,
+    schedules: &[Schedule],
+) -> Result<String> {
     let mut env = Environment::new();
     env.set_keep_trailing_newline(true);
-    env.add_template("spmv.cu", TEMPLATE).map_err(|e| SpmvError::Template(e.to_string()))?;
-    let tmpl = env.get_template("spmv.cu").map_err(|e| SpmvError::Template(e.to_string()))?;
+    env.add_template("spmv.cu", TEMPLATE)
+        .map_err(|e| SpmvError::Template(e.to_string()))?;
+    let tmpl = env
+        .get_template("spmv.cu")
+        .map_err(|e| SpmvError::Template(e.to_string()))?;
     let out: Vec<OutCtx> = spec
         .vector_fields
         .iter()
@@ -71,14 +79,24 @@ pub fn generate(spec: &EntrySpec, precision: Precision, layout: Layout, schedule
                     } else {
                         ("+=", format!("(real){} * ", literal(t.coef, precision)))
                     };
-                    TermCtx { op, coef, a: spec.matrix_fields[t.a].clone(), x: spec.vector_fields[t.x].clone() }
+                    TermCtx {
+                        op,
+                        coef,
+                        a: spec.matrix_fields[t.a].clone(),
+                        x: spec.vector_fields[t.x].clone(),
+                    }
                 })
                 .collect(),
         })
         .collect();
     let scheds: Vec<SchedCtx> = schedules
         .iter()
-        .map(|s| SchedCtx { kind: s.kind.to_string(), n_b: s.n_b, n_t: s.n_t, name: s.kernel_name() })
+        .map(|s| SchedCtx {
+            kind: s.kind.to_string(),
+            n_b: s.n_b,
+            n_t: s.n_t,
+            name: s.kernel_name(),
+        })
         .collect();
     let (outer, k) = match layout.outer {
         Outer::Csr => ("csr", 0),

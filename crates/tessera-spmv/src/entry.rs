@@ -48,14 +48,66 @@ pub struct EntrySpec {
 }
 
 /// The built-in entry names accepted by [`EntrySpec::builtin`].
-pub const BUILTIN_ENTRIES: &[&str] =
-    &["real", "complex", "quaternion", "dualquat", "block2", "block3", "block4", "block6"];
+pub const BUILTIN_ENTRIES: &[&str] = &[
+    "real",
+    "complex",
+    "quaternion",
+    "dualquat",
+    "block2",
+    "block3",
+    "block4",
+    "block6",
+];
 
 const RESERVED: &[&str] = &[
-    "a", "x", "y", "acc", "int", "float", "double", "char", "void", "unsigned", "signed", "long", "short", "const",
-    "struct", "if", "else", "for", "while", "do", "return", "break", "continue", "switch", "case", "default",
-    "static", "extern", "inline", "auto", "register", "volatile", "sizeof", "typedef", "union", "enum", "goto",
-    "real", "class", "template", "typename", "namespace", "new", "delete", "this", "true", "false", "bool",
+    "a",
+    "x",
+    "y",
+    "acc",
+    "int",
+    "float",
+    "double",
+    "char",
+    "void",
+    "unsigned",
+    "signed",
+    "long",
+    "short",
+    "const",
+    "struct",
+    "if",
+    "else",
+    "for",
+    "while",
+    "do",
+    "return",
+    "break",
+    "continue",
+    "switch",
+    "case",
+    "default",
+    "static",
+    "extern",
+    "inline",
+    "auto",
+    "register",
+    "volatile",
+    "sizeof",
+    "typedef",
+    "union",
+    "enum",
+    "goto",
+    "real",
+    "class",
+    "template",
+    "typename",
+    "namespace",
+    "new",
+    "delete",
+    "this",
+    "true",
+    "false",
+    "bool",
 ];
 
 fn valid_ident(s: &str) -> bool {
@@ -64,7 +116,9 @@ fn valid_ident(s: &str) -> bool {
         Some(c) if c.is_ascii_alphabetic() || c == '_' => {}
         _ => return false,
     }
-    ch.all(|c| c.is_ascii_alphanumeric() || c == '_') && !RESERVED.contains(&s) && !s.starts_with("__")
+    ch.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !RESERVED.contains(&s)
+        && !s.starts_with("__")
 }
 
 impl EntrySpec {
@@ -76,9 +130,18 @@ impl EntrySpec {
         multiply: Vec<Vec<Term>>,
         zero: Option<Vec<f64>>,
     ) -> Result<Self> {
-        let err = |msg: String| SpmvError::EntrySpec { name: name.to_string(), msg };
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-            return Err(err("name must consist of letters, digits, `_` and `-`".into()));
+        let err = |msg: String| SpmvError::EntrySpec {
+            name: name.to_string(),
+            msg,
+        };
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(err(
+                "name must consist of letters, digits, `_` and `-`".into()
+            ));
         }
         let separate_vector = vector_fields.is_some();
         let vector_fields = vector_fields.unwrap_or_else(|| matrix_fields.clone());
@@ -88,7 +151,9 @@ impl EntrySpec {
         for (kind, fields) in [("matrix", &matrix_fields), ("vector", &vector_fields)] {
             for (i, f) in fields.iter().enumerate() {
                 if !valid_ident(f) {
-                    return Err(err(format!("{kind} field `{f}` is not a valid C identifier or is reserved")));
+                    return Err(err(format!(
+                        "{kind} field `{f}` is not a valid C identifier or is reserved"
+                    )));
                 }
                 if fields[..i].contains(f) {
                     return Err(err(format!("{kind} field `{f}` appears twice")));
@@ -111,9 +176,18 @@ impl EntrySpec {
         }
         let zero = zero.unwrap_or_else(|| vec![0.0; vector_fields.len()]);
         if zero.len() != vector_fields.len() || zero.iter().any(|z| !z.is_finite()) {
-            return Err(err("zero entry must give one finite value per vector field".into()));
+            return Err(err(
+                "zero entry must give one finite value per vector field".into(),
+            ));
         }
-        Ok(EntrySpec { name: name.to_string(), matrix_fields, vector_fields, separate_vector, multiply, zero })
+        Ok(EntrySpec {
+            name: name.to_string(),
+            matrix_fields,
+            vector_fields,
+            separate_vector,
+            multiply,
+            zero,
+        })
     }
 
     /// A built-in entry type: `real`, `complex`, `quaternion` (Hamilton product, Eq. 5.2),
@@ -127,10 +201,19 @@ impl EntrySpec {
                 "complex",
                 s(&["re", "im"]),
                 None,
-                vec![vec![t(1.0, 0, 0), t(-1.0, 1, 1)], vec![t(1.0, 0, 1), t(1.0, 1, 0)]],
+                vec![
+                    vec![t(1.0, 0, 0), t(-1.0, 1, 1)],
+                    vec![t(1.0, 0, 1), t(1.0, 1, 0)],
+                ],
                 None,
             ),
-            "quaternion" => EntrySpec::new("quaternion", s(&["qw", "qx", "qy", "qz"]), None, hamilton(0, 0), None),
+            "quaternion" => EntrySpec::new(
+                "quaternion",
+                s(&["qw", "qx", "qy", "qz"]),
+                None,
+                hamilton(0, 0),
+                None,
+            ),
             "dualquat" => {
                 // (a_r + eps a_d)(x_r + eps x_d) = a_r x_r + eps (a_r x_d + a_d x_r), eps^2 = 0
                 let mut mul = hamilton(0, 0);
@@ -148,7 +231,10 @@ impl EntrySpec {
                 )
             }
             _ => {
-                if let Some(e) = name.strip_prefix("block").and_then(|e| e.parse::<usize>().ok()) {
+                if let Some(e) = name
+                    .strip_prefix("block")
+                    .and_then(|e| e.parse::<usize>().ok())
+                {
                     if (1..=8).contains(&e) {
                         return Ok(EntrySpec::block(e));
                     }
@@ -164,9 +250,21 @@ impl EntrySpec {
 
     /// Dense `e x e` block entries (row-major fields `mIJ`) acting on `e`-vectors (`vI`).
     pub fn block(e: usize) -> Self {
-        let mf = (0..e).flat_map(|i| (0..e).map(move |j| format!("m{i}{j}"))).collect();
+        let mf = (0..e)
+            .flat_map(|i| (0..e).map(move |j| format!("m{i}{j}")))
+            .collect();
         let vf = (0..e).map(|i| format!("v{i}")).collect();
-        let mul = (0..e).map(|i| (0..e).map(|j| Term { coef: 1.0, a: i * e + j, x: j }).collect()).collect();
+        let mul = (0..e)
+            .map(|i| {
+                (0..e)
+                    .map(|j| Term {
+                        coef: 1.0,
+                        a: i * e + j,
+                        x: j,
+                    })
+                    .collect()
+            })
+            .collect();
         EntrySpec::new(&format!("block{e}"), mf, Some(vf), mul, None).expect("block spec is valid")
     }
 
@@ -242,46 +340,73 @@ impl EntrySpec {
     /// `type` may be `real` or the precision name (`f32`, `f64`): all fields share the
     /// precision chosen at code generation.
     pub fn from_toml_str(text: &str, file: &str) -> Result<Self> {
-        let terr = |msg: String| SpmvError::EntryToml { file: file.to_string(), msg };
-        let doc: TomlSpec = toml::from_str(text).map_err(|e| terr(e.to_string().replace('\n', " ")))?;
+        let terr = |msg: String| SpmvError::EntryToml {
+            file: file.to_string(),
+            msg,
+        };
+        let doc: TomlSpec =
+            toml::from_str(text).map_err(|e| terr(e.to_string().replace('\n', " ")))?;
         let check_fields = |fs: &[TomlField]| -> Result<Vec<String>> {
             fs.iter()
                 .map(|f| match f.ty.as_deref().unwrap_or("real") {
                     "real" | "f32" | "f64" | "float" | "double" => Ok(f.name.clone()),
-                    other => Err(terr(format!("field `{}` has type `{other}`; expected real", f.name))),
+                    other => Err(terr(format!(
+                        "field `{}` has type `{other}`; expected real",
+                        f.name
+                    ))),
                 })
                 .collect()
         };
         let mf = check_fields(&doc.matrix.fields)?;
-        let vf = doc.vector.as_ref().map(|v| check_fields(&v.fields)).transpose()?;
+        let vf = doc
+            .vector
+            .as_ref()
+            .map(|v| check_fields(&v.fields))
+            .transpose()?;
         if let Some(add) = &doc.add {
             if add.op != "componentwise" {
-                return Err(terr(format!("add.op `{}`: only `componentwise` is supported", add.op)));
+                return Err(terr(format!(
+                    "add.op `{}`: only `componentwise` is supported",
+                    add.op
+                )));
             }
         }
         let vfields = vf.clone().unwrap_or_else(|| mf.clone());
         for k in doc.multiply.keys() {
             if !vfields.contains(k) {
-                return Err(terr(format!("[multiply] names `{k}`, which is not a vector field")));
+                return Err(terr(format!(
+                    "[multiply] names `{k}`, which is not a vector field"
+                )));
             }
         }
         let mut mul = Vec::new();
         for f in &vfields {
-            let expr = doc
-                .multiply
-                .get(f)
-                .ok_or_else(|| terr(format!("[multiply] has no expression for vector field `{f}`")))?;
-            mul.push(parse_bilinear(expr, &mf, &vfields).map_err(|m| terr(format!("multiply.{f}: {m}")))?);
+            let expr = doc.multiply.get(f).ok_or_else(|| {
+                terr(format!(
+                    "[multiply] has no expression for vector field `{f}`"
+                ))
+            })?;
+            mul.push(
+                parse_bilinear(expr, &mf, &vfields)
+                    .map_err(|m| terr(format!("multiply.{f}: {m}")))?,
+            );
         }
         let zero = match &doc.zero {
             None => None,
             Some(z) => {
                 for k in z.keys() {
                     if !vfields.contains(k) {
-                        return Err(terr(format!("[zero] names `{k}`, which is not a vector field")));
+                        return Err(terr(format!(
+                            "[zero] names `{k}`, which is not a vector field"
+                        )));
                     }
                 }
-                Some(vfields.iter().map(|f| z.get(f).copied().unwrap_or(0.0)).collect())
+                Some(
+                    vfields
+                        .iter()
+                        .map(|f| z.get(f).copied().unwrap_or(0.0))
+                        .collect(),
+                )
             }
         };
         EntrySpec::new(&doc.name, mf, vf, mul, zero)
@@ -291,7 +416,11 @@ impl EntrySpec {
 /// Hamilton product terms (Eq. 5.2) of quaternion `a` at field offset `ao` times quaternion
 /// `x` at field offset `xo`; fields are (w, x, y, z).
 fn hamilton(ao: usize, xo: usize) -> Vec<Vec<Term>> {
-    let t = |coef: f64, a: usize, x: usize| Term { coef, a: ao + a, x: xo + x };
+    let t = |coef: f64, a: usize, x: usize| Term {
+        coef,
+        a: ao + a,
+        x: xo + x,
+    };
     vec![
         vec![t(1.0, 0, 0), t(-1.0, 1, 1), t(-1.0, 2, 2), t(-1.0, 3, 3)],
         vec![t(1.0, 0, 1), t(1.0, 1, 0), t(1.0, 2, 3), t(-1.0, 3, 2)],
@@ -330,7 +459,11 @@ struct TomlSpec {
 
 /// Parses `[+-] term ([+-] term)*` where a term is a `*`-product of numbers, exactly one
 /// `a.FIELD` and exactly one `x.FIELD`.
-fn parse_bilinear(expr: &str, mf: &[String], vf: &[String]) -> std::result::Result<Vec<Term>, String> {
+fn parse_bilinear(
+    expr: &str,
+    mf: &[String],
+    vf: &[String],
+) -> std::result::Result<Vec<Term>, String> {
     let b = expr.as_bytes();
     let mut i = 0;
     let mut terms = Vec::new();
@@ -362,29 +495,49 @@ fn parse_bilinear(expr: &str, mf: &[String], vf: &[String]) -> std::result::Resu
             let start = i;
             if i < b.len() && (b[i].is_ascii_digit() || b[i] == b'.') {
                 while i < b.len() && (b[i].is_ascii_digit() || matches!(b[i], b'.' | b'e' | b'E'))
-                    || (i > start && matches!(b[i - 1], b'e' | b'E') && i < b.len() && matches!(b[i], b'+' | b'-'))
+                    || (i > start
+                        && matches!(b[i - 1], b'e' | b'E')
+                        && i < b.len()
+                        && matches!(b[i], b'+' | b'-'))
                 {
                     i += 1;
                 }
-                let v: f64 = expr[start..i].parse().map_err(|_| format!("bad number `{}`", &expr[start..i]))?;
+                let v: f64 = expr[start..i]
+                    .parse()
+                    .map_err(|_| format!("bad number `{}`", &expr[start..i]))?;
                 coef *= v;
             } else if i < b.len() && (b[i].is_ascii_alphabetic() || b[i] == b'_') {
-                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'.') {
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'.')
+                {
                     i += 1;
                 }
                 let word = &expr[start..i];
-                let (obj, field) = word.split_once('.').ok_or_else(|| format!("`{word}`: expected a.FIELD or x.FIELD"))?;
+                let (obj, field) = word
+                    .split_once('.')
+                    .ok_or_else(|| format!("`{word}`: expected a.FIELD or x.FIELD"))?;
                 match obj {
                     "a" => {
-                        let k = mf.iter().position(|f| f == field).ok_or_else(|| format!("unknown matrix field `{field}`"))?;
+                        let k = mf
+                            .iter()
+                            .position(|f| f == field)
+                            .ok_or_else(|| format!("unknown matrix field `{field}`"))?;
                         if a.replace(k).is_some() {
-                            return Err("a term may use only one matrix field (the operator is bilinear)".into());
+                            return Err(
+                                "a term may use only one matrix field (the operator is bilinear)"
+                                    .into(),
+                            );
                         }
                     }
                     "x" => {
-                        let k = vf.iter().position(|f| f == field).ok_or_else(|| format!("unknown vector field `{field}`"))?;
+                        let k = vf
+                            .iter()
+                            .position(|f| f == field)
+                            .ok_or_else(|| format!("unknown vector field `{field}`"))?;
                         if x.replace(k).is_some() {
-                            return Err("a term may use only one vector field (the operator is bilinear)".into());
+                            return Err(
+                                "a term may use only one vector field (the operator is bilinear)"
+                                    .into(),
+                            );
                         }
                     }
                     _ => return Err(format!("`{word}`: expected a.FIELD or x.FIELD")),
@@ -478,13 +631,29 @@ im = "a.re * x.im + x.re*a.im"
             ("name = \"q\"\n[matrix\n", "TOML"),
         ];
         for (text, want) in bad {
-            let e = EntrySpec::from_toml_str(text, "bad.toml").unwrap_err().to_string();
+            let e = EntrySpec::from_toml_str(text, "bad.toml")
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(want) && e.contains("bad.toml"), "{e}");
         }
         let ok = "name = \"scaled\"\n[matrix]\nfields=[{name=\"s\"}]\n[vector]\nfields=[{name=\"p\"},{name=\"q\"}]\n[multiply]\np=\"2.5*a.s*x.p\"\nq=\"-a.s*x.q*0.5\"\n";
         let e = EntrySpec::from_toml_str(ok, "ok.toml").unwrap();
         assert!(e.separate_vector);
-        assert_eq!(e.multiply[0], vec![Term { coef: 2.5, a: 0, x: 0 }]);
-        assert_eq!(e.multiply[1], vec![Term { coef: -0.5, a: 0, x: 1 }]);
+        assert_eq!(
+            e.multiply[0],
+            vec![Term {
+                coef: 2.5,
+                a: 0,
+                x: 0
+            }]
+        );
+        assert_eq!(
+            e.multiply[1],
+            vec![Term {
+                coef: -0.5,
+                a: 0,
+                x: 1
+            }]
+        );
     }
 }

@@ -15,22 +15,41 @@ pub enum SpmvError {
     EntryToml { file: String, msg: String },
     /// A text input file (Matrix Market, OBJ, ASCII PLY) is malformed.
     #[error("{file}:{line}: {msg}")]
-    Parse { file: String, line: usize, msg: String },
+    Parse {
+        file: String,
+        line: usize,
+        msg: String,
+    },
     /// A binary input file (binary PLY) is malformed.
     #[error("{file}: byte {offset}: {msg}")]
-    ParseBinary { file: String, offset: usize, msg: String },
+    ParseBinary {
+        file: String,
+        offset: usize,
+        msg: String,
+    },
     /// Reading a file failed.
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// A layout, schedule or option string is not understood.
     #[error("invalid {what} `{value}`: {expected}")]
-    BadOption { what: &'static str, value: String, expected: String },
+    BadOption {
+        what: &'static str,
+        value: String,
+        expected: String,
+    },
     /// A matrix or vector has inconsistent sizes or indices.
     #[error("invalid matrix: {0}")]
     BadMatrix(String),
     /// The input matrix cannot represent the requested entry type.
     #[error("matrix `{matrix}` cannot be used with entry `{entry}`: {msg}")]
-    EntryMismatch { matrix: String, entry: String, msg: String },
+    EntryMismatch {
+        matrix: String,
+        entry: String,
+        msg: String,
+    },
     /// A triangle mesh is unusable (degenerate face, bad index).
     #[error("mesh: {0}")]
     BadMesh(String),
@@ -53,7 +72,10 @@ pub enum SpmvError {
 
 impl SpmvError {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        SpmvError::Io { path: path.into(), source }
+        SpmvError::Io {
+            path: path.into(),
+            source,
+        }
     }
 }
 

@@ -12,7 +12,9 @@ use tessera_gpu::{CompileOptions, DeviceBuffer, Gpu, GpuError, Kernel, LaunchCon
 use crate::codegen::generate;
 use crate::entry::EntrySpec;
 use crate::error::{Result, SpmvError};
-use crate::layout::{compare, default_rtol, pack_vector, unpack_vector, CsrMatrix, Layout, LayoutMatrix};
+use crate::layout::{
+    compare, default_rtol, pack_vector, unpack_vector, CsrMatrix, Layout, LayoutMatrix,
+};
 use crate::matrices::hash_value;
 use crate::scalar::{Precision, Scalar};
 use crate::schedule::{DeviceLimits, Schedule, ScheduleKind};
@@ -20,7 +22,9 @@ use crate::schedule::{DeviceLimits, Schedule, ScheduleKind};
 impl From<GpuError> for SpmvError {
     fn from(e: GpuError) -> Self {
         match e {
-            GpuError::NoDriver(m) | GpuError::NoDevice(m) | GpuError::NoNvrtc(m) => SpmvError::NoGpu(m),
+            GpuError::NoDriver(m) | GpuError::NoDevice(m) | GpuError::NoNvrtc(m) => {
+                SpmvError::NoGpu(m)
+            }
             other => SpmvError::Gpu(other.to_string()),
         }
     }
@@ -70,7 +74,13 @@ impl SpmvGpu {
     }
 
     /// Compiles the variants of one layout (one module, one kernel per schedule).
-    pub fn compile(&self, spec: &EntrySpec, p: Precision, layout: Layout, schedules: &[Schedule]) -> Result<CompiledLayout> {
+    pub fn compile(
+        &self,
+        spec: &EntrySpec,
+        p: Precision,
+        layout: Layout,
+        schedules: &[Schedule],
+    ) -> Result<CompiledLayout> {
         for s in schedules {
             self.limits.check(s)?;
         }
@@ -81,28 +91,40 @@ impl SpmvGpu {
             .iter()
             .map(|s| module.function(&s.kernel_name()).map(|k| (*s, k)))
             .collect::<std::result::Result<Vec<_>, _>>()?;
-        Ok(CompiledLayout { layout, module, kernels })
+        Ok(CompiledLayout {
+            layout,
+            module,
+            kernels,
+        })
     }
 
     /// Generates and NVRTC-compiles the given layouts' modules in parallel (rayon) into the
     /// persistent kernel cache of `tessera-gpu`, so that the later [`SpmvGpu::compile`] calls
     /// only load PTX. Does nothing when the kernel cache is disabled.
-    pub fn prewarm(&self, spec: &EntrySpec, p: Precision, work: &[(Layout, Vec<Schedule>)]) -> Result<()> {
+    pub fn prewarm(
+        &self,
+        spec: &EntrySpec,
+        p: Precision,
+        work: &[(Layout, Vec<Schedule>)],
+    ) -> Result<()> {
         use rayon::prelude::*;
-        let Some(dir) = tessera_gpu::compile::cache_dir() else { return Ok(()) };
+        let Some(dir) = tessera_gpu::compile::cache_dir() else {
+            return Ok(());
+        };
         let sm = self.gpu.sm();
         let ver = self.gpu.nvrtc_version();
-        work.par_iter().try_for_each(|(layout, scheds)| -> Result<()> {
-            let src = generate(spec, p, *layout, scheds)?;
-            let opts = CompileOptions::named(format!("spmv_{}_{}_{}.cu", spec.name, p, layout));
-            let args = opts.to_args(sm);
-            let key = tessera_gpu::compile::cache_key(&src, &args, sm, ver);
-            if tessera_gpu::compile::cache_read(&dir, &key).is_none() {
-                let ptx = tessera_gpu::compile::compile_to_ptx(&src, &opts.name, &args)?;
-                let _ = tessera_gpu::compile::cache_write(&dir, &key, &ptx);
-            }
-            Ok(())
-        })
+        work.par_iter()
+            .try_for_each(|(layout, scheds)| -> Result<()> {
+                let src = generate(spec, p, *layout, scheds)?;
+                let opts = CompileOptions::named(format!("spmv_{}_{}_{}.cu", spec.name, p, layout));
+                let args = opts.to_args(sm);
+                let key = tessera_gpu::compile::cache_key(&src, &args, sm, ver);
+                if tessera_gpu::compile::cache_read(&dir, &key).is_none() {
+                    let ptx = tessera_gpu::compile::compile_to_ptx(&src, &opts.name, &args)?;
+                    let _ = tessera_gpu::compile::cache_write(&dir, &key, &ptx);
+                }
+                Ok(())
+            })
     }
 
     /// Uploads a layout matrix.
@@ -121,7 +143,14 @@ impl SpmvGpu {
     }
 
     /// Enqueues one SpMV `y = A x` with `kernel` (grid n_s * n_b blocks of n_t threads).
-    pub fn launch<T: Scalar>(&self, kernel: &Kernel, s: &Schedule, a: &GpuMatrix<T>, x: &DeviceBuffer<T>, y: &mut DeviceBuffer<T>) -> Result<()> {
+    pub fn launch<T: Scalar>(
+        &self,
+        kernel: &Kernel,
+        s: &Schedule,
+        a: &GpuMatrix<T>,
+        x: &DeviceBuffer<T>,
+        y: &mut DeviceBuffer<T>,
+    ) -> Result<()> {
         let cfg = LaunchConfig::blocks(self.limits.n_sm * s.n_b, s.n_t);
         self.gpu
             .launch(kernel, cfg)
@@ -140,7 +169,16 @@ impl SpmvGpu {
     }
 
     /// Median time (ms) of `runs` CUDA-event-timed SpMVs after `warmup` untimed ones.
-    pub fn time<T: Scalar>(&self, kernel: &Kernel, s: &Schedule, a: &GpuMatrix<T>, x: &DeviceBuffer<T>, y: &mut DeviceBuffer<T>, runs: usize, warmup: usize) -> Result<f64> {
+    pub fn time<T: Scalar>(
+        &self,
+        kernel: &Kernel,
+        s: &Schedule,
+        a: &GpuMatrix<T>,
+        x: &DeviceBuffer<T>,
+        y: &mut DeviceBuffer<T>,
+        runs: usize,
+        warmup: usize,
+    ) -> Result<f64> {
         let mut err = None;
         let t = self.gpu.median_ms(runs, warmup, || {
             self.launch(kernel, s, a, x, y).map_err(|e| {
@@ -192,7 +230,9 @@ pub fn conformance_schedules() -> Vec<Schedule> {
 
 /// A deterministic input vector (natural AoS) with values in [-1, 1).
 pub fn test_vector<T: Scalar>(n: usize, len: usize, seed: u64) -> Vec<T> {
-    (0..n * len).map(|k| T::from_f64(hash_value(k as u64, 0, 99, seed))).collect()
+    (0..n * len)
+        .map(|k| T::from_f64(hash_value(k as u64, 0, 99, seed)))
+        .collect()
 }
 
 /// Outcome of one variant in [`verify_cpu`] / [`verify_gpu`].
@@ -208,7 +248,11 @@ pub struct VariantCheck {
 
 /// Runs the CPU reference of every layout (sequential and rayon, which must agree bit for bit)
 /// against the plain CSR-AoS reference.
-pub fn verify_cpu<T: Scalar>(spec: &EntrySpec, a64: &CsrMatrix<f64>, layouts: &[Layout]) -> Result<Vec<VariantCheck>> {
+pub fn verify_cpu<T: Scalar>(
+    spec: &EntrySpec,
+    a64: &CsrMatrix<f64>,
+    layouts: &[Layout],
+) -> Result<Vec<VariantCheck>> {
     let a: CsrMatrix<T> = a64.cast();
     let (vl, n) = (spec.vector_len(), a.n_rows);
     let x = test_vector::<T>(a.n_cols, vl, 1);
@@ -223,7 +267,12 @@ pub fn verify_cpu<T: Scalar>(spec: &EntrySpec, a64: &CsrMatrix<f64>, layouts: &[
         let yr = m.spmv(spec, &xp, Par::Rayon);
         let y = unpack_vector(&ys, n, vl, l.vector);
         let (err, ok) = compare(&y, &y_ref, &scale, rtol);
-        out.push(VariantCheck { layout: l.to_string(), schedule: None, max_rel_err: err, ok: ok && ys == yr });
+        out.push(VariantCheck {
+            layout: l.to_string(),
+            schedule: None,
+            max_rel_err: err,
+            ok: ok && ys == yr,
+        });
     }
     Ok(out)
 }
@@ -231,7 +280,13 @@ pub fn verify_cpu<T: Scalar>(spec: &EntrySpec, a64: &CsrMatrix<f64>, layouts: &[
 /// Runs every layout x schedule variant on the device against the plain CSR-AoS CPU
 /// reference. Each kernel runs twice (the output cleared in between), so a dynamic schedule
 /// whose chunk counter were not reset would fail the second run.
-pub fn verify_gpu<T: Scalar>(g: &SpmvGpu, spec: &EntrySpec, a64: &CsrMatrix<f64>, layouts: &[Layout], schedules: &[Schedule]) -> Result<Vec<VariantCheck>> {
+pub fn verify_gpu<T: Scalar>(
+    g: &SpmvGpu,
+    spec: &EntrySpec,
+    a64: &CsrMatrix<f64>,
+    layouts: &[Layout],
+    schedules: &[Schedule],
+) -> Result<Vec<VariantCheck>> {
     let a: CsrMatrix<T> = a64.cast();
     let (vl, n) = (spec.vector_len(), a.n_rows);
     let x = test_vector::<T>(a.n_cols, vl, 1);
@@ -251,7 +306,12 @@ pub fn verify_gpu<T: Scalar>(g: &SpmvGpu, spec: &EntrySpec, a64: &CsrMatrix<f64>
             g.launch(k, s, &dm, &dx, &mut dy)?;
             let y = unpack_vector(&g.gpu.download(&dy)?, n, vl, l.vector);
             let (err, ok) = compare(&y, &y_ref, &scale, rtol);
-            out.push(VariantCheck { layout: l.to_string(), schedule: Some(s.to_string()), max_rel_err: err, ok });
+            out.push(VariantCheck {
+                layout: l.to_string(),
+                schedule: Some(s.to_string()),
+                max_rel_err: err,
+                ok,
+            });
             g.gpu.memset_zero(&mut dy)?;
         }
     }
@@ -272,9 +332,22 @@ pub struct GpuTimer<'a, T: Scalar> {
 }
 
 impl<'a, T: Scalar> GpuTimer<'a, T> {
-    pub fn new(g: &'a SpmvGpu, spec: &'a EntrySpec, a: &'a CsrMatrix<T>, runs: usize, warmup: usize) -> Self {
+    pub fn new(
+        g: &'a SpmvGpu,
+        spec: &'a EntrySpec,
+        a: &'a CsrMatrix<T>,
+        runs: usize,
+        warmup: usize,
+    ) -> Self {
         let x = test_vector::<T>(a.n_cols, spec.vector_len(), 3);
-        GpuTimer { g, spec, a, runs, warmup, x }
+        GpuTimer {
+            g,
+            spec,
+            a,
+            runs,
+            warmup,
+            x,
+        }
     }
 }
 
@@ -283,9 +356,15 @@ impl<T: Scalar> crate::tuning::VariantTimer for GpuTimer<'_, T> {
         let vl = self.spec.vector_len();
         let m = LayoutMatrix::from_csr(self.a, layout)?;
         let dm = self.g.upload(&m)?;
-        let dx = self.g.gpu.upload(&pack_vector(&self.x, self.a.n_cols, vl, layout.vector))?;
+        let dx = self
+            .g
+            .gpu
+            .upload(&pack_vector(&self.x, self.a.n_cols, vl, layout.vector))?;
         let mut dy = self.g.gpu.zeros::<T>(self.a.n_rows * vl)?;
         let c = self.g.compile(self.spec, T::PRECISION, layout, schedules)?;
-        c.kernels.iter().map(|(s, k)| self.g.time(k, s, &dm, &dx, &mut dy, self.runs, self.warmup)).collect()
+        c.kernels
+            .iter()
+            .map(|(s, k)| self.g.time(k, s, &dm, &dx, &mut dy, self.runs, self.warmup))
+            .collect()
     }
 }

@@ -19,7 +19,9 @@ use crate::scalar::{Precision, Scalar};
 pub const WARP: usize = 32;
 
 /// Outer layout (dissertation §5.3.1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Outer {
     /// Compressed sparse row: offsets (n+1), row-major tuples.
     Csr,
@@ -31,7 +33,9 @@ pub enum Outer {
 }
 
 /// AoS or SoA, for the entry array (inner layout) or the vectors (vector layout).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Aos {
     /// Array of structures: the fields of one entry are adjacent.
     Aos,
@@ -40,7 +44,9 @@ pub enum Aos {
 }
 
 /// A complete layout `OUTER-INNER-VECTOR`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct Layout {
     pub outer: Outer,
     pub inner: Aos,
@@ -49,7 +55,11 @@ pub struct Layout {
 
 impl Layout {
     /// The "natural" layout CSR-AoS-AoS that schedule-only tuning uses (§5.4.1).
-    pub const NATURAL: Layout = Layout { outer: Outer::Csr, inner: Aos::Aos, vector: Aos::Aos };
+    pub const NATURAL: Layout = Layout {
+        outer: Outer::Csr,
+        inner: Aos::Aos,
+        vector: Aos::Aos,
+    };
 
     /// All 16 layouts: {csr, ell, sell16, sell32} x {aos, soa} x {aos, soa}.
     pub fn all() -> Vec<Layout> {
@@ -57,7 +67,11 @@ impl Layout {
         for outer in [Outer::Csr, Outer::Ell, Outer::Sell(16), Outer::Sell(32)] {
             for inner in [Aos::Aos, Aos::Soa] {
                 for vector in [Aos::Aos, Aos::Soa] {
-                    v.push(Layout { outer, inner, vector });
+                    v.push(Layout {
+                        outer,
+                        inner,
+                        vector,
+                    });
                 }
             }
         }
@@ -99,12 +113,19 @@ impl fmt::Display for Layout {
 impl FromStr for Layout {
     type Err = SpmvError;
     fn from_str(s: &str) -> Result<Self> {
-        let bad = || SpmvError::BadOption {
+        let bad = || {
+            SpmvError::BadOption {
             what: "layout",
             value: s.to_string(),
             expected: "OUTER-INNER-VECTOR with OUTER in csr, ell, sell16, sell32 and INNER, VECTOR in aos, soa".into(),
+        }
         };
-        let parts: Vec<String> = s.trim().to_ascii_lowercase().split('-').map(str::to_string).collect();
+        let parts: Vec<String> = s
+            .trim()
+            .to_ascii_lowercase()
+            .split('-')
+            .map(str::to_string)
+            .collect();
         if parts.len() != 3 {
             return Err(bad());
         }
@@ -120,7 +141,11 @@ impl FromStr for Layout {
             "soa" => Ok(Aos::Soa),
             _ => Err(bad()),
         };
-        Ok(Layout { outer, inner: aos(&parts[1])?, vector: aos(&parts[2])? })
+        Ok(Layout {
+            outer,
+            inner: aos(&parts[1])?,
+            vector: aos(&parts[2])?,
+        })
     }
 }
 
@@ -143,7 +168,11 @@ impl<T: Scalar> CsrMatrix<T> {
     pub fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(SpmvError::BadMatrix(m));
         if self.row_ptr.len() != self.n_rows + 1 || self.row_ptr[0] != 0 {
-            return bad(format!("row_ptr has {} entries for {} rows", self.row_ptr.len(), self.n_rows));
+            return bad(format!(
+                "row_ptr has {} entries for {} rows",
+                self.row_ptr.len(),
+                self.n_rows
+            ));
         }
         if self.row_ptr.windows(2).any(|w| w[0] > w[1]) {
             return bad("row_ptr is not monotone".into());
@@ -177,12 +206,20 @@ impl<T: Scalar> CsrMatrix<T> {
             entry_len: self.entry_len,
             row_ptr: self.row_ptr.clone(),
             col_idx: self.col_idx.clone(),
-            values: self.values.iter().map(|v| U::from_f64(v.to_f64())).collect(),
+            values: self
+                .values
+                .iter()
+                .map(|v| U::from_f64(v.to_f64()))
+                .collect(),
         }
     }
     /// Longest row.
     pub fn max_row_len(&self) -> usize {
-        self.row_ptr.windows(2).map(|w| (w[1] - w[0]) as usize).max().unwrap_or(0)
+        self.row_ptr
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as usize)
+            .max()
+            .unwrap_or(0)
     }
 
     /// Plain CSR-AoS SpMV `y = A x` with natural AoS vectors: the reference all layouts are
@@ -195,12 +232,19 @@ impl<T: Scalar> CsrMatrix<T> {
             yi.copy_from_slice(&zero);
             for p in self.row_ptr[i] as usize..self.row_ptr[i + 1] as usize {
                 let c = self.col_idx[p] as usize;
-                spec.mul_add(&self.values[p * ml..(p + 1) * ml], &x[c * vl..(c + 1) * vl], yi);
+                spec.mul_add(
+                    &self.values[p * ml..(p + 1) * ml],
+                    &x[c * vl..(c + 1) * vl],
+                    yi,
+                );
             }
         };
         match par {
             Par::Seq => y.chunks_mut(vl).enumerate().for_each(|(i, yi)| row(i, yi)),
-            _ => y.par_chunks_mut(vl).enumerate().for_each(|(i, yi)| row(i, yi)),
+            _ => y
+                .par_chunks_mut(vl)
+                .enumerate()
+                .for_each(|(i, yi)| row(i, yi)),
         }
         y
     }
@@ -213,7 +257,11 @@ impl<T: Scalar> CsrMatrix<T> {
         for i in 0..self.n_rows {
             for p in self.row_ptr[i] as usize..self.row_ptr[i + 1] as usize {
                 let c = self.col_idx[p] as usize;
-                spec.abs_mul_add(&self.values[p * ml..(p + 1) * ml], &x[c * vl..(c + 1) * vl], &mut y[i * vl..(i + 1) * vl]);
+                spec.abs_mul_add(
+                    &self.values[p * ml..(p + 1) * ml],
+                    &x[c * vl..(c + 1) * vl],
+                    &mut y[i * vl..(i + 1) * vl],
+                );
             }
         }
         y
@@ -251,7 +299,11 @@ impl<T: Scalar> LayoutMatrix<T> {
             Outer::Csr => (a.row_ptr.clone(), a.nnz(), 0),
             Outer::Ell => {
                 let stride = n.div_ceil(WARP) * WARP;
-                ((0..n).map(|i| len(i) as u32).collect(), a.max_row_len() * stride, stride)
+                (
+                    (0..n).map(|i| len(i) as u32).collect(),
+                    a.max_row_len() * stride,
+                    stride,
+                )
             }
             Outer::Sell(k) => {
                 let k = k as usize;
@@ -263,7 +315,9 @@ impl<T: Scalar> LayoutMatrix<T> {
                     let w = (s * k..((s + 1) * k).min(n)).map(len).max().unwrap_or(0);
                     total += w * k;
                     if total >= u32::MAX as usize {
-                        return Err(SpmvError::BadMatrix("sliced ELLPACK exceeds 32-bit offsets".into()));
+                        return Err(SpmvError::BadMatrix(
+                            "sliced ELLPACK exceeds 32-bit offsets".into(),
+                        ));
                     }
                     off.push(total as u32);
                 }
@@ -271,7 +325,9 @@ impl<T: Scalar> LayoutMatrix<T> {
             }
         };
         if slots >= u32::MAX as usize {
-            return Err(SpmvError::BadMatrix("layout exceeds 32-bit slot indices".into()));
+            return Err(SpmvError::BadMatrix(
+                "layout exceeds 32-bit slot indices".into(),
+            ));
         }
         let mut cols = vec![0u32; slots];
         let mut vals = vec![T::default(); slots * l];
@@ -300,11 +356,25 @@ impl<T: Scalar> LayoutMatrix<T> {
                     put(&mut vals, p, b + kk);
                 } else {
                     // padding: the matrix zero entry (all fields 0) at a column the row already reads
-                    cols[p] = if len(i) > 0 { a.col_idx[b + len(i) - 1] } else { 0 };
+                    cols[p] = if len(i) > 0 {
+                        a.col_idx[b + len(i) - 1]
+                    } else {
+                        0
+                    };
                 }
             }
         }
-        Ok(LayoutMatrix { layout, n_rows: n, n_cols: a.n_cols, entry_len: l, outer, cols, vals, slots, ell_stride })
+        Ok(LayoutMatrix {
+            layout,
+            n_rows: n,
+            n_cols: a.n_cols,
+            entry_len: l,
+            outer,
+            cols,
+            vals,
+            slots,
+            ell_stride,
+        })
     }
 
     /// CPU reference SpMV of this layout: `y = A x`, with `x` and `y` in the layout's vector
@@ -335,7 +405,9 @@ impl<T: Scalar> LayoutMatrix<T> {
             };
             match lay.outer {
                 Outer::Csr => (self.outer[i]..self.outer[i + 1]).for_each(|p| visit(p as usize)),
-                Outer::Ell => (0..self.outer[i] as usize).for_each(|k| visit(i + k * self.ell_stride)),
+                Outer::Ell => {
+                    (0..self.outer[i] as usize).for_each(|k| visit(i + k * self.ell_stride))
+                }
                 Outer::Sell(k) => {
                     let k = k as usize;
                     let s = i / k;
@@ -433,7 +505,10 @@ pub fn bytes_moved<T: Scalar>(m: &LayoutMatrix<T>, spec: &EntrySpec, nnz: usize)
         Outer::Ell => m.n_rows,
         Outer::Sell(k) => m.n_rows.div_ceil(k as usize) + 1,
     };
-    outer * 4 + read_slots * (4 + spec.matrix_len() * s) + m.n_cols * spec.vector_len() * s + m.n_rows * spec.vector_len() * s
+    outer * 4
+        + read_slots * (4 + spec.matrix_len() * s)
+        + m.n_cols * spec.vector_len() * s
+        + m.n_rows * spec.vector_len() * s
 }
 
 /// Memory use of each outer layout relative to CSR (seed 002 §5.5, Table 9): returns
@@ -443,11 +518,26 @@ pub fn memory_overhead<T: Scalar>(a: &CsrMatrix<T>) -> Result<(usize, [f64; 3])>
 }
 
 /// [`memory_overhead`] with explicit index and scalar sizes (Table 9: 4 and 8).
-pub fn memory_overhead_with<T: Scalar>(a: &CsrMatrix<T>, index_bytes: usize, scalar_bytes: usize) -> Result<(usize, [f64; 3])> {
-    let base = LayoutMatrix::from_csr(a, Layout::NATURAL)?.memory_bytes_with(index_bytes, scalar_bytes);
+pub fn memory_overhead_with<T: Scalar>(
+    a: &CsrMatrix<T>,
+    index_bytes: usize,
+    scalar_bytes: usize,
+) -> Result<(usize, [f64; 3])> {
+    let base =
+        LayoutMatrix::from_csr(a, Layout::NATURAL)?.memory_bytes_with(index_bytes, scalar_bytes);
     let mut r = [0.0; 3];
-    for (k, outer) in [Outer::Ell, Outer::Sell(16), Outer::Sell(32)].into_iter().enumerate() {
-        let m = LayoutMatrix::from_csr(a, Layout { outer, inner: Aos::Aos, vector: Aos::Aos })?;
+    for (k, outer) in [Outer::Ell, Outer::Sell(16), Outer::Sell(32)]
+        .into_iter()
+        .enumerate()
+    {
+        let m = LayoutMatrix::from_csr(
+            a,
+            Layout {
+                outer,
+                inner: Aos::Aos,
+                vector: Aos::Aos,
+            },
+        )?;
         r[k] = m.memory_bytes_with(index_bytes, scalar_bytes) as f64 / base as f64;
     }
     Ok((base, r))

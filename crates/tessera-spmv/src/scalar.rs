@@ -7,7 +7,9 @@ use std::str::FromStr;
 use crate::error::SpmvError;
 
 /// Floating point precision of the entry fields (dissertation §5.4: "single and double precision").
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Precision {
     /// IEEE binary32, CUDA `float`.
     F32,

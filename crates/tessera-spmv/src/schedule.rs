@@ -9,7 +9,9 @@ use std::str::FromStr;
 use crate::error::{Result, SpmvError};
 
 /// Static or dynamic chunk assignment.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum ScheduleKind {
     Static,
     Dynamic,
@@ -30,13 +32,19 @@ impl FromStr for ScheduleKind {
         match s.trim().to_ascii_lowercase().as_str() {
             "static" => Ok(ScheduleKind::Static),
             "dynamic" => Ok(ScheduleKind::Dynamic),
-            _ => Err(SpmvError::BadOption { what: "schedule", value: s.into(), expected: "static or dynamic".into() }),
+            _ => Err(SpmvError::BadOption {
+                what: "schedule",
+                value: s.into(),
+                expected: "static or dynamic".into(),
+            }),
         }
     }
 }
 
 /// A schedule: kind, blocks per SM n_b, threads per block n_t.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct Schedule {
     pub kind: ScheduleKind,
     pub n_b: u32,
@@ -100,16 +108,28 @@ impl DeviceLimits {
     }
     /// n_t candidates: all w*2^i and w*3*2^i within the threads-per-block bound (§5.3.3).
     pub fn nt_candidates(&self) -> Vec<u32> {
-        pow2_and_3pow2(1, self.max_threads_per_block / self.warp).into_iter().map(|m| m * self.warp).collect()
+        pow2_and_3pow2(1, self.max_threads_per_block / self.warp)
+            .into_iter()
+            .map(|m| m * self.warp)
+            .collect()
     }
     /// Checks a schedule against the device limits.
     pub fn check(&self, s: &Schedule) -> Result<()> {
-        let bad = |msg: String| Err(SpmvError::BadSchedule { n_b: s.n_b, n_t: s.n_t, msg });
+        let bad = |msg: String| {
+            Err(SpmvError::BadSchedule {
+                n_b: s.n_b,
+                n_t: s.n_t,
+                msg,
+            })
+        };
         if s.n_t == 0 || s.n_b == 0 {
             return bad("n_b and n_t must be positive".into());
         }
         if s.n_t % self.warp != 0 || s.n_t > self.max_threads_per_block {
-            return bad(format!("n_t must be a multiple of {} and at most {}", self.warp, self.max_threads_per_block));
+            return bad(format!(
+                "n_t must be a multiple of {} and at most {}",
+                self.warp, self.max_threads_per_block
+            ));
         }
         if s.n_b > self.max_blocks_per_sm || s.n_t * s.n_b > self.max_threads_per_sm {
             return bad(format!(
@@ -183,11 +203,22 @@ mod tests {
     fn candidate_sets() {
         let d = DeviceLimits::h100();
         assert_eq!(d.nb_candidates(), vec![1, 2, 3, 4, 6, 8, 12, 16, 24, 32]);
-        assert_eq!(d.nt_candidates(), vec![32, 64, 96, 128, 192, 256, 384, 512, 768, 1024]);
+        assert_eq!(
+            d.nt_candidates(),
+            vec![32, 64, 96, 128, 192, 256, 384, 512, 768, 1024]
+        );
         let all = d.all_schedules();
         assert!(all.iter().all(|s| s.n_t * s.n_b <= 2048));
-        assert!(all.contains(&Schedule { kind: ScheduleKind::Dynamic, n_b: 2, n_t: 1024 }));
-        assert!(!all.contains(&Schedule { kind: ScheduleKind::Static, n_b: 3, n_t: 1024 }));
+        assert!(all.contains(&Schedule {
+            kind: ScheduleKind::Dynamic,
+            n_b: 2,
+            n_t: 1024
+        }));
+        assert!(!all.contains(&Schedule {
+            kind: ScheduleKind::Static,
+            n_b: 3,
+            n_t: 1024
+        }));
         let diag = d.diagonal_schedules();
         assert!(diag.len() < all.len() / 2);
         // one per (kind, threads per SM)
@@ -195,7 +226,19 @@ mod tests {
         let n = keys.len();
         keys.dedup();
         assert_eq!(keys.len(), n);
-        assert!(d.check(&Schedule { kind: ScheduleKind::Static, n_b: 64, n_t: 32 }).is_err());
-        assert!(d.check(&Schedule { kind: ScheduleKind::Static, n_b: 1, n_t: 48 }).is_err());
+        assert!(d
+            .check(&Schedule {
+                kind: ScheduleKind::Static,
+                n_b: 64,
+                n_t: 32
+            })
+            .is_err());
+        assert!(d
+            .check(&Schedule {
+                kind: ScheduleKind::Static,
+                n_b: 1,
+                n_t: 48
+            })
+            .is_err());
     }
 }

@@ -37,7 +37,11 @@ impl std::str::FromStr for Search {
         match s {
             "full" => Ok(Search::Full),
             "fast" => Ok(Search::Fast),
-            _ => Err(SpmvError::BadOption { what: "search", value: s.into(), expected: "full or fast".into() }),
+            _ => Err(SpmvError::BadOption {
+                what: "search",
+                value: s.into(),
+                expected: "full or fast".into(),
+            }),
         }
     }
 }
@@ -56,7 +60,12 @@ pub struct TuneParams {
 
 impl Default for TuneParams {
     fn default() -> Self {
-        TuneParams { search: Search::Fast, memory_weight: 0.0, layouts: Layout::all(), force: false }
+        TuneParams {
+            search: Search::Fast,
+            memory_weight: 0.0,
+            layouts: Layout::all(),
+            force: false,
+        }
     }
 }
 
@@ -79,7 +88,9 @@ pub struct Candidate {
 }
 
 /// The key of a tuning record.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct TuningKey {
     pub gpu: String,
     pub sm: String,
@@ -91,7 +102,10 @@ pub struct TuningKey {
 
 impl TuningKey {
     fn id(&self) -> String {
-        format!("{}|{}|{}|{}|{}|{}", self.gpu, self.sm, self.cuda, self.entry, self.precision, self.class)
+        format!(
+            "{}|{}|{}|{}|{}|{}",
+            self.gpu, self.sm, self.cuda, self.entry, self.precision, self.class
+        )
     }
 }
 
@@ -127,24 +141,37 @@ impl TuningDb {
         if let Some(p) = std::env::var_os("TESSERA_TUNING_DB") {
             return PathBuf::from(p);
         }
-        dirs::cache_dir().unwrap_or_else(std::env::temp_dir).join("tessera").join("spmv-tuning.json")
+        dirs::cache_dir()
+            .unwrap_or_else(std::env::temp_dir)
+            .join("tessera")
+            .join("spmv-tuning.json")
     }
 
     /// Opens (or starts) the database at `path`; a missing file is an empty database.
     pub fn open(path: &Path) -> Result<Self> {
-        let err = |msg: String| SpmvError::TuningDb { path: path.to_path_buf(), msg };
+        let err = |msg: String| SpmvError::TuningDb {
+            path: path.to_path_buf(),
+            msg,
+        };
         let file = match std::fs::read_to_string(path) {
             Ok(t) => {
-                let f: DbFile = serde_json::from_str(&t).map_err(|e| err(format!("corrupt JSON: {e}")))?;
+                let f: DbFile =
+                    serde_json::from_str(&t).map_err(|e| err(format!("corrupt JSON: {e}")))?;
                 if f.version != 1 {
                     return Err(err(format!("unsupported version {}", f.version)));
                 }
                 f
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => DbFile { version: 1, records: BTreeMap::new() },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => DbFile {
+                version: 1,
+                records: BTreeMap::new(),
+            },
             Err(e) => return Err(err(e.to_string())),
         };
-        Ok(TuningDb { path: path.to_path_buf(), file })
+        Ok(TuningDb {
+            path: path.to_path_buf(),
+            file,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -159,7 +186,10 @@ impl TuningDb {
 
     /// The record for `key` if it was tuned over the same candidate list.
     pub fn lookup(&self, key: &TuningKey, checksum: &str) -> Option<&TuningRecord> {
-        self.file.records.get(&key.id()).filter(|r| r.candidates_checksum == checksum)
+        self.file
+            .records
+            .get(&key.id())
+            .filter(|r| r.candidates_checksum == checksum)
     }
 
     /// Stores a record and writes the file (temporary file + rename).
@@ -169,19 +199,29 @@ impl TuningDb {
     }
 
     fn save(&self) -> Result<()> {
-        let err = |msg: String| SpmvError::TuningDb { path: self.path.clone(), msg };
+        let err = |msg: String| SpmvError::TuningDb {
+            path: self.path.clone(),
+            msg,
+        };
         if let Some(d) = self.path.parent() {
             std::fs::create_dir_all(d).map_err(|e| err(e.to_string()))?;
         }
         let text = serde_json::to_string_pretty(&self.file).map_err(|e| err(e.to_string()))?;
-        let tmp = self.path.with_extension(format!("tmp{}", std::process::id()));
+        let tmp = self
+            .path
+            .with_extension(format!("tmp{}", std::process::id()));
         std::fs::write(&tmp, text).map_err(|e| err(e.to_string()))?;
         std::fs::rename(&tmp, &self.path).map_err(|e| err(e.to_string()))
     }
 }
 
 /// Checksum of a candidate list (layouts and schedules, in order) and the scoring weight.
-pub fn candidates_checksum(layouts: &[Layout], schedules: &[Schedule], search: Search, memory_weight: f64) -> String {
+pub fn candidates_checksum(
+    layouts: &[Layout],
+    schedules: &[Schedule],
+    search: Search,
+    memory_weight: f64,
+) -> String {
     let mut h = Sha256::new();
     for l in layouts {
         h.update(l.to_string().as_bytes());
@@ -192,7 +232,11 @@ pub fn candidates_checksum(layouts: &[Layout], schedules: &[Schedule], search: S
         h.update(b";");
     }
     h.update(format!("{search:?};{memory_weight}").as_bytes());
-    h.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect()
+    h.finalize()
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// What [`tune`] found.
@@ -231,18 +275,33 @@ pub fn tune(
     let all = limits.all_schedules();
     let check = candidates_checksum(&params.layouts, &all, params.search, params.memory_weight);
     let csr_bytes = memory_bytes(Layout::NATURAL).max(1) as f64;
-    let score = |l: Layout, t: f64| t * (memory_bytes(l) as f64 / csr_bytes).powf(params.memory_weight);
-    let mk = |l: Layout, s: Schedule, t: f64| Candidate { layout: l, schedule: s, time_ms: t, memory_bytes: memory_bytes(l), score: score(l, t) };
+    let score =
+        |l: Layout, t: f64| t * (memory_bytes(l) as f64 / csr_bytes).powf(params.memory_weight);
+    let mk = |l: Layout, s: Schedule, t: f64| Candidate {
+        layout: l,
+        schedule: s,
+        time_ms: t,
+        memory_bytes: memory_bytes(l),
+        score: score(l, t),
+    };
     if let (Some(db), false) = (db.as_deref(), params.force) {
         if let Some(rec) = db.lookup(key, &check) {
             let (l, s) = (rec.best.layout, rec.best.schedule);
             let t = timer.time(l, &[s])?;
-            return Ok(TuneOutcome { ranked: vec![mk(l, s, t[0])], from_db: true, evaluated: 1 });
+            return Ok(TuneOutcome {
+                ranked: vec![mk(l, s, t[0])],
+                from_db: true,
+                evaluated: 1,
+            });
         }
     }
     let mut cands: Vec<Candidate> = Vec::new();
     let mut eval = |l: Layout, scheds: &[Schedule], cands: &mut Vec<Candidate>| -> Result<()> {
-        let todo: Vec<Schedule> = scheds.iter().copied().filter(|s| !cands.iter().any(|c| c.layout == l && c.schedule == *s)).collect();
+        let todo: Vec<Schedule> = scheds
+            .iter()
+            .copied()
+            .filter(|s| !cands.iter().any(|c| c.layout == l && c.schedule == *s))
+            .collect();
         if todo.is_empty() {
             return Ok(());
         }
@@ -263,18 +322,29 @@ pub fn tune(
             for &l in &params.layouts {
                 eval(l, &diag, &mut cands)?;
             }
-            let best = cands.iter().min_by(|a, b| a.score.total_cmp(&b.score)).cloned();
+            let best = cands
+                .iter()
+                .min_by(|a, b| a.score.total_cmp(&b.score))
+                .cloned();
             if let Some(b) = best {
                 let on_diag: Vec<Schedule> = all
                     .iter()
                     .copied()
-                    .filter(|s| s.kind == b.schedule.kind && s.threads_per_sm() == b.schedule.threads_per_sm())
+                    .filter(|s| {
+                        s.kind == b.schedule.kind
+                            && s.threads_per_sm() == b.schedule.threads_per_sm()
+                    })
                     .collect();
                 eval(b.layout, &on_diag, &mut cands)?;
             }
         }
     }
-    cands.sort_by(|a, b| a.score.total_cmp(&b.score).then(a.layout.cmp(&b.layout)).then(a.schedule.cmp(&b.schedule)));
+    cands.sort_by(|a, b| {
+        a.score
+            .total_cmp(&b.score)
+            .then(a.layout.cmp(&b.layout))
+            .then(a.schedule.cmp(&b.schedule))
+    });
     let evaluated = cands.len();
     if let (Some(db), Some(best)) = (db, cands.first()) {
         db.insert(TuningRecord {
@@ -287,5 +357,9 @@ pub fn tune(
             memory_weight: params.memory_weight,
         })?;
     }
-    Ok(TuneOutcome { ranked: cands, from_db: false, evaluated })
+    Ok(TuneOutcome {
+        ranked: cands,
+        from_db: false,
+        evaluated,
+    })
 }

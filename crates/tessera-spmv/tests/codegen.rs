@@ -16,15 +16,53 @@ im = "0.5*a.re*x.im + 2*a.im*x.re"
 re = 0.0
 "#;
 
-fn cases() -> Vec<(&'static str, EntrySpec, Precision, &'static str, Vec<Schedule>)> {
-    let st = |n_b, n_t| Schedule { kind: ScheduleKind::Static, n_b, n_t };
-    let dy = |n_b, n_t| Schedule { kind: ScheduleKind::Dynamic, n_b, n_t };
+fn cases() -> Vec<(
+    &'static str,
+    EntrySpec,
+    Precision,
+    &'static str,
+    Vec<Schedule>,
+)> {
+    let st = |n_b, n_t| Schedule {
+        kind: ScheduleKind::Static,
+        n_b,
+        n_t,
+    };
+    let dy = |n_b, n_t| Schedule {
+        kind: ScheduleKind::Dynamic,
+        n_b,
+        n_t,
+    };
     let b = |n: &str| EntrySpec::builtin(n).unwrap();
     vec![
-        ("complex_f32_csr-aos-aos", b("complex"), Precision::F32, "csr-aos-aos", vec![st(4, 256)]),
-        ("quaternion_f64_ell-soa-aos", b("quaternion"), Precision::F64, "ell-soa-aos", vec![dy(8, 128)]),
-        ("block3_f32_sell32-soa-soa", b("block3"), Precision::F32, "sell32-soa-soa", vec![st(2, 512), dy(6, 96)]),
-        ("dualquat_f64_sell16-aos-soa", b("dualquat"), Precision::F64, "sell16-aos-soa", vec![st(1, 1024)]),
+        (
+            "complex_f32_csr-aos-aos",
+            b("complex"),
+            Precision::F32,
+            "csr-aos-aos",
+            vec![st(4, 256)],
+        ),
+        (
+            "quaternion_f64_ell-soa-aos",
+            b("quaternion"),
+            Precision::F64,
+            "ell-soa-aos",
+            vec![dy(8, 128)],
+        ),
+        (
+            "block3_f32_sell32-soa-soa",
+            b("block3"),
+            Precision::F32,
+            "sell32-soa-soa",
+            vec![st(2, 512), dy(6, 96)],
+        ),
+        (
+            "dualquat_f64_sell16-aos-soa",
+            b("dualquat"),
+            Precision::F64,
+            "sell16-aos-soa",
+            vec![st(1, 1024)],
+        ),
         (
             "user_f32_csr-soa-aos",
             EntrySpec::from_toml_str(USER_SPEC, "user.toml").unwrap(),
@@ -43,20 +81,32 @@ fn generated_sources_match_snapshots() {
         let layout: Layout = layout.parse().unwrap();
         let a = generate(&spec, p, layout, &scheds).unwrap();
         let b = generate(&spec, p, layout, &scheds).unwrap();
-        assert_eq!(a.as_bytes(), b.as_bytes(), "{name}: rendering is not deterministic");
+        assert_eq!(
+            a.as_bytes(),
+            b.as_bytes(),
+            "{name}: rendering is not deterministic"
+        );
         let path = format!("{dir}/{name}.cu");
         if update {
             std::fs::write(&path, &a).unwrap();
         }
-        let want = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e} (run with UPDATE_SNAPSHOTS=1)"));
-        assert_eq!(a, want, "{name}: generated source differs from the snapshot {path}");
+        let want = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{path}: {e} (run with UPDATE_SNAPSHOTS=1)"));
+        assert_eq!(
+            a, want,
+            "{name}: generated source differs from the snapshot {path}"
+        );
     }
 }
 
 #[test]
 fn generated_source_contents() {
     let spec = EntrySpec::builtin("block3").unwrap();
-    let s = Schedule { kind: ScheduleKind::Dynamic, n_b: 6, n_t: 192 };
+    let s = Schedule {
+        kind: ScheduleKind::Dynamic,
+        n_b: 6,
+        n_t: 192,
+    };
     let src = generate(&spec, Precision::F64, "ell-aos-aos".parse().unwrap(), &[s]).unwrap();
     assert!(src.contains("__launch_bounds__(192, 6) tessera_spmv_dynamic_nt192_nb6("));
     assert!(src.contains("const real* __restrict__ x"));
@@ -71,7 +121,13 @@ fn generated_source_contents() {
             assert!(src.contains(&format!("acc.v{i} += a.m{i}{j} * xv.v{j};")));
         }
     }
-    let q = generate(&EntrySpec::builtin("quaternion").unwrap(), Precision::F32, "sell16-soa-soa".parse().unwrap(), &[s]).unwrap();
+    let q = generate(
+        &EntrySpec::builtin("quaternion").unwrap(),
+        Precision::F32,
+        "sell16-soa-soa".parse().unwrap(),
+        &[s],
+    )
+    .unwrap();
     assert!(q.contains("struct __align__(16) MatrixEntry"));
     assert!(q.contains("p += 16u"));
     assert!(q.contains("a.qz = vals[3ull * slots + p];"));
@@ -83,7 +139,9 @@ fn generated_source_contents() {
 /// offline NVRTC syntax checks); does nothing without the variable.
 #[test]
 fn dump_all_variants_when_asked() {
-    let Some(dir) = std::env::var_os("TESSERA_SPMV_DUMP") else { return };
+    let Some(dir) = std::env::var_os("TESSERA_SPMV_DUMP") else {
+        return;
+    };
     std::fs::create_dir_all(&dir).unwrap();
     let scheds = tessera_spmv::gpu::conformance_schedules();
     for e in ["real", "complex", "quaternion", "dualquat", "block3"] {
@@ -91,7 +149,11 @@ fn dump_all_variants_when_asked() {
         for p in Precision::ALL {
             for l in Layout::all() {
                 let src = generate(&spec, p, l, &scheds).unwrap();
-                std::fs::write(std::path::Path::new(&dir).join(format!("{e}_{p}_{l}.cu")), src).unwrap();
+                std::fs::write(
+                    std::path::Path::new(&dir).join(format!("{e}_{p}_{l}.cu")),
+                    src,
+                )
+                .unwrap();
             }
         }
     }
@@ -100,7 +162,9 @@ fn dump_all_variants_when_asked() {
 /// Writes one module with the diagonal schedules to `$TESSERA_SPMV_DUMP_DIAG` (compile-time probe).
 #[test]
 fn dump_diagonal_module_when_asked() {
-    let Some(dir) = std::env::var_os("TESSERA_SPMV_DUMP_DIAG") else { return };
+    let Some(dir) = std::env::var_os("TESSERA_SPMV_DUMP_DIAG") else {
+        return;
+    };
     std::fs::create_dir_all(&dir).unwrap();
     let lim = tessera_spmv::DeviceLimits::h100();
     let d = lim.diagonal_schedules();

@@ -5,7 +5,9 @@
 use tessera_core::Par;
 use tessera_spmv::gpu::{test_vector, verify_cpu};
 use tessera_spmv::layout::{compare, memory_overhead_with, pack_vector, unpack_vector};
-use tessera_spmv::matrices::{expand_blocks, expand_quaternion, mesh::TriMesh, random_matrix, MatrixSource};
+use tessera_spmv::matrices::{
+    expand_blocks, expand_quaternion, mesh::TriMesh, random_matrix, MatrixSource,
+};
 use tessera_spmv::{CsrMatrix, EntrySpec, Layout, LayoutMatrix, Precision, Scalar};
 
 const USER: &str = r#"
@@ -23,10 +25,19 @@ p = 0.0
 "#;
 
 fn specs() -> Vec<EntrySpec> {
-    let mut v: Vec<EntrySpec> = ["real", "complex", "quaternion", "dualquat", "block2", "block3", "block4", "block6"]
-        .iter()
-        .map(|n| EntrySpec::builtin(n).unwrap())
-        .collect();
+    let mut v: Vec<EntrySpec> = [
+        "real",
+        "complex",
+        "quaternion",
+        "dualquat",
+        "block2",
+        "block3",
+        "block4",
+        "block6",
+    ]
+    .iter()
+    .map(|n| EntrySpec::builtin(n).unwrap())
+    .collect();
     v.push(EntrySpec::from_toml_str(USER, "user.toml").unwrap());
     v
 }
@@ -60,7 +71,11 @@ fn every_layout_matches_csr_aos_reference() {
             .unwrap();
             assert_eq!(checks.len(), 16);
             for c in checks {
-                assert!(c.ok, "{} {p} {}: rel err {} (or Seq != Rayon)", spec.name, c.layout, c.max_rel_err);
+                assert!(
+                    c.ok,
+                    "{} {p} {}: rel err {} (or Seq != Rayon)",
+                    spec.name, c.layout, c.max_rel_err
+                );
                 // the layouts perform the same operations in the same order: exact agreement
                 assert_eq!(c.max_rel_err, 0.0, "{} {p} {}", spec.name, c.layout);
             }
@@ -104,21 +119,38 @@ fn quaternion_vs_expansion<T: Scalar>(q: &CsrMatrix<f64>) {
     // Hamilton-product SpMV in every layout
     for l in Layout::all() {
         let m = LayoutMatrix::from_csr(&a, l).unwrap();
-        let y = unpack_vector(&m.spmv(&quat, &pack_vector(&x, q.n_cols, 4, l.vector), Par::Rayon), q.n_rows, 4, l.vector);
+        let y = unpack_vector(
+            &m.spmv(&quat, &pack_vector(&x, q.n_cols, 4, l.vector), Par::Rayon),
+            q.n_rows,
+            4,
+            l.vector,
+        );
         // independent: 4x4 real blocks of Eq. 5.1 (block4 entries) and the fully expanded real matrix
         let e4: CsrMatrix<T> = expand_quaternion(q).unwrap().cast();
         let y4 = e4.spmv(&block4, &x, Par::Seq);
-        let er: CsrMatrix<T> = expand_blocks(&expand_quaternion(q).unwrap(), 4).unwrap().cast();
+        let er: CsrMatrix<T> = expand_blocks(&expand_quaternion(q).unwrap(), 4)
+            .unwrap()
+            .cast();
         let yr = er.spmv(&real, &x, Par::Seq);
         let tol = 64.0 * T::EPS;
-        assert!(compare(&y, &y4, &scale, tol).1, "{l} {:?}: quaternion != 4x4 block expansion", T::PRECISION);
-        assert!(compare(&y, &yr, &scale, tol).1, "{l} {:?}: quaternion != real expansion", T::PRECISION);
+        assert!(
+            compare(&y, &y4, &scale, tol).1,
+            "{l} {:?}: quaternion != 4x4 block expansion",
+            T::PRECISION
+        );
+        assert!(
+            compare(&y, &yr, &scale, tol).1,
+            "{l} {:?}: quaternion != real expansion",
+            T::PRECISION
+        );
     }
 }
 
 #[test]
 fn quaternion_spmv_equals_real_4x4_expansion() {
-    let q = TriMesh::icosphere(2).dirac_operator(|f| 0.1 * (f % 5) as f64).unwrap();
+    let q = TriMesh::icosphere(2)
+        .dirac_operator(|f| 0.1 * (f % 5) as f64)
+        .unwrap();
     quaternion_vs_expansion::<f32>(&q);
     quaternion_vs_expansion::<f64>(&q);
     let t = TriMesh::torus(9, 7).dirac_operator(|_| 0.25).unwrap();
@@ -141,7 +173,10 @@ fn memory_overhead_table9() {
 /// Seed 002, Table 9 gives mhd1280b: CSR 449.9 KiB, ELL 1.8x, SI-16 1.5x, SI-32 1.7x.
 #[test]
 fn memory_overhead_of_mhd1280b_matches_table9() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/matrices/mhd1280b.mtx.gz");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/matrices/mhd1280b.mtx.gz"
+    );
     if !std::path::Path::new(path).exists() {
         eprintln!("skipping: {path} not present");
         return;
@@ -152,7 +187,13 @@ fn memory_overhead_of_mhd1280b_matches_table9() {
     assert_eq!((a.n_rows, a.nnz()), (1280, 22778));
     let (base, r) = memory_overhead_with(&a, 4, 8).unwrap();
     assert!((base as f64 / 1024.0 - 449.9).abs() < 0.05, "{base}");
-    println!("mhd1280b: CSR {:.1} KiB, ELL {:.2}x, SI-16 {:.2}x, SI-32 {:.2}x (Table 9: 1.8x 1.5x 1.7x)", base as f64 / 1024.0, r[0], r[1], r[2]);
+    println!(
+        "mhd1280b: CSR {:.1} KiB, ELL {:.2}x, SI-16 {:.2}x, SI-32 {:.2}x (Table 9: 1.8x 1.5x 1.7x)",
+        base as f64 / 1024.0,
+        r[0],
+        r[1],
+        r[2]
+    );
     assert!((r[0] - 1.8).abs() < 0.05, "ELL {}", r[0]);
     assert!((r[1] - 1.5).abs() < 0.05, "SI-16 {}", r[1]);
     assert!((r[2] - 1.7).abs() < 0.05, "SI-32 {}", r[2]);

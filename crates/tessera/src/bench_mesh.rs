@@ -39,7 +39,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 use tessera_core::{DeviceChoice, Par};
 use tessera_mesh::boundary::extract_boundary;
-use tessera_mesh::relations::{compute_cell_edges, compute_cell_vertices, compute_face_vertices, transpose_edge_vertices};
+use tessera_mesh::relations::{
+    compute_cell_edges, compute_cell_vertices, compute_face_vertices, transpose_edge_vertices,
+};
 use tessera_mesh::smooth::smoothed_positions;
 use tessera_mesh::subdivide::{catmull_clark, precompute, subdivision_counts, SubdivisionCounts};
 use tessera_mesh::PolyMesh;
@@ -172,9 +174,30 @@ const MI: f64 = 1024.0 * 1024.0;
 
 /// Table 3.1 rows "Armadillo 0", "Bunny 0", "Dragon 0".
 pub const TABLE_3_1: [PaperSize; 3] = [
-    PaperSize { vertices: 1.01e3, edges: 5.08e3, faces: 7.23e3, cells: 3.16e3, ovm_bytes: 348.0 * KI, ours_bytes: 226.0 * KI },
-    PaperSize { vertices: 10.7e3, edges: 64.7e3, faces: 104e3, cells: 50e3, ovm_bytes: 4.92 * MI, ours_bytes: 3.16 * MI },
-    PaperSize { vertices: 232e3, edges: 1.21e6, faces: 1.80e6, cells: 825e3, ovm_bytes: 85.1 * MI, ours_bytes: 55.0 * MI },
+    PaperSize {
+        vertices: 1.01e3,
+        edges: 5.08e3,
+        faces: 7.23e3,
+        cells: 3.16e3,
+        ovm_bytes: 348.0 * KI,
+        ours_bytes: 226.0 * KI,
+    },
+    PaperSize {
+        vertices: 10.7e3,
+        edges: 64.7e3,
+        faces: 104e3,
+        cells: 50e3,
+        ovm_bytes: 4.92 * MI,
+        ours_bytes: 3.16 * MI,
+    },
+    PaperSize {
+        vertices: 232e3,
+        edges: 1.21e6,
+        faces: 1.80e6,
+        cells: 825e3,
+        ovm_bytes: 85.1 * MI,
+        ours_bytes: 55.0 * MI,
+    },
 ];
 
 /// What an operation needs computed (untimed) before it runs.
@@ -202,7 +225,12 @@ pub const SMOOTH_ITERATIONS: usize = 10;
 const OPS: &[Op] = &[
     Op {
         name: "Transpose Cells",
-        paper: PaperOp { table: "3.2", cpu: [0.20, 2.49, 114.0], gpu: [0.22, 0.70, 14.0], ovm: [19.6, 372.0, 6788.0] },
+        paper: PaperOp {
+            table: "3.2",
+            cpu: [0.20, 2.49, 114.0],
+            gpu: [0.22, 0.70, 14.0],
+            ovm: [19.6, 372.0, 6788.0],
+        },
         setup: Setup::None,
         run: |m, par| {
             black_box(m.cell_faces().transpose(par));
@@ -210,7 +238,12 @@ const OPS: &[Op] = &[
     },
     Op {
         name: "Transpose Faces",
-        paper: PaperOp { table: "3.2", cpu: [0.26, 3.07, 65.6], gpu: [0.20, 1.17, 7.02], ovm: [3.19, 56.3, 1424.0] },
+        paper: PaperOp {
+            table: "3.2",
+            cpu: [0.26, 3.07, 65.6],
+            gpu: [0.20, 1.17, 7.02],
+            ovm: [3.19, 56.3, 1424.0],
+        },
         setup: Setup::None,
         run: |m, par| {
             black_box(m.face_edges().transpose(par));
@@ -218,15 +251,29 @@ const OPS: &[Op] = &[
     },
     Op {
         name: "Transpose Edges",
-        paper: PaperOp { table: "3.2", cpu: [0.16, 1.71, 35.9], gpu: [0.72, 0.58, 4.11], ovm: [0.62, 5.73, 184.0] },
+        paper: PaperOp {
+            table: "3.2",
+            cpu: [0.16, 1.71, 35.9],
+            gpu: [0.72, 0.58, 4.11],
+            ovm: [0.62, 5.73, 184.0],
+        },
         setup: Setup::None,
         run: |m, par| {
-            black_box(transpose_edge_vertices(m.edge_vertices(), m.num_vertices(), par));
+            black_box(transpose_edge_vertices(
+                m.edge_vertices(),
+                m.num_vertices(),
+                par,
+            ));
         },
     },
     Op {
         name: "Cell Edges",
-        paper: PaperOp { table: "3.2", cpu: [3.08, 46.7, 935.0], gpu: [0.98, 22.2, 237.0], ovm: [1.91, 34.1, 691.0] },
+        paper: PaperOp {
+            table: "3.2",
+            cpu: [3.08, 46.7, 935.0],
+            gpu: [0.98, 22.2, 237.0],
+            ovm: [1.91, 34.1, 691.0],
+        },
         setup: Setup::None,
         run: |m, par| {
             black_box(compute_cell_edges(m, par));
@@ -234,7 +281,12 @@ const OPS: &[Op] = &[
     },
     Op {
         name: "Cell Vertices",
-        paper: PaperOp { table: "3.2", cpu: [3.74, 57.2, 1236.0], gpu: [2.72, 25.1, 261.0], ovm: [3.90, 65.5, 1369.0] },
+        paper: PaperOp {
+            table: "3.2",
+            cpu: [3.74, 57.2, 1236.0],
+            gpu: [2.72, 25.1, 261.0],
+            ovm: [3.90, 65.5, 1369.0],
+        },
         setup: Setup::None,
         run: |m, par| {
             black_box(compute_cell_vertices(m, par));
@@ -242,7 +294,12 @@ const OPS: &[Op] = &[
     },
     Op {
         name: "Face Vertices",
-        paper: PaperOp { table: "3.2", cpu: [0.05, 0.85, 17.3], gpu: [0.12, 0.44, 1.88], ovm: [2.08, 26.3, 558.0] },
+        paper: PaperOp {
+            table: "3.2",
+            cpu: [0.05, 0.85, 17.3],
+            gpu: [0.12, 0.44, 1.88],
+            ovm: [2.08, 26.3, 558.0],
+        },
         setup: Setup::None,
         run: |m, par| {
             black_box(compute_face_vertices(m, par));
@@ -250,7 +307,12 @@ const OPS: &[Op] = &[
     },
     Op {
         name: "Surface Extraction",
-        paper: PaperOp { table: "3.3", cpu: [0.03, 0.28, 5.13], gpu: [1.13, 1.15, 2.83], ovm: [0.15, 1.21, 22.7] },
+        paper: PaperOp {
+            table: "3.3",
+            cpu: [0.03, 0.28, 5.13],
+            gpu: [1.13, 1.15, 2.83],
+            ovm: [0.15, 1.21, 22.7],
+        },
         setup: Setup::FaceCells,
         run: |m, _| {
             black_box(extract_boundary(m));
@@ -258,7 +320,12 @@ const OPS: &[Op] = &[
     },
     Op {
         name: "Laplacian Smoothing",
-        paper: PaperOp { table: "3.3", cpu: [0.54, 21.4, 860.0], gpu: [3.58, 4.48, 116.0], ovm: [19.0, 1026.0, 33474.0] },
+        paper: PaperOp {
+            table: "3.3",
+            cpu: [0.54, 21.4, 860.0],
+            gpu: [3.58, 4.48, 116.0],
+            ovm: [19.0, 1026.0, 33474.0],
+        },
         setup: Setup::FaceCellsVertexEdges,
         run: |m, _| {
             black_box(smoothed_positions(m, SMOOTH_ITERATIONS));
@@ -280,8 +347,17 @@ struct GpuFigure {
 
 impl GpuFigure {
     fn new(ms: f64, bytes: u64) -> Self {
-        let bps = if ms > 0.0 { bytes as f64 / (ms * 1e-3) } else { 0.0 };
-        GpuFigure { ms, bytes, gb_per_s: bps / 1e9, fraction_of_copy_bandwidth: bps / COPY_BANDWIDTH }
+        let bps = if ms > 0.0 {
+            bytes as f64 / (ms * 1e-3)
+        } else {
+            0.0
+        };
+        GpuFigure {
+            ms,
+            bytes,
+            gb_per_s: bps / 1e9,
+            fraction_of_copy_bandwidth: bps / COPY_BANDWIDTH,
+        }
     }
 }
 
@@ -420,7 +496,12 @@ fn paper_index(name: &str) -> Option<usize> {
 /// total (pre-computation + subdivision) of one Catmull-Clark level from `input`, each run on
 /// a fresh copy without cached relations (the copy is not timed). Returns the pre and total
 /// medians and the subdivided mesh of the last run.
-fn time_level(pool: &rayon::ThreadPool, input: &PolyMesh, par: Par, runs: u32) -> anyhow::Result<(f64, f64, PolyMesh)> {
+fn time_level(
+    pool: &rayon::ThreadPool,
+    input: &PolyMesh,
+    par: Par,
+    runs: u32,
+) -> anyhow::Result<(f64, f64, PolyMesh)> {
     pool.install(|| {
         let fresh = || {
             let mut c = input.clone();
@@ -471,8 +552,13 @@ fn fits(c: &SubdivisionCounts, max_entities: usize) -> bool {
 
 /// GPU Catmull-Clark rows (`"precompute"`, `"level N total"`) from helper H11's
 /// `tessera_mesh::cuda::subdivide::bench_catmull_clark_gpu`, or why there are none.
-fn gpu_subdivision(gpu: &tessera_gpu::Gpu, mesh: &PolyMesh, levels: usize) -> Result<Vec<(String, f64, u64)>, String> {
-    tessera_mesh::cuda::subdivide::bench_catmull_clark_gpu(gpu, mesh, levels, GPU_RUNS).map_err(|e| e.to_string())
+fn gpu_subdivision(
+    gpu: &tessera_gpu::Gpu,
+    mesh: &PolyMesh,
+    levels: usize,
+) -> Result<Vec<(String, f64, u64)>, String> {
+    tessera_mesh::cuda::subdivide::bench_catmull_clark_gpu(gpu, mesh, levels, GPU_RUNS)
+        .map_err(|e| e.to_string())
 }
 
 fn bench_subdivision(
@@ -503,7 +589,8 @@ fn bench_subdivision(
         let (pre1, tot1, _) = time_level(&pools[0].0, &cur, pools[0].1, a.subdivision_runs)?;
         let (pre_n, tot_n, next) = time_level(&pools[1].0, &cur, pools[1].1, a.subdivision_runs)?;
         let paper = TABLE_3_4.get(level - 1);
-        let pick = |f: fn(&PaperLevel) -> [Option<f64>; 3]| pi.and_then(|i| paper.and_then(|p| f(p)[i]));
+        let pick =
+            |f: fn(&PaperLevel) -> [Option<f64>; 3]| pi.and_then(|i| paper.and_then(|p| f(p)[i]));
         let paper_cpu_total_ms = pick(|p| p.cpu_total);
         levels.push(LevelResult {
             level,
@@ -541,7 +628,8 @@ fn bench_subdivision(
                             .and_then(|n| n.parse::<usize>().ok())
                         {
                             if let Some(lr) = levels.get_mut(l.wrapping_sub(1)) {
-                                lr.gpu_speedup_over_paper_gpu = lr.paper_gpu_total_ms.map(|p| p / fig.ms);
+                                lr.gpu_speedup_over_paper_gpu =
+                                    lr.paper_gpu_total_ms.map(|p| p / fig.ms);
                                 lr.gpu_total = Some(fig);
                             }
                         }
@@ -551,7 +639,12 @@ fn bench_subdivision(
             }
         }
     }
-    Ok(SubdivisionResult { levels_rule: level_rule(a.levels, a.max_entities), runs: a.subdivision_runs, levels, gpu_note })
+    Ok(SubdivisionResult {
+        levels_rule: level_rule(a.levels, a.max_entities),
+        runs: a.subdivision_runs,
+        levels,
+        gpu_note,
+    })
 }
 
 fn bench_one(
@@ -586,12 +679,19 @@ fn bench_one(
             Ok(rows) => {
                 for (row, ms, bytes) in rows {
                     let fig = GpuFigure::new(ms, bytes);
-                    match GPU_ROW.iter().find(|(_, r)| *r == row).and_then(|(op, _)| ops.iter_mut().find(|o| o.name == *op)) {
+                    match GPU_ROW
+                        .iter()
+                        .find(|(_, r)| *r == row)
+                        .and_then(|(op, _)| ops.iter_mut().find(|o| o.name == *op))
+                    {
                         Some(o) => {
                             o.gpu_speedup_over_paper_gpu = o.paper_gpu_ms.map(|p| p / fig.ms);
                             o.gpu = Some(fig);
                         }
-                        None => extra_gpu_ops.push(ExtraGpuRow { name: row.to_string(), gpu: fig }),
+                        None => extra_gpu_ops.push(ExtraGpuRow {
+                            name: row.to_string(),
+                            gpu: fig,
+                        }),
                     }
                 }
             }
@@ -643,7 +743,16 @@ fn bytes(x: f64) -> String {
 }
 
 fn ms(x: Option<f64>) -> String {
-    x.map_or_else(|| "-".into(), |v| if v >= 100.0 { format!("{v:.0}") } else { format!("{v:.3}") })
+    x.map_or_else(
+        || "-".into(),
+        |v| {
+            if v >= 100.0 {
+                format!("{v:.0}")
+            } else {
+                format!("{v:.3}")
+            }
+        },
+    )
 }
 
 fn opt(x: Option<f64>, f: impl Fn(f64) -> String) -> String {
@@ -656,7 +765,11 @@ fn speedup(x: Option<f64>) -> String {
 
 fn gpu_cols(g: &Option<GpuFigure>) -> (String, String, String) {
     match g {
-        Some(g) => (ms(Some(g.ms)), bytes(g.bytes as f64), format!("{:.1}%", 100.0 * g.fraction_of_copy_bandwidth)),
+        Some(g) => (
+            ms(Some(g.ms)),
+            bytes(g.bytes as f64),
+            format!("{:.1}%", 100.0 * g.fraction_of_copy_bandwidth),
+        ),
         None => ("-".into(), "-".into(), "-".into()),
     }
 }
@@ -707,9 +820,15 @@ fn print_table(r: &MeshResult) {
         "paper OVM"
     );
     if gpu {
-        head += &format!(" {:>10} {:>10} {:>7} {:>10} {:>8}", "GPU", "bytes", "%BW", "paper GPU", "speed-up");
+        head += &format!(
+            " {:>10} {:>10} {:>7} {:>10} {:>8}",
+            "GPU", "bytes", "%BW", "paper GPU", "speed-up"
+        );
     }
-    println!("{head}   (ms; CPU: median of {} runs; paper column: {col})", r.runs);
+    println!(
+        "{head}   (ms; CPU: median of {} runs; paper column: {col})",
+        r.runs
+    );
     for o in &r.ops {
         let name = if o.name == "Laplacian Smoothing" {
             format!("{} ({SMOOTH_ITERATIONS} it.)", o.name)
@@ -727,13 +846,20 @@ fn print_table(r: &MeshResult) {
         );
         if gpu {
             let (g, b, f) = gpu_cols(&o.gpu);
-            line += &format!(" {g:>10} {b:>10} {f:>7} {:>10} {:>8}", ms(o.paper_gpu_ms), speedup(o.gpu_speedup_over_paper_gpu));
+            line += &format!(
+                " {g:>10} {b:>10} {f:>7} {:>10} {:>8}",
+                ms(o.paper_gpu_ms),
+                speedup(o.gpu_speedup_over_paper_gpu)
+            );
         }
         println!("{line}");
     }
     for x in &r.extra_gpu_ops {
         let (g, b, f) = gpu_cols(&Some(x.gpu.clone()));
-        println!("{:<50} GPU {g} ms, {b}, {f} of copy bandwidth (no dissertation figure)", x.name);
+        println!(
+            "{:<50} GPU {g} ms, {b}, {f} of copy bandwidth (no dissertation figure)",
+            x.name
+        );
     }
     let s = &r.subdivision;
     println!();
@@ -749,15 +875,37 @@ fn print_table(r: &MeshResult) {
     }
     let mut head = format!(
         "{:<4} {:<7} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9}",
-        "lvl", "row", "cells out", "1 thread", format!("{} thr.", r.threads), "paper CPU", "paper OVM", "vs p.CPU"
+        "lvl",
+        "row",
+        "cells out",
+        "1 thread",
+        format!("{} thr.", r.threads),
+        "paper CPU",
+        "paper OVM",
+        "vs p.CPU"
     );
     if gpu {
-        head += &format!(" {:>10} {:>10} {:>7} {:>10} {:>8}", "GPU", "bytes", "%BW", "paper GPU", "speed-up");
+        head += &format!(
+            " {:>10} {:>10} {:>7} {:>10} {:>8}",
+            "GPU", "bytes", "%BW", "paper GPU", "speed-up"
+        );
     }
     println!("{head}");
     for l in &s.levels {
         for (row, one, all, pcpu, ovm, vs, g, pgpu, sp) in [
-            ("pre.", l.pre_ms_1_thread, l.pre_ms_all_threads, l.paper_cpu_pre_ms, None, None, &l.gpu_pre, l.paper_gpu_pre_ms, l.gpu_pre.as_ref().and_then(|g| l.paper_gpu_pre_ms.map(|p| p / g.ms))),
+            (
+                "pre.",
+                l.pre_ms_1_thread,
+                l.pre_ms_all_threads,
+                l.paper_cpu_pre_ms,
+                None,
+                None,
+                &l.gpu_pre,
+                l.paper_gpu_pre_ms,
+                l.gpu_pre
+                    .as_ref()
+                    .and_then(|g| l.paper_gpu_pre_ms.map(|p| p / g.ms)),
+            ),
             (
                 "total",
                 l.total_ms_1_thread,
@@ -770,7 +918,11 @@ fn print_table(r: &MeshResult) {
                 l.gpu_speedup_over_paper_gpu,
             ),
         ] {
-            let cells = if row == "pre." { human(l.output.cells as f64) } else { String::new() };
+            let cells = if row == "pre." {
+                human(l.output.cells as f64)
+            } else {
+                String::new()
+            };
             let mut line = format!(
                 "{:<4} {:<7} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9}",
                 l.level,
@@ -784,7 +936,11 @@ fn print_table(r: &MeshResult) {
             );
             if gpu {
                 let (gm, b, f) = gpu_cols(g);
-                line += &format!(" {gm:>10} {b:>10} {f:>7} {:>10} {:>8}", ms(pgpu), speedup(sp));
+                line += &format!(
+                    " {gm:>10} {b:>10} {f:>7} {:>10} {:>8}",
+                    ms(pgpu),
+                    speedup(sp)
+                );
             }
             println!("{line}");
         }
@@ -795,7 +951,10 @@ fn print_table(r: &MeshResult) {
 pub fn run(a: BenchMeshArgs) -> anyhow::Result<()> {
     let backend = resolve(a.device)?;
     let pools = [
-        (rayon::ThreadPoolBuilder::new().num_threads(1).build()?, Par::Seq),
+        (
+            rayon::ThreadPoolBuilder::new().num_threads(1).build()?,
+            Par::Seq,
+        ),
         (rayon::ThreadPoolBuilder::new().build()?, Par::Rayon),
     ];
     let note = match (&backend, a.device) {
@@ -815,17 +974,34 @@ pub fn run(a: BenchMeshArgs) -> anyhow::Result<()> {
         let mesh = tessera_mesh::generate::bracket(a.resolution)?;
         let gen_s = t.elapsed().as_secs_f64();
         if !a.json {
-            println!("generated bracket (resolution {}) in {gen_s:.2} s", a.resolution);
+            println!(
+                "generated bracket (resolution {}) in {gen_s:.2} s",
+                a.resolution
+            );
         }
-        results.push(bench_one(format!("bracket (resolution {})", a.resolution), &mesh, &pools, &backend, &a)?);
+        results.push(bench_one(
+            format!("bracket (resolution {})", a.resolution),
+            &mesh,
+            &pools,
+            &backend,
+            &a,
+        )?);
         if !a.json {
             print_table(results.last().unwrap());
         }
     }
     for path in &a.files {
-        let mesh = tessera_mesh::io::read_mesh(path).with_context(|| format!("reading {}", path.display()))?.mesh;
-        let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
-        results.push(bench_one(name, &mesh, &pools, &backend, &a).with_context(|| format!("benchmarking {}", path.display()))?);
+        let mesh = tessera_mesh::io::read_mesh(path)
+            .with_context(|| format!("reading {}", path.display()))?
+            .mesh;
+        let name = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        results.push(
+            bench_one(name, &mesh, &pools, &backend, &a)
+                .with_context(|| format!("benchmarking {}", path.display()))?,
+        );
         if !a.json {
             print_table(results.last().unwrap());
         }

@@ -4,7 +4,10 @@
 //! smoothing of inner vertices, §3.4.2), and write `.vtu` files for ParaView. Later
 //! issues append stages (subdivision, FEM) to the same [`DemoSummary`].
 
-use crate::cmd_mesh::{boundary_on, cell_type_counts, check_device, smooth_on, subdivide_on, write_boundary_on, CellTypeCounts};
+use crate::cmd_mesh::{
+    boundary_on, cell_type_counts, check_device, smooth_on, subdivide_on, write_boundary_on,
+    CellTypeCounts,
+};
 use crate::util::spinner;
 use anyhow::Context;
 use clap::Args;
@@ -86,8 +89,16 @@ struct Stages {
 }
 
 impl Stages {
-    fn run<T>(&mut self, name: &str, f: impl FnOnce() -> anyhow::Result<(T, String)>) -> anyhow::Result<T> {
-        let pb = if self.quiet { None } else { Some(spinner(name)) };
+    fn run<T>(
+        &mut self,
+        name: &str,
+        f: impl FnOnce() -> anyhow::Result<(T, String)>,
+    ) -> anyhow::Result<T> {
+        let pb = if self.quiet {
+            None
+        } else {
+            Some(spinner(name))
+        };
         let t = Instant::now();
         let r = f();
         let ms = t.elapsed().as_secs_f64() * 1e3;
@@ -95,7 +106,11 @@ impl Stages {
             pb.finish_and_clear();
         }
         let (v, detail) = r?;
-        self.list.push(Stage { name: name.to_string(), ms, detail });
+        self.list.push(Stage {
+            name: name.to_string(),
+            ms,
+            detail,
+        });
         Ok(v)
     }
 }
@@ -110,20 +125,33 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
             BRACKET_RESOLUTION.end()
         );
     }
-    std::fs::create_dir_all(&a.out).with_context(|| format!("{}: cannot create the output directory", a.out.display()))?;
+    std::fs::create_dir_all(&a.out)
+        .with_context(|| format!("{}: cannot create the output directory", a.out.display()))?;
     let total = Instant::now();
-    let mut st = Stages { list: Vec::new(), quiet: a.json };
+    let mut st = Stages {
+        list: Vec::new(),
+        quiet: a.json,
+    };
     let mut files = Vec::new();
     let file = |name: &str| -> PathBuf { a.out.join(name) };
 
     let mut mesh: PolyMesh = st.run("generate bracket", || {
         let m = bracket(a.resolution)?;
-        let d = format!("{} tetrahedra, {} vertices", m.num_cells(), m.num_vertices());
+        let d = format!(
+            "{} tetrahedra, {} vertices",
+            m.num_cells(),
+            m.num_vertices()
+        );
         Ok((m, d))
     })?;
     let b = st.run("extract boundary", || {
         let b = boundary_on(&device, &mesh)?;
-        let d = format!("{} faces, {} edges, {} vertices", b.faces.len(), b.edges.len(), b.vertices.len());
+        let d = format!(
+            "{} faces, {} edges, {} vertices",
+            b.faces.len(),
+            b.edges.len(),
+            b.vertices.len()
+        );
         Ok((b, d))
     })?;
     let p = file("bracket.vtu");
@@ -132,7 +160,11 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         for &v in &b.vertices {
             on_boundary[v as usize] = 1.0;
         }
-        write_vtu(&p, &mesh, &[DataArray::point_scalars("boundary_vertex", on_boundary)])?;
+        write_vtu(
+            &p,
+            &mesh,
+            &[DataArray::point_scalars("boundary_vertex", on_boundary)],
+        )?;
         Ok(((), p.display().to_string()))
     })?;
     files.push(p.display().to_string());
@@ -160,7 +192,13 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
                 n += 1;
             }
         }
-        Ok(((), format!("{n} inner vertices moved by up to {:.3} mm per axis", 0.3 * h)))
+        Ok((
+            (),
+            format!(
+                "{n} inner vertices moved by up to {:.3} mm per axis",
+                0.3 * h
+            ),
+        ))
     })?;
     let before = mesh.positions().to_vec();
     st.run(&format!("smooth ({} iterations)", a.iterations), || {
@@ -168,7 +206,9 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         let max = before
             .iter()
             .zip(mesh.positions())
-            .map(|(p, q)| ((q[0] - p[0]).powi(2) + (q[1] - p[1]).powi(2) + (q[2] - p[2]).powi(2)).sqrt())
+            .map(|(p, q)| {
+                ((q[0] - p[0]).powi(2) + (q[1] - p[1]).powi(2) + (q[2] - p[2]).powi(2)).sqrt()
+            })
             .fold(0.0, f64::max);
         Ok(((), format!("largest inner-vertex displacement {max:.3} mm")))
     })?;
@@ -179,7 +219,11 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
             .zip(mesh.positions())
             .map(|(p, q)| [q[0] - p[0], q[1] - p[1], q[2] - p[2]])
             .collect();
-        write_vtu(&p, &mesh, &[DataArray::point_vectors("smoothing_displacement", &disp)])?;
+        write_vtu(
+            &p,
+            &mesh,
+            &[DataArray::point_vectors("smoothing_displacement", &disp)],
+        )?;
         Ok(((), p.display().to_string()))
     })?;
     files.push(p.display().to_string());
@@ -201,7 +245,13 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
     // bolt holes fixed, a downward traction on the rib's load hole; PCG on Bin-BCSR*.
     let fem = st.run("static solve (p = 2)", || {
         let problem = demo_problem(a.resolution)?;
-        let s = crate::cmd_fem::cmd_fem_solve::run_problem(&problem, DeviceChoice::Cpu, tessera_core::Par::auto(), &a.out, true)?;
+        let s = crate::cmd_fem::cmd_fem_solve::run_problem(
+            &problem,
+            DeviceChoice::Cpu,
+            tessera_core::Par::auto(),
+            &a.out,
+            true,
+        )?;
         let d = format!(
             "{} dofs, {} PCG iterations, max |u| {:.4e} mm, max von Mises {:.4e} MPa",
             s["dofs"],
@@ -267,7 +317,11 @@ fn demo_problem(resolution: usize) -> anyhow::Result<tessera_fem::problem::Probl
         "[[loads]]\ntype = \"traction\"\nselector = {{ type = \"cylinder\", point = [{:?}, {:?}, {:?}], axis = [0, 1, 0], radius = {:?}, tolerance = {h:?} }}\ntraction = [0.0, 0.0, -20.0]\n",
         c[0], c[1], c[2], g.load_hole_radius
     );
-    Ok(tessera_fem::problem::Problem::parse(&t, "<demo problem>", Path::new("."))?)
+    Ok(tessera_fem::problem::Problem::parse(
+        &t,
+        "<demo problem>",
+        Path::new("."),
+    )?)
 }
 
 /// A deterministic value in [-1, 1) from an integer (splitmix64).
@@ -281,7 +335,10 @@ fn jitter(i: u64) -> f64 {
 
 fn print_summary(s: &DemoSummary, out: &Path) {
     let m = &s.mesh;
-    println!("tessera demo: bracket at resolution {} on {}", s.resolution, s.device);
+    println!(
+        "tessera demo: bracket at resolution {} on {}",
+        s.resolution, s.device
+    );
     println!(
         "  mesh: {} vertices, {} edges, {} faces, {} tetrahedra; Euler characteristic {}",
         m.vertices, m.edges, m.faces, m.cells, m.euler_characteristic

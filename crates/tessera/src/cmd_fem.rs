@@ -9,7 +9,9 @@ use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use std::path::Path;
 use tessera_core::{DeviceChoice, Par};
-use tessera_fem::assemble::{assemble_mass, assemble_stiffness, AssembleOptions, Assembly, AssemblyStats, Summation};
+use tessera_fem::assemble::{
+    assemble_mass, assemble_stiffness, AssembleOptions, Assembly, AssemblyStats, Summation,
+};
 use tessera_fem::material::Material;
 use tessera_fem::nodes::HoMesh;
 use tessera_mesh::simplex::SimplexMesh;
@@ -110,20 +112,32 @@ pub fn run(a: FemArgs) -> anyhow::Result<()> {
 /// Load a tetrahedral mesh from a file or a `gen:` specification.
 pub fn load_simplex_mesh(spec: &str) -> anyhow::Result<SimplexMesh> {
     let poly = if let Some(rest) = spec.strip_prefix("gen:") {
-        let (kind, n) = rest.split_once(':').with_context(|| format!("`{spec}`: expected gen:bracket:N or gen:box:N"))?;
-        let n: usize = n.parse().with_context(|| format!("`{spec}`: `{n}` is not a resolution"))?;
+        let (kind, n) = rest
+            .split_once(':')
+            .with_context(|| format!("`{spec}`: expected gen:bracket:N or gen:box:N"))?;
+        let n: usize = n
+            .parse()
+            .with_context(|| format!("`{spec}`: `{n}` is not a resolution"))?;
         match kind {
             "bracket" => tessera_mesh::generate::bracket(n)?,
             "box" => {
-                anyhow::ensure!((1..=400).contains(&n), "`{spec}`: box resolution must be in 1..=400");
-                tessera_mesh::generate::box_mesh(tessera_mesh::generate::BoxKind::Tet, [n; 3], [1.0; 3])
+                anyhow::ensure!(
+                    (1..=400).contains(&n),
+                    "`{spec}`: box resolution must be in 1..=400"
+                );
+                tessera_mesh::generate::box_mesh(
+                    tessera_mesh::generate::BoxKind::Tet,
+                    [n; 3],
+                    [1.0; 3],
+                )
             }
             _ => anyhow::bail!("`{spec}`: unknown generator `{kind}` (expected bracket or box)"),
         }
     } else {
         tessera_mesh::io::read_mesh(Path::new(spec))?.mesh
     };
-    let sm = SimplexMesh::from_poly(&poly).with_context(|| format!("{spec}: FEM assembly needs a tetrahedral mesh"))?;
+    let sm = SimplexMesh::from_poly(&poly)
+        .with_context(|| format!("{spec}: FEM assembly needs a tetrahedral mesh"))?;
     anyhow::ensure!(sm.num_cells() > 0, "{spec}: the mesh has no cells");
     Ok(sm)
 }
@@ -147,20 +161,36 @@ fn run_assemble(a: AssembleArgs) -> anyhow::Result<()> {
         crate::device::Backend::Cpu => "cpu".to_string(),
         crate::device::Backend::Cuda(g) => format!("cuda:{}", g.ordinal()),
     };
-    let precision = a.precision.unwrap_or(if backend.is_cuda() { Precision::F32 } else { Precision::F64 });
+    let precision = a.precision.unwrap_or(if backend.is_cuda() {
+        Precision::F32
+    } else {
+        Precision::F64
+    });
     let sm = load_simplex_mesh(&a.mesh)?;
     let (nv, nc) = (sm.num_vertices(), sm.num_cells());
     let ho = HoMesh::new(sm, a.order)?;
     let opts = AssembleOptions {
         summation: a.summation.into(),
         par: if a.serial { Par::Seq } else { Par::auto() },
-        device: if backend.is_cuda() { a.device } else { DeviceChoice::Cpu },
+        device: if backend.is_cuda() {
+            a.device
+        } else {
+            DeviceChoice::Cpu
+        },
     };
     let (stats, fro) = match (&backend, precision) {
-        (crate::device::Backend::Cpu, Precision::F64) => assemble_any::<f64>(&ho, &material, &opts, a.matrix)?,
-        (crate::device::Backend::Cpu, Precision::F32) => assemble_any::<f32>(&ho, &material, &opts, a.matrix)?,
-        (crate::device::Backend::Cuda(g), Precision::F64) => assemble_any_gpu::<f64>(g, &ho, &material, &opts, a.matrix)?,
-        (crate::device::Backend::Cuda(g), Precision::F32) => assemble_any_gpu::<f32>(g, &ho, &material, &opts, a.matrix)?,
+        (crate::device::Backend::Cpu, Precision::F64) => {
+            assemble_any::<f64>(&ho, &material, &opts, a.matrix)?
+        }
+        (crate::device::Backend::Cpu, Precision::F32) => {
+            assemble_any::<f32>(&ho, &material, &opts, a.matrix)?
+        }
+        (crate::device::Backend::Cuda(g), Precision::F64) => {
+            assemble_any_gpu::<f64>(g, &ho, &material, &opts, a.matrix)?
+        }
+        (crate::device::Backend::Cuda(g), Precision::F32) => {
+            assemble_any_gpu::<f32>(g, &ho, &material, &opts, a.matrix)?
+        }
     };
     if a.json {
         let j = serde_json::json!({
@@ -185,7 +215,12 @@ fn run_assemble(a: AssembleArgs) -> anyhow::Result<()> {
         });
         println!("{j}");
     } else {
-        println!("mesh            {} ({nv} vertices, {nc} tetrahedra), p = {}, {} nodes", a.mesh, a.order, ho.num_nodes());
+        println!(
+            "mesh            {} ({nv} vertices, {nc} tetrahedra), p = {}, {} nodes",
+            a.mesh,
+            a.order,
+            ho.num_nodes()
+        );
         println!("dofs            {}", stats.dofs);
         println!(
             "block nonzeros  {} exact (Eq. 4.6), Zayer et al. bound {} (ratio {:.2})",
@@ -193,7 +228,10 @@ fn run_assemble(a: AssembleArgs) -> anyhow::Result<()> {
             stats.zayer_bound,
             stats.zayer_bound as f64 / stats.block_nonzeros as f64
         );
-        println!("memory          {} bytes Bin-BCSR*, {} padding blocks, {} bytes temporary", stats.bytes_allocated, stats.padding_blocks, stats.aux_bytes);
+        println!(
+            "memory          {} bytes Bin-BCSR*, {} padding blocks, {} bytes temporary",
+            stats.bytes_allocated, stats.padding_blocks, stats.aux_bytes
+        );
         println!("||K||_F         {fro:.9e}");
         for (k, v) in &stats.stages_ms {
             println!("  {k:<24} {v:>10.3} ms");
@@ -202,7 +240,12 @@ fn run_assemble(a: AssembleArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn assemble_any<T: Scalar>(ho: &HoMesh, m: &Material, o: &AssembleOptions, kind: MatrixKind) -> anyhow::Result<(AssemblyStats, f64)> {
+fn assemble_any<T: Scalar>(
+    ho: &HoMesh,
+    m: &Material,
+    o: &AssembleOptions,
+    kind: MatrixKind,
+) -> anyhow::Result<(AssemblyStats, f64)> {
     let a: Assembly<T> = match kind {
         MatrixKind::Stiffness => assemble_stiffness(ho, m, o)?,
         MatrixKind::Mass => assemble_mass(ho, m, o)?,

@@ -45,10 +45,24 @@ pub fn run(a: SolveArgs) -> anyhow::Result<()> {
 
 /// Solve, post-process and write results; returns the JSON summary (also written to
 /// `out/summary.json`). Progress goes to stderr unless `quiet`.
-pub fn run_problem(problem: &Problem, device: DeviceChoice, par: Par, out: &Path, quiet: bool) -> anyhow::Result<serde_json::Value> {
+pub fn run_problem(
+    problem: &Problem,
+    device: DeviceChoice,
+    par: Par,
+    out: &Path,
+    quiet: bool,
+) -> anyhow::Result<serde_json::Value> {
     let t_all = Instant::now();
-    let opts = StaticOptions { par, device, ..Default::default() };
-    let pb = if quiet { None } else { Some(crate::util::spinner("load")) };
+    let opts = StaticOptions {
+        par,
+        device,
+        ..Default::default()
+    };
+    let pb = if quiet {
+        None
+    } else {
+        Some(crate::util::spinner("load"))
+    };
     let mut progress = |stage: &str| {
         if let Some(pb) = &pb {
             pb.set_message(stage.to_string());
@@ -60,7 +74,17 @@ pub fn run_problem(problem: &Problem, device: DeviceChoice, par: Par, out: &Path
     let lame = problem.material.lame()?;
     let results = compute_results(&sol.ho, &sol.u, lame)?;
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
-    let safe: String = problem.title.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+    let safe: String = problem
+        .title
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     let vtu = out.join(format!("{safe}.vtu"));
     write_results_vtu(&vtu, &sol.ho, &results)?;
     let results_ms = t.elapsed().as_secs_f64() * 1e3;
@@ -79,20 +103,52 @@ pub fn run_problem(problem: &Problem, device: DeviceChoice, par: Par, out: &Path
         "total_ms": t_all.elapsed().as_secs_f64() * 1e3,
         "vtu": vtu.display().to_string(),
     });
-    let summary = summary_json(&problem.title, &sol.ho, sol.u.len(), sol.nonzeros, &stages, &sol.report, &results, extra);
+    let summary = summary_json(
+        &problem.title,
+        &sol.ho,
+        sol.u.len(),
+        sol.nonzeros,
+        &stages,
+        &sol.report,
+        &results,
+        extra,
+    );
     let sj = out.join("summary.json");
-    std::fs::write(&sj, serde_json::to_string_pretty(&summary)? + "\n").with_context(|| format!("cannot write {}", sj.display()))?;
+    std::fs::write(&sj, serde_json::to_string_pretty(&summary)? + "\n")
+        .with_context(|| format!("cannot write {}", sj.display()))?;
     Ok(summary)
 }
 
 /// Human-readable summary.
 pub fn print_summary(s: &serde_json::Value) {
     let g = |k: &str| s.get(k).cloned().unwrap_or(serde_json::Value::Null);
-    println!("problem          {} (p = {}, {} tetrahedra, {} nodes)", g("title").as_str().unwrap_or(""), g("order"), g("cells"), g("nodes"));
-    println!("dofs             {} ({} fixed), {} nonzeros", g("dofs"), g("fixed_dofs"), g("nonzeros"));
-    println!("solver           {}: {} iterations, relative residual {:.3e}", g("solver").as_str().unwrap_or(""), g("iterations"), g("final_residual").as_f64().unwrap_or(f64::NAN));
-    println!("max displacement {:.6e}", g("max_displacement").as_f64().unwrap_or(f64::NAN));
-    println!("max von Mises    {:.6e}", g("max_von_mises").as_f64().unwrap_or(f64::NAN));
+    println!(
+        "problem          {} (p = {}, {} tetrahedra, {} nodes)",
+        g("title").as_str().unwrap_or(""),
+        g("order"),
+        g("cells"),
+        g("nodes")
+    );
+    println!(
+        "dofs             {} ({} fixed), {} nonzeros",
+        g("dofs"),
+        g("fixed_dofs"),
+        g("nonzeros")
+    );
+    println!(
+        "solver           {}: {} iterations, relative residual {:.3e}",
+        g("solver").as_str().unwrap_or(""),
+        g("iterations"),
+        g("final_residual").as_f64().unwrap_or(f64::NAN)
+    );
+    println!(
+        "max displacement {:.6e}",
+        g("max_displacement").as_f64().unwrap_or(f64::NAN)
+    );
+    println!(
+        "max von Mises    {:.6e}",
+        g("max_von_mises").as_f64().unwrap_or(f64::NAN)
+    );
     if let Some(st) = s.get("stages_ms").and_then(|v| v.as_object()) {
         for (k, v) in st {
             println!("  {k:<14} {:>10.1} ms", v.as_f64().unwrap_or(f64::NAN));

@@ -2,6 +2,7 @@
 //! dissertation Chapter 3 (§3.4: boundary operators in TCSR; §3.4.2: boundary extraction
 //! and Laplacian smoothing).
 
+use crate::device::Backend;
 use crate::util::spinner;
 use anyhow::bail;
 use clap::{Args, Subcommand, ValueEnum};
@@ -9,15 +10,16 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 use tessera_core::DeviceChoice;
 use tessera_mesh::boundary::extract_boundary;
-use tessera_mesh::generate::{bracket, box_mesh, BoxKind, BRACKET_RESOLUTION};
-use tessera_mesh::io::{read_mesh, write_mesh, write_obj, write_vtu, write_vtu_polygons, DataArray, MeshFile};
 use tessera_mesh::boundary::Boundary;
 use tessera_mesh::cuda::DeviceMesh;
+use tessera_mesh::generate::{box_mesh, bracket, BoxKind, BRACKET_RESOLUTION};
+use tessera_mesh::io::{
+    read_mesh, write_mesh, write_obj, write_vtu, write_vtu_polygons, DataArray, MeshFile,
+};
 use tessera_mesh::simplex::SimplexMesh;
 use tessera_mesh::smooth::laplacian_smooth;
 use tessera_mesh::subdivide::subdivide_summary;
 use tessera_mesh::{CellType, PolyMesh};
-use crate::device::Backend;
 
 #[derive(Args, Debug)]
 pub struct MeshArgs {
@@ -268,7 +270,10 @@ pub fn subdivide_on(
     // conformance test `catmull_clark_matches_reference`)
     use tessera_mesh::cuda::subdivide::{catmull_clark_gpu_with, precompute};
     use tessera_mesh::subdivide::{LevelSummary, SubdivisionCounts, SubdivisionSummary};
-    let mut summary = SubdivisionSummary { input: SubdivisionCounts::of(m), levels: Vec::with_capacity(levels) };
+    let mut summary = SubdivisionSummary {
+        input: SubdivisionCounts::of(m),
+        levels: Vec::with_capacity(levels),
+    };
     let mut cur = DeviceMesh::upload(gpu, m)?;
     for level in 1..=levels {
         let t0 = std::time::Instant::now();
@@ -363,7 +368,11 @@ pub fn cell_type_counts(m: &PolyMesh) -> CellTypeCounts {
     let mut sizes = Vec::with_capacity(8);
     for c in 0..m.num_cells() {
         sizes.clear();
-        sizes.extend(cf.row(c).iter().map(|&v| fe.row_len(tessera_sparse::tcsr::col(v) as usize)));
+        sizes.extend(
+            cf.row(c)
+                .iter()
+                .map(|&v| fe.row_len(tessera_sparse::tcsr::col(v) as usize)),
+        );
         match CellType::classify(&sizes) {
             CellType::Tetrahedron => t.tetrahedron += 1,
             CellType::Hexahedron => t.hexahedron += 1,
@@ -380,8 +389,11 @@ pub fn mesh_info_with(file: &str, f: &MeshFile, b: Boundary) -> MeshInfo {
     let m = &f.mesh;
     let ct = cell_type_counts(m);
     let simplicial = m.num_cells() > 0 && ct.tetrahedron == m.num_cells();
-    let simplex_topology_bytes =
-        if simplicial { SimplexMesh::from_poly(m).ok().map(|s| s.topology_bytes()) } else { None };
+    let simplex_topology_bytes = if simplicial {
+        SimplexMesh::from_poly(m).ok().map(|s| s.topology_bytes())
+    } else {
+        None
+    };
     MeshInfo {
         file: file.to_string(),
         vertices: m.num_vertices(),
@@ -400,7 +412,12 @@ pub fn mesh_info_with(file: &str, f: &MeshFile, b: Boundary) -> MeshInfo {
         groups: f
             .groups
             .iter()
-            .map(|g| GroupInfo { dim: g.dim, tag: g.tag, name: g.name.clone(), entities: g.entities.len() })
+            .map(|g| GroupInfo {
+                dim: g.dim,
+                tag: g.tag,
+                name: g.name.clone(),
+                entities: g.entities.len(),
+            })
             .collect(),
     }
 }
@@ -421,13 +438,20 @@ fn info(a: InfoArgs) -> anyhow::Result<()> {
     println!("  edges      {:>12}", i.edges);
     println!("  faces      {:>12}", i.faces);
     println!("  cells      {:>12}", i.cells);
-    println!("  Euler characteristic V-E+F-C = {}", i.euler_characteristic);
+    println!(
+        "  Euler characteristic V-E+F-C = {}",
+        i.euler_characteristic
+    );
     println!(
         "  boundary: {} faces, {} edges, {} vertices; {}",
         i.boundary_faces,
         i.boundary_edges,
         i.boundary_vertices,
-        if i.manifold { "manifold" } else { "non-manifold" }
+        if i.manifold {
+            "manifold"
+        } else {
+            "non-manifold"
+        }
     );
     let t = &i.cell_types;
     let types: Vec<String> = [
@@ -441,7 +465,14 @@ fn info(a: InfoArgs) -> anyhow::Result<()> {
     .filter(|(_, n)| *n > 0)
     .map(|(s, n)| format!("{n} {s}"))
     .collect();
-    println!("  cell types: {}", if types.is_empty() { "none".into() } else { types.join(", ") });
+    println!(
+        "  cell types: {}",
+        if types.is_empty() {
+            "none".into()
+        } else {
+            types.join(", ")
+        }
+    );
     println!(
         "  storage: topology {} bytes (∂1, ∂2, ∂3 in TCSR), geometry {} bytes",
         i.topology_bytes, i.geometry_bytes
@@ -451,8 +482,15 @@ fn info(a: InfoArgs) -> anyhow::Result<()> {
     }
     for g in &i.groups {
         let what = ["vertices", "edges", "faces", "cells"][g.dim.min(3) as usize];
-        let name = if g.name.is_empty() { String::new() } else { format!(" \"{}\"", g.name) };
-        println!("  group ({}, {}){name}: {} {what}", g.dim, g.tag, g.entities);
+        let name = if g.name.is_empty() {
+            String::new()
+        } else {
+            format!(" \"{}\"", g.name)
+        };
+        println!(
+            "  group ({}, {}){name}: {} {what}",
+            g.dim, g.tag, g.entities
+        );
     }
     Ok(())
 }
@@ -488,20 +526,31 @@ fn is_ext(p: &Path, ext: &str) -> bool {
 
 /// Write the boundary surface of `m` to `.obj` or `.vtu` (with the mesh vertex and face
 /// ids as data), extracting it on the chosen backend. Returns (polygons, vertices).
-pub fn write_boundary_on(dev: &Backend, m: &PolyMesh, out: &Path) -> anyhow::Result<(usize, usize)> {
+pub fn write_boundary_on(
+    dev: &Backend,
+    m: &PolyMesh,
+    out: &Path,
+) -> anyhow::Result<(usize, usize)> {
     let b = boundary_on(dev, m)?;
     let s = b.surface(m);
     if is_ext(out, "obj") {
         write_obj(out, &s.positions, &s.polygon_offsets, &s.polygon_vertices)?;
     } else if is_ext(out, "vtu") {
         let vid: Vec<f64> = s.vertex_map.iter().map(|&v| v as f64).collect();
-        let fid: Vec<f64> = b.faces.iter().map(|&f| tessera_sparse::tcsr::col(f) as f64).collect();
+        let fid: Vec<f64> = b
+            .faces
+            .iter()
+            .map(|&f| tessera_sparse::tcsr::col(f) as f64)
+            .collect();
         write_vtu_polygons(
             out,
             &s.positions,
             &s.polygon_offsets,
             &s.polygon_vertices,
-            &[DataArray::point_scalars("mesh_vertex", vid), DataArray::cell_scalars("mesh_face", fid)],
+            &[
+                DataArray::point_scalars("mesh_vertex", vid),
+                DataArray::cell_scalars("mesh_face", fid),
+            ],
         )?;
     } else {
         bail!("{}: the boundary is written as .obj or .vtu", out.display());
@@ -516,12 +565,22 @@ fn boundary(a: BoundaryArgs) -> anyhow::Result<()> {
     let r = write_boundary_on(&dev, &f.mesh, &a.output);
     pb.finish_and_clear();
     let (np, nv) = r?;
-    println!("{}: boundary of {} polygons, {} vertices", a.output.display(), np, nv);
+    println!(
+        "{}: boundary of {} polygons, {} vertices",
+        a.output.display(),
+        np,
+        nv
+    );
     Ok(())
 }
 
 /// Smooth on the chosen backend and write; a `.vtu` gets the per-vertex displacement.
-pub fn smooth_and_write_on(dev: &Backend, m: &mut PolyMesh, iterations: usize, out: &Path) -> anyhow::Result<f64> {
+pub fn smooth_and_write_on(
+    dev: &Backend,
+    m: &mut PolyMesh,
+    iterations: usize,
+    out: &Path,
+) -> anyhow::Result<f64> {
     let before = m.positions().to_vec();
     smooth_on(dev, m, iterations)?;
     let disp: Vec<[f64; 3]> = before
@@ -529,9 +588,16 @@ pub fn smooth_and_write_on(dev: &Backend, m: &mut PolyMesh, iterations: usize, o
         .zip(m.positions())
         .map(|(p, q)| [q[0] - p[0], q[1] - p[1], q[2] - p[2]])
         .collect();
-    let max = disp.iter().map(|d| (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt()).fold(0.0, f64::max);
+    let max = disp
+        .iter()
+        .map(|d| (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt())
+        .fold(0.0, f64::max);
     if is_ext(out, "vtu") {
-        write_vtu(out, m, &[DataArray::point_vectors("smoothing_displacement", &disp)])?;
+        write_vtu(
+            out,
+            m,
+            &[DataArray::point_vectors("smoothing_displacement", &disp)],
+        )?;
     } else {
         write_mesh(m, out)?;
     }
@@ -557,7 +623,11 @@ fn smooth(a: SmoothArgs) -> anyhow::Result<()> {
 
 fn generate(a: GenerateArgs) -> anyhow::Result<()> {
     let (m, out) = match a.what {
-        GenerateCmd::Bracket { resolution, output, device } => {
+        GenerateCmd::Bracket {
+            resolution,
+            output,
+            device,
+        } => {
             device.resolve()?; // generation runs on the CPU
             if !BRACKET_RESOLUTION.contains(&resolution) {
                 bail!(
@@ -571,7 +641,13 @@ fn generate(a: GenerateArgs) -> anyhow::Result<()> {
             pb.finish_and_clear();
             (m?, output)
         }
-        GenerateCmd::Box { kind, n, extent, output, device } => {
+        GenerateCmd::Box {
+            kind,
+            n,
+            extent,
+            output,
+            device,
+        } => {
             device.resolve()?;
             let (n, e) = ([n[0], n[1], n[2]], [extent[0], extent[1], extent[2]]);
             if n.iter().any(|&x| x == 0) {

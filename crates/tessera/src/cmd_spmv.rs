@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context};
 use clap::{Args, Subcommand};
 use tessera_core::DeviceChoice;
-use tessera_spmv::bench::{copy_bandwidth, print_tune_report, run_bench, tune_matrix, BenchOptions};
+use tessera_spmv::bench::{
+    copy_bandwidth, print_tune_report, run_bench, tune_matrix, BenchOptions,
+};
 use tessera_spmv::gpu::{conformance_schedules, verify_cpu, verify_gpu, SpmvGpu, VariantCheck};
 use tessera_spmv::layout::memory_overhead_with;
 use tessera_spmv::matrices::{MatrixSource, MatrixStats};
@@ -176,7 +178,12 @@ fn open_gpu(d: DeviceChoice) -> anyhow::Result<SpmvGpu> {
         DeviceChoice::Auto => 0,
         DeviceChoice::Cpu => bail!("this command needs a CUDA device (--device cuda[:N])"),
     };
-    SpmvGpu::new(n).map_err(|e| anyhow!("--device cuda:{n} is not usable: {}", e.to_string().replace('\n', " ")))
+    SpmvGpu::new(n).map_err(|e| {
+        anyhow!(
+            "--device cuda:{n} is not usable: {}",
+            e.to_string().replace('\n', " ")
+        )
+    })
 }
 
 fn db_path(no_db: bool, db: Option<PathBuf>) -> Option<PathBuf> {
@@ -194,7 +201,11 @@ pub fn run(args: SpmvArgs) -> anyhow::Result<()> {
             let p: Precision = a.precision.parse()?;
             let layout: Layout = a.layout.parse()?;
             let kind: ScheduleKind = a.schedule.parse()?;
-            let s = Schedule { kind, n_b: a.nb, n_t: a.nt };
+            let s = Schedule {
+                kind,
+                n_b: a.nb,
+                n_t: a.nt,
+            };
             tessera_spmv::DeviceLimits::h100().check(&s)?;
             print!("{}", codegen::generate(&spec, p, layout, &[s])?);
             Ok(())
@@ -205,13 +216,23 @@ pub fn run(args: SpmvArgs) -> anyhow::Result<()> {
             let (base, r) = memory_overhead_with(&m, 4, 8)?;
             println!("{} ({} x {}, {} {} entries; 4-byte indices, 8-byte scalars as in seed 002 Table 9)", src.name(), st.n_rows, st.n_cols, st.nnz, spec.name);
             println!("| CSR/BSR | ELL | SI-16 | SI-32 |\n|---|---|---|---|");
-            println!("| {:.1} KiB | {:.2}x | {:.2}x | {:.2}x |", base as f64 / 1024.0, r[0], r[1], r[2]);
+            println!(
+                "| {:.1} KiB | {:.2}x | {:.2}x | {:.2}x |",
+                base as f64 / 1024.0,
+                r[0],
+                r[1],
+                r[2]
+            );
             Ok(())
         }
         SpmvCmd::Verify(a) => {
             let (spec, src, m) = load(&a.m)?;
             let mut all: Vec<(Precision, VariantCheck)> = Vec::new();
-            let gpu = if a.device == DeviceChoice::Cpu { None } else { Some(open_gpu(a.device)?) };
+            let gpu = if a.device == DeviceChoice::Cpu {
+                None
+            } else {
+                Some(open_gpu(a.device)?)
+            };
             let device = match &gpu {
                 None => "cpu".to_string(),
                 Some(g) => format!("{} ({})", g.limits.name, g.limits.sm()),
@@ -230,8 +251,12 @@ pub fn run(args: SpmvArgs) -> anyhow::Result<()> {
                             o => bail!("--schedules {o}: expected conformance, diagonal or all"),
                         };
                         match p {
-                            Precision::F32 => verify_gpu::<f32>(g, &spec, &m, &Layout::all(), &scheds)?,
-                            Precision::F64 => verify_gpu::<f64>(g, &spec, &m, &Layout::all(), &scheds)?,
+                            Precision::F32 => {
+                                verify_gpu::<f32>(g, &spec, &m, &Layout::all(), &scheds)?
+                            }
+                            Precision::F64 => {
+                                verify_gpu::<f64>(g, &spec, &m, &Layout::all(), &scheds)?
+                            }
                         }
                     }
                 };
@@ -246,13 +271,29 @@ pub fn run(args: SpmvArgs) -> anyhow::Result<()> {
                 let doc = serde_json::json!({"matrix": src.name(), "entry": spec.name, "device": device, "variants": v, "failed": bad});
                 println!("{}", serde_json::to_string_pretty(&doc)?);
             } else {
-                println!("{} ({} entries) on {}: {} variants", src.name(), spec.name, device, all.len());
+                println!(
+                    "{} ({} entries) on {}: {} variants",
+                    src.name(),
+                    spec.name,
+                    device,
+                    all.len()
+                );
                 for (p, c) in &all {
-                    println!("{} {} {:<16} {:<28} max rel err {:.3e}", if c.ok { "ok  " } else { "FAIL" }, p, c.layout, c.schedule.as_deref().unwrap_or("cpu reference"), c.max_rel_err);
+                    println!(
+                        "{} {} {:<16} {:<28} max rel err {:.3e}",
+                        if c.ok { "ok  " } else { "FAIL" },
+                        p,
+                        c.layout,
+                        c.schedule.as_deref().unwrap_or("cpu reference"),
+                        c.max_rel_err
+                    );
                 }
             }
             if bad > 0 {
-                bail!("{bad} of {} variants disagree with the CPU reference", all.len());
+                bail!(
+                    "{bad} of {} variants disagree with the CPU reference",
+                    all.len()
+                );
             }
             Ok(())
         }
@@ -261,9 +302,25 @@ pub fn run(args: SpmvArgs) -> anyhow::Result<()> {
             let p: Precision = a.precision.parse()?;
             let search: Search = a.search.parse()?;
             let g = open_gpu(a.device)?;
-            let opts = BenchOptions { search, runs: a.runs, warmup: a.warmup, memory_weight: a.memory_weight, db: db_path(a.no_db, a.db), force: a.force };
+            let opts = BenchOptions {
+                search,
+                runs: a.runs,
+                warmup: a.warmup,
+                memory_weight: a.memory_weight,
+                db: db_path(a.no_db, a.db),
+                force: a.force,
+            };
             let copy = copy_bandwidth(&g).ok();
-            println!("device: {} ({}, {} SMs), tuning database: {}", g.limits.name, g.limits.sm(), g.limits.n_sm, opts.db.as_ref().map(|p| p.display().to_string()).unwrap_or("off".into()));
+            println!(
+                "device: {} ({}, {} SMs), tuning database: {}",
+                g.limits.name,
+                g.limits.sm(),
+                g.limits.n_sm,
+                opts.db
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or("off".into())
+            );
             let r = tune_matrix(&g, &spec, &m, &src.name(), p, &opts)?;
             let mut out = std::io::stdout().lock();
             print_tune_report(&r, copy, &mut out)?;
@@ -273,20 +330,39 @@ pub fn run(args: SpmvArgs) -> anyhow::Result<()> {
         SpmvCmd::Bench(a) => {
             let g = open_gpu(a.device)?;
             let dir = a.matrices.or_else(|| {
-                ["../shared/matrices", "shared/matrices", ".device/data/matrices"].iter().map(PathBuf::from).find(|p| p.is_dir())
+                [
+                    "../shared/matrices",
+                    "shared/matrices",
+                    ".device/data/matrices",
+                ]
+                .iter()
+                .map(PathBuf::from)
+                .find(|p| p.is_dir())
             });
             let opts = BenchOptions {
                 search: a.search.parse()?,
                 runs: a.runs,
                 warmup: a.warmup,
                 memory_weight: a.memory_weight,
-                db: if a.no_db { None } else { Some(TuningDb::default_path()) },
+                db: if a.no_db {
+                    None
+                } else {
+                    Some(TuningDb::default_path())
+                },
                 force: false,
             };
             let mut out = std::io::stdout().lock();
-            run_bench(&g, dir.as_deref(), a.quick, &precisions(&a.precision)?, &opts, a.budget_s, &mut out)
-                .map_err(|e: SpmvError| anyhow!(e))
-                .context("spmv bench")?;
+            run_bench(
+                &g,
+                dir.as_deref(),
+                a.quick,
+                &precisions(&a.precision)?,
+                &opts,
+                a.budget_s,
+                &mut out,
+            )
+            .map_err(|e: SpmvError| anyhow!(e))
+            .context("spmv bench")?;
             Ok(())
         }
     }

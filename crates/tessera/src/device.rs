@@ -28,7 +28,10 @@ pub fn resolve(choice: DeviceChoice) -> anyhow::Result<Backend> {
         }),
         DeviceChoice::Cuda(n) => match Gpu::new(n) {
             Ok(g) => Ok(Backend::Cuda(Arc::new(g))),
-            Err(e) => Err(anyhow!("--device cuda:{n} is not usable: {}", e.to_string().replace('\n', " "))),
+            Err(e) => Err(anyhow!(
+                "--device cuda:{n} is not usable: {}",
+                e.to_string().replace('\n', " ")
+            )),
         },
     }
 }
@@ -63,7 +66,10 @@ mod tests {
     #[test]
     fn cpu_and_auto_always_resolve() {
         assert!(matches!(resolve(DeviceChoice::Cpu).unwrap(), Backend::Cpu));
-        assert!(resolve(DeviceChoice::Cpu).unwrap().describe().starts_with("cpu ("));
+        assert!(resolve(DeviceChoice::Cpu)
+            .unwrap()
+            .describe()
+            .starts_with("cpu ("));
         // auto never fails: CUDA when usable, else the CPU
         let b = resolve(DeviceChoice::Auto).unwrap();
         assert!(b.describe().starts_with("cpu (") || b.describe().starts_with("cuda:0 "));

@@ -9,8 +9,8 @@ mod cmd_bench;
 mod cmd_demo;
 mod cmd_fem;
 mod cmd_mesh;
-mod cmd_spmv;
 mod cmd_query;
+mod cmd_spmv;
 mod device;
 mod util;
 

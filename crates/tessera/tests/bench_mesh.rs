@@ -5,29 +5,64 @@
 use std::process::Command;
 
 fn num(v: &serde_json::Value, k: &str) -> f64 {
-    v[k].as_f64().unwrap_or_else(|| panic!("`{k}` is not a number in {v}"))
+    v[k].as_f64()
+        .unwrap_or_else(|| panic!("`{k}` is not a number in {v}"))
 }
 
 #[test]
 fn bench_mesh_json_on_a_small_bracket() {
     const MAX_ENTITIES: u64 = 200_000;
     let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(["bench", "mesh", "--device", "cpu", "--runs", "5", "--resolution", "12", "--json"])
-        .args(["--max-entities", &MAX_ENTITIES.to_string(), "--subdivision-runs", "1"])
+        .args([
+            "bench",
+            "mesh",
+            "--device",
+            "cpu",
+            "--runs",
+            "5",
+            "--resolution",
+            "12",
+            "--json",
+        ])
+        .args([
+            "--max-entities",
+            &MAX_ENTITIES.to_string(),
+            "--subdivision-runs",
+            "1",
+        ])
         .output()
         .expect("run tessera");
-    assert!(o.status.success(), "tessera bench mesh failed: {}", String::from_utf8_lossy(&o.stderr));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("CPU columns only"), "the one-line CPU-only note");
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
+    assert!(
+        o.status.success(),
+        "tessera bench mesh failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("CPU columns only"),
+        "the one-line CPU-only note"
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
     let meshes = v.as_array().expect("an array with one object per mesh");
     assert_eq!(meshes.len(), 1);
     let m = &meshes[0];
     assert!(m["mesh"].as_str().unwrap().starts_with("bracket"));
-    for k in ["vertices", "edges", "faces", "cells", "topology_bytes", "table_3_1_bytes", "threads"] {
+    for k in [
+        "vertices",
+        "edges",
+        "faces",
+        "cells",
+        "topology_bytes",
+        "table_3_1_bytes",
+        "threads",
+    ] {
         assert!(num(m, k) > 0.0, "{k} in {m}");
     }
     assert_eq!(num(m, "runs"), 5.0);
-    assert!(m["gpu_device"].is_null() && m["gpu_error"].is_null(), "--device cpu has no GPU columns");
+    assert!(
+        m["gpu_device"].is_null() && m["gpu_error"].is_null(),
+        "--device cpu has no GPU columns"
+    );
     let ops = m["ops"].as_array().unwrap();
     let names: Vec<&str> = ops.iter().map(|o| o["name"].as_str().unwrap()).collect();
     assert_eq!(
@@ -44,24 +79,43 @@ fn bench_mesh_json_on_a_small_bracket() {
         ]
     );
     for op in ops {
-        assert!(num(op, "ms_1_thread") > 0.0 && num(op, "ms_all_threads") > 0.0, "{op}");
+        assert!(
+            num(op, "ms_1_thread") > 0.0 && num(op, "ms_all_threads") > 0.0,
+            "{op}"
+        );
         assert!(op["gpu"].is_null(), "{op}");
         // a generated bracket is none of the dissertation's meshes
-        assert!(op["paper_cpu_ms"].is_null() && op["paper_gpu_ms"].is_null() && op["paper_ovm_ms"].is_null());
+        assert!(
+            op["paper_cpu_ms"].is_null()
+                && op["paper_gpu_ms"].is_null()
+                && op["paper_ovm_ms"].is_null()
+        );
     }
     let sub = &m["subdivision"];
     assert!(sub["levels_rule"].as_str().unwrap().starts_with("auto"));
     let levels = sub["levels"].as_array().unwrap();
-    assert!(!levels.is_empty(), "level 1 of a ~1.3k-cell bracket fits in {MAX_ENTITIES} entities");
+    assert!(
+        !levels.is_empty(),
+        "level 1 of a ~1.3k-cell bracket fits in {MAX_ENTITIES} entities"
+    );
     let mut prev_cells = num(m, "cells");
     for (i, l) in levels.iter().enumerate() {
         assert_eq!(num(l, "level"), (i + 1) as f64);
-        for k in ["pre_ms_1_thread", "total_ms_1_thread", "pre_ms_all_threads", "total_ms_all_threads"] {
+        for k in [
+            "pre_ms_1_thread",
+            "total_ms_1_thread",
+            "pre_ms_all_threads",
+            "total_ms_all_threads",
+        ] {
             assert!(num(l, k) > 0.0, "{k} in {l}");
         }
         let out = &l["output"];
         for k in ["vertices", "edges", "faces", "cells"] {
-            assert!((num(out, k) as u64) < MAX_ENTITIES, "level {} output {k} over the limit: {out}", i + 1);
+            assert!(
+                (num(out, k) as u64) < MAX_ENTITIES,
+                "level {} output {k} over the limit: {out}",
+                i + 1
+            );
         }
         // every tetrahedron becomes 4 hexahedra, every hexahedron 8 (dissertation Eq. 3.4)
         assert!(num(out, "cells") >= 4.0 * prev_cells, "{out}");

@@ -4,12 +4,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn tessera(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera")).args(args).output().expect("run tessera")
+    Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .output()
+        .expect("run tessera")
 }
 
 fn ok(args: &[&str]) -> String {
     let o = tessera(args);
-    assert!(o.status.success(), "tessera {args:?} failed: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "tessera {args:?} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     String::from_utf8(o.stdout).unwrap()
 }
 
@@ -32,26 +39,58 @@ fn info_json(file: &Path) -> serde_json::Value {
 }
 
 fn int(v: &serde_json::Value, k: &str) -> i64 {
-    v[k].as_i64().unwrap_or_else(|| panic!("`{k}` is not an integer in {v}"))
+    v[k].as_i64()
+        .unwrap_or_else(|| panic!("`{k}` is not an integer in {v}"))
 }
 
 #[test]
 fn info_json_on_a_generated_mixed_box() {
     let d = scratch("info");
     let f = d.join("box.msh");
-    ok(&["mesh", "generate", "box", "--kind", "mixed", "--n", "2", "2", "2", "-o", s(&f)]);
+    ok(&[
+        "mesh",
+        "generate",
+        "box",
+        "--kind",
+        "mixed",
+        "--n",
+        "2",
+        "2",
+        "2",
+        "-o",
+        s(&f),
+    ]);
     let v = info_json(&f);
-    let (nv, ne, nf, nc) = (int(&v, "vertices"), int(&v, "edges"), int(&v, "faces"), int(&v, "cells"));
+    let (nv, ne, nf, nc) = (
+        int(&v, "vertices"),
+        int(&v, "edges"),
+        int(&v, "faces"),
+        int(&v, "cells"),
+    );
     assert_eq!(int(&v, "euler_characteristic"), nv - ne + nf - nc);
     assert_eq!(int(&v, "euler_characteristic"), 1, "a box is a ball");
-    for k in ["boundary_faces", "boundary_edges", "boundary_vertices", "topology_bytes"] {
+    for k in [
+        "boundary_faces",
+        "boundary_edges",
+        "boundary_vertices",
+        "topology_bytes",
+    ] {
         assert!(int(&v, k) > 0, "{k}");
     }
     assert_eq!(v["manifold"], serde_json::Value::Bool(true));
     // the surface of a ball: Vb - Eb + Fb = 2
-    assert_eq!(int(&v, "boundary_vertices") - int(&v, "boundary_edges") + int(&v, "boundary_faces"), 2);
+    assert_eq!(
+        int(&v, "boundary_vertices") - int(&v, "boundary_edges") + int(&v, "boundary_faces"),
+        2
+    );
     let t = &v["cell_types"];
-    let types = ["tetrahedron", "hexahedron", "prism", "pyramid", "polyhedron"];
+    let types = [
+        "tetrahedron",
+        "hexahedron",
+        "prism",
+        "pyramid",
+        "polyhedron",
+    ];
     let sum: i64 = types.iter().map(|k| int(t, k)).sum();
     assert_eq!(sum, nc);
     for k in &types[..4] {
@@ -68,10 +107,22 @@ fn info_json_on_a_generated_mixed_box() {
 fn bracket_convert_boundary_smooth() {
     let d = scratch("pipeline");
     let msh = d.join("b.msh.gz");
-    ok(&["mesh", "generate", "bracket", "--resolution", "12", "-o", s(&msh)]);
+    ok(&[
+        "mesh",
+        "generate",
+        "bracket",
+        "--resolution",
+        "12",
+        "-o",
+        s(&msh),
+    ]);
     let v = info_json(&msh);
     assert!(int(&v, "cells") > 1000);
-    assert_eq!(int(&v["cell_types"], "tetrahedron"), int(&v, "cells"), "the bracket is all tetrahedra");
+    assert_eq!(
+        int(&v["cell_types"], "tetrahedron"),
+        int(&v, "cells"),
+        "the bracket is all tetrahedra"
+    );
     for out in ["b.vtu", "b.ovm", "b.mesh"] {
         let p = d.join(out);
         ok(&["mesh", "convert", s(&msh), s(&p)]);
@@ -79,14 +130,27 @@ fn bracket_convert_boundary_smooth() {
     }
     // the .ovm reads back with the same counts
     let w = info_json(&d.join("b.ovm"));
-    for k in ["vertices", "edges", "faces", "cells", "boundary_faces", "euler_characteristic"] {
+    for k in [
+        "vertices",
+        "edges",
+        "faces",
+        "cells",
+        "boundary_faces",
+        "euler_characteristic",
+    ] {
         assert_eq!(v[k], w[k], "{k}");
     }
     let obj = d.join("surf.obj");
     let out = ok(&["mesh", "boundary", s(&msh), "-o", s(&obj)]);
-    assert!(out.contains(&format!("{} polygons", int(&v, "boundary_faces"))), "{out}");
+    assert!(
+        out.contains(&format!("{} polygons", int(&v, "boundary_faces"))),
+        "{out}"
+    );
     let text = std::fs::read_to_string(&obj).unwrap();
-    assert_eq!(text.lines().filter(|l| l.starts_with("f ")).count() as i64, int(&v, "boundary_faces"));
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("f ")).count() as i64,
+        int(&v, "boundary_faces")
+    );
     ok(&["mesh", "boundary", s(&msh), "-o", s(&d.join("surf.vtu"))]);
     let sm = d.join("smooth.msh");
     ok(&["mesh", "smooth", s(&msh), "--iterations", "3", "-o", s(&sm)]);
@@ -97,13 +161,17 @@ fn bracket_convert_boundary_smooth() {
 
 #[test]
 fn bad_input_exits_non_zero_with_one_line_naming_the_file() {
-    let bad = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tessera-mesh/tests/fixtures/malformed/m41-nan.msh");
+    let bad = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tessera-mesh/tests/fixtures/malformed/m41-nan.msh");
     let o = tessera(&["mesh", "info", s(&bad), "--json"]);
     assert!(!o.status.success());
     assert!(o.stdout.is_empty());
     let err = String::from_utf8(o.stderr).unwrap();
     assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
-    assert!(err.contains("m41-nan.msh") && err.contains("line 44") && err.contains("not finite"), "{err}");
+    assert!(
+        err.contains("m41-nan.msh") && err.contains("line 44") && err.contains("not finite"),
+        "{err}"
+    );
 
     let o = tessera(&["mesh", "info", "/nonexistent/x.msh"]);
     assert!(!o.status.success());
@@ -137,26 +205,58 @@ fn demo_writes_vtu_files_and_a_json_summary() {
     let d = scratch("demo");
     let out = ok(&["demo", "--json", "--resolution", "12", "--out", s(&d)]);
     let v: serde_json::Value = serde_json::from_str(&out).expect("JSON summary");
-    assert!(v["device"].as_str().unwrap().starts_with("cpu"), "{}", v["device"]);
+    assert!(
+        v["device"].as_str().unwrap().starts_with("cpu"),
+        "{}",
+        v["device"]
+    );
     // the same bracket as `mesh generate bracket`
     let g = d.join("g.msh");
-    ok(&["mesh", "generate", "bracket", "--resolution", "12", "-o", s(&g)]);
+    ok(&[
+        "mesh",
+        "generate",
+        "bracket",
+        "--resolution",
+        "12",
+        "-o",
+        s(&g),
+    ]);
     let info = info_json(&g);
-    for k in ["vertices", "edges", "faces", "cells", "boundary_faces", "boundary_vertices", "euler_characteristic"] {
+    for k in [
+        "vertices",
+        "edges",
+        "faces",
+        "cells",
+        "boundary_faces",
+        "boundary_vertices",
+        "euler_characteristic",
+    ] {
         assert_eq!(v["mesh"][k], info[k], "{k}");
     }
-    let stages: Vec<&str> = v["stages"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    let stages: Vec<&str> = v["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
     assert_eq!(stages[0], "generate bracket");
     assert!(stages.iter().any(|s| s.starts_with("smooth")));
     for f in v["files"].as_array().unwrap() {
         let p = Path::new(f.as_str().unwrap());
         let text = std::fs::read_to_string(p).unwrap();
-        assert!(text.contains("<VTKFile type=\"UnstructuredGrid\""), "{}", p.display());
+        assert!(
+            text.contains("<VTKFile type=\"UnstructuredGrid\""),
+            "{}",
+            p.display()
+        );
     }
     // bracket, boundary, smoothed, subdivided, and the FEM results
     assert!(v["files"].as_array().unwrap().len() >= 4, "{}", v["files"]);
     let text = ok(&["demo", "--resolution", "12", "--out", s(&d)]);
-    assert!(text.contains("tessera demo") && text.contains("total"), "{text}");
+    assert!(
+        text.contains("tessera demo") && text.contains("total"),
+        "{text}"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -13,13 +13,28 @@ fn fem_solve_cantilever_writes_vtu_and_summary() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
     let out = std::env::temp_dir().join(format!("tessera-fem-solve-{}", std::process::id()));
     let o = tessera()
-        .args(["fem", "solve", &format!("{root}/examples/cantilever.toml"), "--device", "cpu", "--json", "-o"])
+        .args([
+            "fem",
+            "solve",
+            &format!("{root}/examples/cantilever.toml"),
+            "--device",
+            "cpu",
+            "--json",
+            "-o",
+        ])
         .arg(&out)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    for k in ["dofs", "nonzeros", "iterations", "final_residual", "max_displacement", "max_von_mises"] {
+    for k in [
+        "dofs",
+        "nonzeros",
+        "iterations",
+        "final_residual",
+        "max_displacement",
+        "max_von_mises",
+    ] {
         assert!(j.get(k).is_some(), "missing {k}: {j}");
     }
     for k in ["load", "preprocess", "assemble", "solve"] {
@@ -31,17 +46,32 @@ fn fem_solve_cantilever_writes_vtu_and_summary() {
     assert!((d - 4.024).abs() < 0.06, "{d}");
     let vtu = out.join("cantilever.vtu");
     assert!(vtu.exists() && out.join("summary.json").exists());
-    if Command::new("python3").args(["-c", "import meshio"]).output().map(|o| o.status.success()).unwrap_or(false) {
+    if Command::new("python3")
+        .args(["-c", "import meshio"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+    {
         let script = format!(
             "import meshio; m = meshio.read(r'{}'); c = m.cells[0]; assert c.data.shape[1] == 10, c; \
              assert m.point_data['displacement'].shape == (len(m.points), 3); print(c.type, len(c.data), len(m.points))",
             vtu.display()
         );
-        let r = Command::new("python3").args(["-c", &script]).output().unwrap();
-        assert!(r.status.success(), "meshio could not read {}: {}", vtu.display(), String::from_utf8_lossy(&r.stderr));
+        let r = Command::new("python3")
+            .args(["-c", &script])
+            .output()
+            .unwrap();
+        assert!(
+            r.status.success(),
+            "meshio could not read {}: {}",
+            vtu.display(),
+            String::from_utf8_lossy(&r.stderr)
+        );
         println!("meshio: {}", String::from_utf8_lossy(&r.stdout));
     } else {
-        println!("SKIP meshio check: python3 -c 'import meshio' failed (CI installs it via .ci/run)");
+        println!(
+            "SKIP meshio check: python3 -c 'import meshio' failed (CI installs it via .ci/run)"
+        );
     }
     std::fs::remove_dir_all(&out).ok();
 }
@@ -52,7 +82,13 @@ fn fem_solve_bad_problem_is_one_clear_line() {
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join("bad.toml");
     std::fs::write(&p, "order = 2\n[mesh]\ngenerate = { bracket = 12 }\n[material]\npreset = \"steel\"\n[[fixed]]\nselector = { type = \"sphere\", center = [0, 0, 0], radius = -2 }\n").unwrap();
-    let o = tessera().args(["fem", "solve"]).arg(&p).arg("-o").arg(&dir).output().unwrap();
+    let o = tessera()
+        .args(["fem", "solve"])
+        .arg(&p)
+        .arg("-o")
+        .arg(&dir)
+        .output()
+        .unwrap();
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("fixed[0].selector.radius"), "{err}");

@@ -27,7 +27,10 @@ use crate::pattern::Stages;
 use crate::solve::{invert_small, Constraints, PcgParams, SolveError, SolveReport};
 use rayon::prelude::*;
 use std::sync::{Arc, Mutex};
-use tessera_gpu::{CompileOptions, DeviceBuffer, Element, EventTimer, Gpu, GpuError, Kernel, LaunchConfig, Module, Primitives};
+use tessera_gpu::{
+    CompileOptions, DeviceBuffer, Element, EventTimer, Gpu, GpuError, Kernel, LaunchConfig, Module,
+    Primitives,
+};
 use tessera_sparse::binbcsr::{BinBcsr, BinBcsrPattern, Scalar, BIN_SIZE, PAD};
 
 /// CUDA source of the FEM kernels (deterministic: a constant).
@@ -41,7 +44,10 @@ const FILL_BLOCK: u32 = 128;
 const DOT_BLOCKS: u32 = 256;
 
 fn gpu_err(e: GpuError) -> FemError {
-    FemError::Device { device: "cuda".into(), reason: e.to_string() }
+    FemError::Device {
+        device: "cuda".into(),
+        reason: e.to_string(),
+    }
 }
 
 /// A scalar type with GPU kernels: `f32` or `f64`.
@@ -68,7 +74,9 @@ pub struct FemKernels<'g> {
 impl<'g> FemKernels<'g> {
     /// Compile (once, then from the kernel caches) and load the FEM kernels.
     pub fn new(gpu: &'g Gpu) -> Result<Self, FemError> {
-        let module = gpu.compile(SOURCE, &CompileOptions::named("tessera_fem.cu")).map_err(gpu_err)?;
+        let module = gpu
+            .compile(SOURCE, &CompileOptions::named("tessera_fem.cu"))
+            .map_err(gpu_err)?;
         Ok(FemKernels {
             gpu,
             prims: gpu.primitives().map_err(gpu_err)?,
@@ -110,7 +118,10 @@ fn to_u32(n: usize, what: &str) -> Result<u32, FemError> {
 fn check_err(gpu: &Gpu, err: &DeviceBuffer<u32>, what: &str) -> Result<u32, FemError> {
     let v = gpu.download_at(err, 0).map_err(gpu_err)?;
     if v != 0 && what == "element" {
-        return Err(FemError::DegenerateCell { cell: v as usize - 1, volume: f64::NAN });
+        return Err(FemError::DegenerateCell {
+            cell: v as usize - 1,
+            volume: f64::NAN,
+        });
     }
     Ok(v)
 }
@@ -149,9 +160,15 @@ impl DeviceBinBcsrPattern {
     }
     /// Copy back to the host (validated).
     pub fn download(&self, gpu: &Gpu) -> Result<BinBcsrPattern, FemError> {
-        let offsets = gpu.download_range(&self.bin_offsets, 0..self.nbins + 1).map_err(gpu_err)?;
-        let lengths = gpu.download_range(&self.row_lengths, 0..self.n).map_err(gpu_err)?;
-        let cols = gpu.download_range(&self.col_indices, 0..self.nslots).map_err(gpu_err)?;
+        let offsets = gpu
+            .download_range(&self.bin_offsets, 0..self.nbins + 1)
+            .map_err(gpu_err)?;
+        let lengths = gpu
+            .download_range(&self.row_lengths, 0..self.n)
+            .map_err(gpu_err)?;
+        let cols = gpu
+            .download_range(&self.col_indices, 0..self.nslots)
+            .map_err(gpu_err)?;
         let mut p = BinBcsrPattern::with_bin_offsets(self.e, lengths, offsets)?;
         let mut at = 0;
         for (_, piece) in p.bins_mut() {
@@ -203,8 +220,12 @@ impl<T: GpuScalar> DeviceBinBcsr<T> {
     pub fn download(&self, gpu: &Gpu) -> Result<BinBcsr<T>, FemError> {
         let p = Arc::new(self.pattern.download(gpu)?);
         let e2 = p.block_dim() * p.block_dim();
-        let values = gpu.download_range(&self.values, 0..p.num_slots() * e2).map_err(gpu_err)?;
-        let diag = gpu.download_range(&self.diag, 0..p.num_block_rows() * e2).map_err(gpu_err)?;
+        let values = gpu
+            .download_range(&self.values, 0..p.num_slots() * e2)
+            .map_err(gpu_err)?;
+        let diag = gpu
+            .download_range(&self.diag, 0..p.num_block_rows() * e2)
+            .map_err(gpu_err)?;
         Ok(BinBcsr::from_parts(p, values, diag)?)
     }
     /// The device pattern.
@@ -218,11 +239,20 @@ impl<T: GpuScalar> DeviceBinBcsr<T> {
 
     /// `y = K x` with dynamic warp scheduling (Listing 4.1): one warp per bin, bins handed
     /// out by an atomic counter. Same summation order as [`BinBcsr::spmv`].
-    pub fn spmv(&self, k: &FemKernels<'_>, x: &DeviceBuffer<T>, y: &mut DeviceBuffer<T>) -> Result<(), FemError> {
+    pub fn spmv(
+        &self,
+        k: &FemKernels<'_>,
+        x: &DeviceBuffer<T>,
+        y: &mut DeviceBuffer<T>,
+    ) -> Result<(), FemError> {
         let p = &*self.pattern;
         let ne = p.n * p.e;
         if x.len() < ne || y.len() < ne {
-            return Err(tessera_sparse::binbcsr::BinBcsrError::VectorLength { expected: ne, found: x.len().min(y.len()) }.into());
+            return Err(tessera_sparse::binbcsr::BinBcsrError::VectorLength {
+                expected: ne,
+                found: x.len().min(y.len()),
+            }
+            .into());
         }
         if p.n == 0 {
             return Ok(());
@@ -231,7 +261,9 @@ impl<T: GpuScalar> DeviceBinBcsr<T> {
         let mut counter = k.counter.lock().unwrap_or_else(|e| e.into_inner());
         g.memset_zero(&mut counter).map_err(gpu_err)?;
         let warps_per_block = BLOCK / 32;
-        let blocks = (p.nbins.div_ceil(warps_per_block as usize)).min(g.sm_count().max(1) as usize * 8).max(1) as u32;
+        let blocks = (p.nbins.div_ceil(warps_per_block as usize))
+            .min(g.sm_count().max(1) as usize * 8)
+            .max(1) as u32;
         let kern = k.k(&format!("spmv_{}_{}", T::SUFFIX, p.e))?;
         let (n, nb) = (p.n as u32, p.nbins as u32);
         g.launch(&kern, LaunchConfig::blocks(blocks, BLOCK))
@@ -256,7 +288,11 @@ impl<T: GpuScalar> DeviceBinBcsr<T> {
         let s = std::mem::size_of::<T>() as u64;
         let e = p.e as u64;
         let n = p.n as u64;
-        p.off_diagonal_blocks * (4 + e * e * s) + n * e * e * s + 4 * n + 4 * (p.nbins as u64 + 1) + 2 * n * e * s
+        p.off_diagonal_blocks * (4 + e * e * s)
+            + n * e * e * s
+            + 4 * n
+            + 4 * (p.nbins as u64 + 1)
+            + 2 * n * e * s
     }
 }
 
@@ -292,19 +328,46 @@ impl DeviceHoMesh {
         let p = ho.order();
         let m = ho.nodes_per_cell();
         let nc = ho.num_cells();
-        if (nc as u64) * (num_sym_blocks(m) as u64) * 2 > u32::MAX as u64 || (nc as u64) * (m as u64) > u32::MAX as u64 {
-            return Err(FemError::TooLarge("cell -> node arrays need more than 32-bit indices".into()));
+        if (nc as u64) * (num_sym_blocks(m) as u64) * 2 > u32::MAX as u64
+            || (nc as u64) * (m as u64) > u32::MAX as u64
+        {
+            return Err(FemError::TooLarge(
+                "cell -> node arrays need more than 32-bit indices".into(),
+            ));
         }
-        let pos: Vec<f64> = sm.positions().iter().flat_map(|p| p.iter().copied()).collect();
+        let pos: Vec<f64> = sm
+            .positions()
+            .iter()
+            .flat_map(|p| p.iter().copied())
+            .collect();
         let mut cn = vec![0u32; nc * m];
-        cn.par_chunks_mut(m.max(1)).enumerate().with_min_len(256).for_each(|(c, out)| ho.cell_nodes(c, out));
+        cn.par_chunks_mut(m.max(1))
+            .enumerate()
+            .with_min_len(256)
+            .for_each(|(c, out)| ho.cell_nodes(c, out));
         let ncm = ho.node_cells_tcsr();
         let empty_u32: &[u32] = &[];
         let edges: &[u32] = sm.edges().as_flattened();
-        let faces: &[u32] = if d == 3 && p >= 2 { sm.faces().as_flattened() } else { empty_u32 };
-        let face_edges: &[i32] = if d == 3 && p >= 2 { sm.face_edges() } else { &[] };
-        let cell_edges: &[u32] = if p >= 2 { sm.cell_edges_array() } else { empty_u32 };
-        let cell_faces: &[u32] = if d == 3 && p >= 3 { sm.cell_faces_array() } else { empty_u32 };
+        let faces: &[u32] = if d == 3 && p >= 2 {
+            sm.faces().as_flattened()
+        } else {
+            empty_u32
+        };
+        let face_edges: &[i32] = if d == 3 && p >= 2 {
+            sm.face_edges()
+        } else {
+            &[]
+        };
+        let cell_edges: &[u32] = if p >= 2 {
+            sm.cell_edges_array()
+        } else {
+            empty_u32
+        };
+        let cell_faces: &[u32] = if d == 3 && p >= 3 {
+            sm.cell_faces_array()
+        } else {
+            empty_u32
+        };
         let mut base = [0usize; 5];
         for k in 0..=d + 1 {
             base[k] = ho.node_base(k.min(d + 1));
@@ -312,8 +375,20 @@ impl DeviceHoMesh {
         for k in d + 2..5 {
             base[k] = base[d + 1];
         }
-        let per = [1, ho.nodes_per_simplex(1), ho.nodes_per_simplex(2), ho.nodes_per_simplex(3)];
-        let counts = [sm.num_vertices(), edges.len(), faces.len(), face_edges.len(), cell_edges.len(), cell_faces.len()];
+        let per = [
+            1,
+            ho.nodes_per_simplex(1),
+            ho.nodes_per_simplex(2),
+            ho.nodes_per_simplex(3),
+        ];
+        let counts = [
+            sm.num_vertices(),
+            edges.len(),
+            faces.len(),
+            face_edges.len(),
+            cell_edges.len(),
+            cell_faces.len(),
+        ];
         Ok(DeviceHoMesh {
             d,
             p,
@@ -366,7 +441,11 @@ fn weights(tmpl: &ElementTemplate) -> (Vec<f64>, Vec<f64>) {
     let alphas = tmpl.multi_indices();
     let m = alphas.len();
     let nv = d + 1;
-    let mb = |a: &[u8; 4], b: &[u8; 4]| -> f64 { (0..4).map(|i| binomial(a[i] as usize + b[i] as usize, a[i] as usize) as f64).product() };
+    let mb = |a: &[u8; 4], b: &[u8; 4]| -> f64 {
+        (0..4)
+            .map(|i| binomial(a[i] as usize + b[i] as usize, a[i] as usize) as f64)
+            .product()
+    };
     let denom_k = binomial(2 * p - 2, p - 1) as f64 * binomial(2 * p - 2 + d, d) as f64;
     let pp = (p * p) as f64;
     let mut stiff = vec![0.0; m * m * nv * nv];
@@ -414,7 +493,12 @@ pub struct GpuAssembler<'k, 'g> {
     stats: AssemblyStats,
 }
 
-fn timed<R>(gpu: &Gpu, stages: &mut Stages, name: &str, f: impl FnOnce() -> Result<R, FemError>) -> Result<R, FemError> {
+fn timed<R>(
+    gpu: &Gpu,
+    stages: &mut Stages,
+    name: &str,
+    f: impl FnOnce() -> Result<R, FemError>,
+) -> Result<R, FemError> {
     let t = EventTimer::new(gpu).map_err(gpu_err)?;
     t.start().map_err(gpu_err)?;
     let r = f()?;
@@ -427,7 +511,11 @@ impl<'k, 'g> GpuAssembler<'k, 'g> {
     /// Build the exact pattern on the device (and, for per-entry summation, the maps).
     /// Stage times (CUDA events, ms): `count_contributions`, `bin_offsets`, `alloc_final`,
     /// `column_indices`, `entry_maps`.
-    pub fn new(k: &'k FemKernels<'g>, dm: &'k DeviceHoMesh, summation: Summation) -> Result<Self, FemError> {
+    pub fn new(
+        k: &'k FemKernels<'g>,
+        dm: &'k DeviceHoMesh,
+        summation: Summation,
+    ) -> Result<Self, FemError> {
         let g = k.gpu;
         let tmpl = ElementTemplate::new(dm.d, dm.p)?;
         if summation == Summation::Inline && dm.p != 1 {
@@ -440,7 +528,9 @@ impl<'k, 'g> GpuAssembler<'k, 'g> {
         let mut stages = Stages::new();
         let pattern = Arc::new(build_pattern_gpu(k, dm, e, &mut stages)?);
         let maps = if summation == Summation::PerEntry {
-            Some(timed(g, &mut stages, "entry_maps", || build_entry_maps_gpu(k, dm, &pattern))?)
+            Some(timed(g, &mut stages, "entry_maps", || {
+                build_entry_maps_gpu(k, dm, &pattern)
+            })?)
         } else {
             None
         };
@@ -500,15 +590,26 @@ impl<'k, 'g> GpuAssembler<'k, 'g> {
         let s = std::mem::size_of::<T>() as u64;
         let p = &*self.pattern;
         let e2 = (p.e * p.e) as u64;
-        self.stats.bytes_allocated = 4 * (p.nslots + p.nbins + 1 + p.n) as u64 + (p.nslots as u64 + p.n as u64) * e2 * s;
-        let elts = if self.summation == Summation::Inline { 0 } else { self.dm.ncells as u64 * self.nsym as u64 * e2 * s };
-        let maps = self.maps.as_ref().map_or(0, |m| (m.off_offsets.bytes() + m.off.bytes() + m.diag_offsets.bytes() + m.diag.bytes()) as u64);
+        self.stats.bytes_allocated =
+            4 * (p.nslots + p.nbins + 1 + p.n) as u64 + (p.nslots as u64 + p.n as u64) * e2 * s;
+        let elts = if self.summation == Summation::Inline {
+            0
+        } else {
+            self.dm.ncells as u64 * self.nsym as u64 * e2 * s
+        };
+        let maps = self.maps.as_ref().map_or(0, |m| {
+            (m.off_offsets.bytes() + m.off.bytes() + m.diag_offsets.bytes() + m.diag.bytes()) as u64
+        });
         self.stats.aux_bytes = elts + maps;
         let _ = g;
         Ok(mat)
     }
 
-    fn assemble_inner<T: GpuScalar>(&self, op: Operator, stages: &mut Stages) -> Result<DeviceBinBcsr<T>, FemError> {
+    fn assemble_inner<T: GpuScalar>(
+        &self,
+        op: Operator,
+        stages: &mut Stages,
+    ) -> Result<DeviceBinBcsr<T>, FemError> {
         let g = self.k.gpu;
         let dm = self.dm;
         let p = &*self.pattern;
@@ -518,7 +619,11 @@ impl<'k, 'g> GpuAssembler<'k, 'g> {
             Operator::Mass(rho) => (1u32, rho, 0.0),
         };
         if self.summation == Summation::Inline && opcode != 0 {
-            return Err(FemError::Device { device: "cuda".into(), reason: "inline summation on the GPU assembles the p = 1 stiffness matrix only".into() });
+            return Err(FemError::Device {
+                device: "cuda".into(),
+                reason: "inline summation on the GPU assembles the p = 1 stiffness matrix only"
+                    .into(),
+            });
         }
         let err = g.zeros::<u32>(1).map_err(gpu_err)?;
         let nc = to_u32(dm.ncells, "cells")?;
@@ -527,24 +632,36 @@ impl<'k, 'g> GpuAssembler<'k, 'g> {
         let elts: DeviceBuffer<T> = if self.summation == Summation::Inline {
             g.zeros::<T>(1).map_err(gpu_err)?
         } else {
-            let buf = timed(g, stages, "alloc_element_matrices", || g.alloc::<T>((dm.ncells * self.nsym * e2).max(1)).map_err(gpu_err))?;
-            timed(g, stages, "element_matrices", || {
-                let w = if opcode == 0 { &self.stiff_w } else { &self.mass_w };
-                g.launch(&self.k.k(&format!("element_matrices_{}_{}", T::SUFFIX, dm.d))?, cfg(dm.ncells * 32, BLOCK)?)
-                    .arg(&nc)
-                    .arg(&dm.positions)
-                    .arg(&dm.cell_vertices)
-                    .arg(w)
-                    .arg(&self.pairs)
-                    .arg(&m)
-                    .arg(&nsym)
-                    .arg(&opcode)
-                    .arg(&lambda)
-                    .arg(&mu)
-                    .arg(&buf)
-                    .arg(&err)
-                    .run()
+            let buf = timed(g, stages, "alloc_element_matrices", || {
+                g.alloc::<T>((dm.ncells * self.nsym * e2).max(1))
                     .map_err(gpu_err)
+            })?;
+            timed(g, stages, "element_matrices", || {
+                let w = if opcode == 0 {
+                    &self.stiff_w
+                } else {
+                    &self.mass_w
+                };
+                g.launch(
+                    &self
+                        .k
+                        .k(&format!("element_matrices_{}_{}", T::SUFFIX, dm.d))?,
+                    cfg(dm.ncells * 32, BLOCK)?,
+                )
+                .arg(&nc)
+                .arg(&dm.positions)
+                .arg(&dm.cell_vertices)
+                .arg(w)
+                .arg(&self.pairs)
+                .arg(&m)
+                .arg(&nsym)
+                .arg(&opcode)
+                .arg(&lambda)
+                .arg(&mu)
+                .arg(&buf)
+                .arg(&err)
+                .run()
+                .map_err(gpu_err)
             })?;
             check_err(g, &err, "element")?;
             buf
@@ -557,84 +674,128 @@ impl<'k, 'g> GpuAssembler<'k, 'g> {
                 None => {
                     g.memset_zero(&mut values).map_err(gpu_err)?;
                     let mode = u32::from(self.summation == Summation::Inline);
-                    g.launch(&self.k.k(&format!("sum_per_node_{}_{}", T::SUFFIX, dm.d))?, cfg(p.n, BLOCK)?)
-                        .arg(&n)
-                        .arg(&p.bin_offsets)
-                        .arg(&p.row_lengths)
-                        .arg(&p.col_indices)
-                        .arg(&dm.nc_offsets)
-                        .arg(&dm.nc_cells)
-                        .arg(&dm.cell_nodes)
-                        .arg(&m)
-                        .arg(&elts)
-                        .arg(&mode)
-                        .arg(&dm.positions)
-                        .arg(&dm.cell_vertices)
-                        .arg(&lambda)
-                        .arg(&mu)
-                        .arg(&values)
-                        .arg(&diag)
-                        .arg(&err)
-                        .run()
-                        .map_err(gpu_err)?;
+                    g.launch(
+                        &self.k.k(&format!("sum_per_node_{}_{}", T::SUFFIX, dm.d))?,
+                        cfg(p.n, BLOCK)?,
+                    )
+                    .arg(&n)
+                    .arg(&p.bin_offsets)
+                    .arg(&p.row_lengths)
+                    .arg(&p.col_indices)
+                    .arg(&dm.nc_offsets)
+                    .arg(&dm.nc_cells)
+                    .arg(&dm.cell_nodes)
+                    .arg(&m)
+                    .arg(&elts)
+                    .arg(&mode)
+                    .arg(&dm.positions)
+                    .arg(&dm.cell_vertices)
+                    .arg(&lambda)
+                    .arg(&mu)
+                    .arg(&values)
+                    .arg(&diag)
+                    .arg(&err)
+                    .run()
+                    .map_err(gpu_err)?;
                 }
                 Some(maps) => {
                     // padding slots have empty lists and keep the zeros
                     g.memset_zero(&mut values).map_err(gpu_err)?;
                     let ns = to_u32(p.nslots, "slots")?;
                     let nb = p.nbins as u32;
-                    g.launch(&self.k.k(&format!("sum_per_entry_{}_{}", T::SUFFIX, dm.d))?, cfg(p.nslots, BLOCK)?)
-                        .arg(&ns)
-                        .arg(&nb)
-                        .arg(&p.bin_offsets)
-                        .arg(&maps.off_offsets)
-                        .arg(&maps.off)
-                        .arg(&elts)
-                        .arg(&values)
-                        .run()
-                        .map_err(gpu_err)?;
-                    g.launch(&self.k.k(&format!("sum_per_entry_diag_{}_{}", T::SUFFIX, dm.d))?, cfg(p.n, BLOCK)?)
-                        .arg(&n)
-                        .arg(&maps.diag_offsets)
-                        .arg(&maps.diag)
-                        .arg(&elts)
-                        .arg(&diag)
-                        .run()
-                        .map_err(gpu_err)?;
+                    g.launch(
+                        &self.k.k(&format!("sum_per_entry_{}_{}", T::SUFFIX, dm.d))?,
+                        cfg(p.nslots, BLOCK)?,
+                    )
+                    .arg(&ns)
+                    .arg(&nb)
+                    .arg(&p.bin_offsets)
+                    .arg(&maps.off_offsets)
+                    .arg(&maps.off)
+                    .arg(&elts)
+                    .arg(&values)
+                    .run()
+                    .map_err(gpu_err)?;
+                    g.launch(
+                        &self
+                            .k
+                            .k(&format!("sum_per_entry_diag_{}_{}", T::SUFFIX, dm.d))?,
+                        cfg(p.n, BLOCK)?,
+                    )
+                    .arg(&n)
+                    .arg(&maps.diag_offsets)
+                    .arg(&maps.diag)
+                    .arg(&elts)
+                    .arg(&diag)
+                    .run()
+                    .map_err(gpu_err)?;
                 }
             }
-            Ok(DeviceBinBcsr { pattern: self.pattern.clone(), values, diag })
+            Ok(DeviceBinBcsr {
+                pattern: self.pattern.clone(),
+                values,
+                diag,
+            })
         })?;
         let bad = check_err(g, &err, "summation")?;
         if bad != 0 {
-            return Err(FemError::PatternMismatch { row: bad as usize - 1, expected: 0, found: 0 });
+            return Err(FemError::PatternMismatch {
+                row: bad as usize - 1,
+                expected: 0,
+                found: 0,
+            });
         }
         Ok(mat)
     }
 }
 
 /// The exact pattern on the device (dissertation §4.4.3).
-fn build_pattern_gpu(k: &FemKernels<'_>, dm: &DeviceHoMesh, e: usize, stages: &mut Stages) -> Result<DeviceBinBcsrPattern, FemError> {
+fn build_pattern_gpu(
+    k: &FemKernels<'_>,
+    dm: &DeviceHoMesh,
+    e: usize,
+    stages: &mut Stages,
+) -> Result<DeviceBinBcsrPattern, FemError> {
     let g = k.gpu;
     let (d, p) = (dm.d, dm.p);
     let n = dm.nnodes;
     let n32 = to_u32(n, "nodes")?;
     let coef = |k: usize, l: usize| binomial(p + k, l) as u32;
     let kmax = (p - 1).min(d);
-    let nsimp = [dm.counts[0], dm.counts[1] / 2, if d == 3 { dm.counts[2] / 3 } else { dm.ncells }, dm.ncells];
+    let nsimp = [
+        dm.counts[0],
+        dm.counts[1] / 2,
+        if d == 3 { dm.counts[2] / 3 } else { dm.ncells },
+        dm.ncells,
+    ];
     let lengths = timed(g, stages, "count_contributions", || {
         let init = |len: usize, v: u32| -> Result<DeviceBuffer<u32>, FemError> {
             let b = g.alloc::<u32>(len.max(1)).map_err(gpu_err)?;
             let l = len as u64;
-            g.launch(&k.k("fill_u32")?, grid_stride(len)).arg(&b).arg(&l).arg(&v).run().map_err(gpu_err)?;
+            g.launch(&k.k("fill_u32")?, grid_stride(len))
+                .arg(&b)
+                .arg(&l)
+                .arg(&v)
+                .run()
+                .map_err(gpu_err)?;
             Ok(b)
         };
-        let add = |t: &DeviceBuffer<u32>, len: usize, c: u32, acc: &DeviceBuffer<u32>| -> Result<(), FemError> {
+        let add = |t: &DeviceBuffer<u32>,
+                   len: usize,
+                   c: u32,
+                   acc: &DeviceBuffer<u32>|
+         -> Result<(), FemError> {
             if c == 0 || len == 0 {
                 return Ok(());
             }
             let l = len as u64;
-            g.launch(&k.k("count_add")?, grid_stride(len)).arg(t).arg(&l).arg(&c).arg(acc).run().map_err(gpu_err)
+            g.launch(&k.k("count_add")?, grid_stride(len))
+                .arg(t)
+                .arg(&l)
+                .arg(&c)
+                .arg(acc)
+                .run()
+                .map_err(gpu_err)
         };
         let cv_len = dm.ncells * (d + 1);
         // k = 0
@@ -653,7 +814,13 @@ fn build_pattern_gpu(k: &FemKernels<'_>, dm: &DeviceHoMesh, e: usize, stages: &m
                 let c = coef(1, 2);
                 if c > 0 && dm.counts[3] > 0 {
                     let l = dm.counts[3] as u64;
-                    g.launch(&k.k("count_add_encoded")?, grid_stride(dm.counts[3])).arg(&dm.face_edges).arg(&l).arg(&c).arg(&c1).run().map_err(gpu_err)?;
+                    g.launch(&k.k("count_add_encoded")?, grid_stride(dm.counts[3]))
+                        .arg(&dm.face_edges)
+                        .arg(&l)
+                        .arg(&c)
+                        .arg(&c1)
+                        .run()
+                        .map_err(gpu_err)?;
                 }
                 add(&dm.cell_edges, dm.counts[4], coef(1, 3), &c1)?;
             } else {
@@ -674,9 +841,19 @@ fn build_pattern_gpu(k: &FemKernels<'_>, dm: &DeviceHoMesh, e: usize, stages: &m
         } else {
             dummy()?
         };
-        let c3 = if kmax >= 3 { init(dm.ncells, coef(3, 3))? } else { dummy()? };
+        let c3 = if kmax >= 3 {
+            init(dm.ncells, coef(3, 3))?
+        } else {
+            dummy()?
+        };
         let len = g.alloc::<u32>(n.max(1)).map_err(gpu_err)?;
-        let b = |k: usize| -> u32 { if k <= d { dm.base[k] as u32 } else { n32 } };
+        let b = |k: usize| -> u32 {
+            if k <= d {
+                dm.base[k] as u32
+            } else {
+                n32
+            }
+        };
         let per = |k: usize| dm.per[k].max(1) as u32;
         g.launch(&k.k("row_lengths")?, cfg(n, BLOCK)?)
             .arg(&n32)
@@ -700,7 +877,13 @@ fn build_pattern_gpu(k: &FemKernels<'_>, dm: &DeviceHoMesh, e: usize, stages: &m
     let bin_offsets = timed(g, stages, "bin_offsets", || {
         let slots = g.alloc::<u32>(nbins.max(1)).map_err(gpu_err)?;
         let nb = nbins as u32;
-        g.launch(&k.k("bin_slots")?, cfg(nbins * 32, BLOCK)?).arg(&lengths).arg(&n32).arg(&nb).arg(&slots).run().map_err(gpu_err)?;
+        g.launch(&k.k("bin_slots")?, cfg(nbins * 32, BLOCK)?)
+            .arg(&lengths)
+            .arg(&n32)
+            .arg(&nb)
+            .arg(&slots)
+            .run()
+            .map_err(gpu_err)?;
         if nbins == 0 {
             return g.zeros::<u32>(1).map_err(gpu_err);
         }
@@ -710,37 +893,62 @@ fn build_pattern_gpu(k: &FemKernels<'_>, dm: &DeviceHoMesh, e: usize, stages: &m
     let cols = timed(g, stages, "alloc_final", || {
         let cols = g.alloc::<u32>(nslots.max(1)).map_err(gpu_err)?;
         let l = nslots as u64;
-        g.launch(&k.k("fill_u32")?, grid_stride(nslots)).arg(&cols).arg(&l).arg(&PAD).run().map_err(gpu_err)?;
+        g.launch(&k.k("fill_u32")?, grid_stride(nslots))
+            .arg(&cols)
+            .arg(&l)
+            .arg(&PAD)
+            .run()
+            .map_err(gpu_err)?;
         Ok(cols)
     })?;
     let err = g.zeros::<u32>(1).map_err(gpu_err)?;
     timed(g, stages, "column_indices", || {
         let m = dm.m as u32;
-        g.launch(&k.k("fill_columns")?, cfg(n, FILL_BLOCK)?.with_shared(FILL_BLOCK * 63 * 4))
-            .arg(&n32)
-            .arg(&bin_offsets)
-            .arg(&lengths)
-            .arg(&dm.nc_offsets)
-            .arg(&dm.nc_cells)
-            .arg(&dm.cell_nodes)
-            .arg(&m)
-            .arg(&cols)
-            .arg(&err)
-            .run()
-            .map_err(gpu_err)
+        g.launch(
+            &k.k("fill_columns")?,
+            cfg(n, FILL_BLOCK)?.with_shared(FILL_BLOCK * 63 * 4),
+        )
+        .arg(&n32)
+        .arg(&bin_offsets)
+        .arg(&lengths)
+        .arg(&dm.nc_offsets)
+        .arg(&dm.nc_cells)
+        .arg(&dm.cell_nodes)
+        .arg(&m)
+        .arg(&cols)
+        .arg(&err)
+        .run()
+        .map_err(gpu_err)
     })?;
     let bad = check_err(g, &err, "pattern")?;
     if bad != 0 {
         let row = bad as usize - 1;
         let expected = g.download_at(&lengths, row).map_err(gpu_err)? + 1;
-        return Err(FemError::PatternMismatch { row, expected, found: 0 });
+        return Err(FemError::PatternMismatch {
+            row,
+            expected,
+            found: 0,
+        });
     }
     let off_diagonal_blocks = k.prims.reduce_sum_u32(&lengths).map_err(gpu_err)?;
-    Ok(DeviceBinBcsrPattern { n, e, nbins, nslots, bin_offsets, row_lengths: lengths, col_indices: cols, off_diagonal_blocks })
+    Ok(DeviceBinBcsrPattern {
+        n,
+        e,
+        nbins,
+        nslots,
+        bin_offsets,
+        row_lengths: lengths,
+        col_indices: cols,
+        off_diagonal_blocks,
+    })
 }
 
 /// Per-entry contribution lists on the device: count, scan, fill (one thread per row).
-fn build_entry_maps_gpu(k: &FemKernels<'_>, dm: &DeviceHoMesh, p: &DeviceBinBcsrPattern) -> Result<DeviceEntryMaps, FemError> {
+fn build_entry_maps_gpu(
+    k: &FemKernels<'_>,
+    dm: &DeviceHoMesh,
+    p: &DeviceBinBcsrPattern,
+) -> Result<DeviceEntryMaps, FemError> {
     let g = k.gpu;
     let n = p.n as u32;
     let m = dm.m as u32;
@@ -748,7 +956,12 @@ fn build_entry_maps_gpu(k: &FemKernels<'_>, dm: &DeviceHoMesh, p: &DeviceBinBcsr
     let mut off_counts = g.zeros::<u32>(p.nslots.max(1)).map_err(gpu_err)?;
     let diag_counts = g.zeros::<u32>(p.n.max(1)).map_err(gpu_err)?;
     let kern = k.k("entry_maps")?;
-    let run = |pass: u32, oc: &DeviceBuffer<u32>, oo: &DeviceBuffer<u32>, doff: &DeviceBuffer<u32>, ocodes: &DeviceBuffer<u32>, dcodes: &DeviceBuffer<u32>| {
+    let run = |pass: u32,
+               oc: &DeviceBuffer<u32>,
+               oo: &DeviceBuffer<u32>,
+               doff: &DeviceBuffer<u32>,
+               ocodes: &DeviceBuffer<u32>,
+               dcodes: &DeviceBuffer<u32>| {
         g.launch(&kern, cfg(p.n, BLOCK)?)
             .arg(&pass)
             .arg(&n)
@@ -772,13 +985,33 @@ fn build_entry_maps_gpu(k: &FemKernels<'_>, dm: &DeviceHoMesh, p: &DeviceBinBcsr
     let dummy = g.zeros::<u32>(1).map_err(gpu_err)?;
     run(0, &off_counts, &dummy, &dummy, &dummy, &dummy)?;
     if check_err(g, &err, "maps")? != 0 {
-        return Err(FemError::PatternMismatch { row: check_err(g, &err, "maps")? as usize - 1, expected: 0, found: 0 });
+        return Err(FemError::PatternMismatch {
+            row: check_err(g, &err, "maps")? as usize - 1,
+            expected: 0,
+            found: 0,
+        });
     }
     let too_large = |e: GpuError| FemError::TooLarge(format!("per-entry contribution lists: {e}"));
-    let off_counts_view = if p.nslots == 0 { g.zeros::<u32>(0).ok() } else { None };
+    let off_counts_view = if p.nslots == 0 {
+        g.zeros::<u32>(0).ok()
+    } else {
+        None
+    };
     let _ = off_counts_view;
-    let off_offsets = if p.nslots == 0 { g.zeros::<u32>(1).map_err(gpu_err)? } else { k.prims.offsets_from_counts(&off_counts).map_err(too_large)? };
-    let diag_offsets = if p.n == 0 { g.zeros::<u32>(1).map_err(gpu_err)? } else { k.prims.offsets_from_counts(&diag_counts).map_err(too_large)? };
+    let off_offsets = if p.nslots == 0 {
+        g.zeros::<u32>(1).map_err(gpu_err)?
+    } else {
+        k.prims
+            .offsets_from_counts(&off_counts)
+            .map_err(too_large)?
+    };
+    let diag_offsets = if p.n == 0 {
+        g.zeros::<u32>(1).map_err(gpu_err)?
+    } else {
+        k.prims
+            .offsets_from_counts(&diag_counts)
+            .map_err(too_large)?
+    };
     let n_off = g.download_at(&off_offsets, p.nslots).map_err(gpu_err)? as usize;
     let n_diag = g.download_at(&diag_offsets, p.n).map_err(gpu_err)? as usize;
     let off = g.alloc::<u32>(n_off.max(1)).map_err(gpu_err)?;
@@ -786,7 +1019,12 @@ fn build_entry_maps_gpu(k: &FemKernels<'_>, dm: &DeviceHoMesh, p: &DeviceBinBcsr
     // pass 1 reuses the slot counters as cursors
     g.memset_zero(&mut off_counts).map_err(gpu_err)?;
     run(1, &off_counts, &off_offsets, &diag_offsets, &off, &diag)?;
-    Ok(DeviceEntryMaps { off_offsets, off, diag_offsets, diag })
+    Ok(DeviceEntryMaps {
+        off_offsets,
+        off,
+        diag_offsets,
+        diag,
+    })
 }
 
 /// Assemble the stiffness matrix of linear isotropic elasticity (Eq. 4.7) on the GPU with
@@ -815,7 +1053,12 @@ pub fn assemble_mass_gpu<T: GpuScalar>(
 }
 
 /// Upload, pattern, summation; `total` is the sum of the device stages.
-pub fn assemble_gpu<T: GpuScalar>(gpu: &Gpu, mesh: &HoMesh, op: Operator, summation: Summation) -> Result<(DeviceBinBcsr<T>, AssemblyStats), FemError> {
+pub fn assemble_gpu<T: GpuScalar>(
+    gpu: &Gpu,
+    mesh: &HoMesh,
+    op: Operator,
+    summation: Summation,
+) -> Result<(DeviceBinBcsr<T>, AssemblyStats), FemError> {
     let k = FemKernels::new(gpu)?;
     let dm = DeviceHoMesh::upload(gpu, mesh)?;
     let mut asm = GpuAssembler::new(&k, &dm, summation)?;
@@ -845,11 +1088,30 @@ impl From<GpuError> for GpuSolveError {
 
 /// Deterministic dot product `a · b` into `out[slot]`: a fixed grid of partial sums, then
 /// one block sums the partials in a fixed order.
-fn dot_into(k: &FemKernels<'_>, len: u32, a: &DeviceBuffer<f64>, b: &DeviceBuffer<f64>, out: &DeviceBuffer<f64>, slot: u32) -> Result<(), FemError> {
+fn dot_into(
+    k: &FemKernels<'_>,
+    len: u32,
+    a: &DeviceBuffer<f64>,
+    b: &DeviceBuffer<f64>,
+    out: &DeviceBuffer<f64>,
+    slot: u32,
+) -> Result<(), FemError> {
     let g = k.gpu;
     let partial = k.dot_partial.lock().unwrap_or_else(|e| e.into_inner());
-    g.launch(&k.k("dot_partial")?, LaunchConfig::blocks(DOT_BLOCKS, 256)).arg(&len).arg(a).arg(b).arg(&*partial).run().map_err(gpu_err)?;
-    g.launch(&k.k("dot_final")?, LaunchConfig::blocks(1, 256)).arg(&DOT_BLOCKS).arg(&*partial).arg(out).arg(&slot).run().map_err(gpu_err)
+    g.launch(&k.k("dot_partial")?, LaunchConfig::blocks(DOT_BLOCKS, 256))
+        .arg(&len)
+        .arg(a)
+        .arg(b)
+        .arg(&*partial)
+        .run()
+        .map_err(gpu_err)?;
+    g.launch(&k.k("dot_final")?, LaunchConfig::blocks(1, 256))
+        .arg(&DOT_BLOCKS)
+        .arg(&*partial)
+        .arg(out)
+        .arg(&slot)
+        .run()
+        .map_err(gpu_err)
 }
 
 /// Solve `A x = b` with Dirichlet constraints by the filtered block-Jacobi PCG of
@@ -872,7 +1134,11 @@ pub fn pcg_gpu(
     let n = nb * e;
     for len in [b.len(), cons.fixed.len(), cons.values.len()] {
         if len != n {
-            return Err(SolveError::Dimension { expected: n, found: len }.into());
+            return Err(SolveError::Dimension {
+                expected: n,
+                found: len,
+            }
+            .into());
         }
     }
     if cons.num_fixed() == 0 {
@@ -907,7 +1173,9 @@ pub fn pcg_gpu(
     let inv = up(g, &flat)?;
     let fixed: Vec<u32> = cons.fixed.iter().map(|&f| u32::from(f)).collect();
     let fixed = up(g, &fixed)?;
-    let x0: Vec<f64> = (0..n).map(|i| if cons.fixed[i] { cons.values[i] } else { 0.0 }).collect();
+    let x0: Vec<f64> = (0..n)
+        .map(|i| if cons.fixed[i] { cons.values[i] } else { 0.0 })
+        .collect();
     let mut xd = up(g, &x0)?;
     let bd = up(g, b)?;
     let mut r = g.zeros::<f64>(n.max(1))?;
@@ -922,19 +1190,39 @@ pub fn pcg_gpu(
         Ok(())
     };
     a.spmv(k, &xd, &mut r)?;
-    g.launch(&k.k("pcg_residual")?, vcfg).arg(&n32).arg(&bd).arg(&fixed).arg(&r).run()?;
+    g.launch(&k.k("pcg_residual")?, vcfg)
+        .arg(&n32)
+        .arg(&bd)
+        .arg(&fixed)
+        .arg(&r)
+        .run()?;
     dot_into(k, n32, &r, &r, &out, 0)?;
     let r0 = g.download_at(&out, 0)?.sqrt();
     let mut history = vec![1.0];
     if !r0.is_finite() {
-        return Err(SolveError::NonFinite { what: "initial residual", iteration: 0 }.into());
+        return Err(SolveError::NonFinite {
+            what: "initial residual",
+            iteration: 0,
+        }
+        .into());
     }
     if r0 == 0.0 {
         fetch(&xd, x)?;
-        return Ok(SolveReport { iterations: 0, final_residual: 0.0, history });
+        return Ok(SolveReport {
+            iterations: 0,
+            final_residual: 0.0,
+            history,
+        });
     }
     let jac = k.k("pcg_jacobi")?;
-    g.launch(&jac, ncfg).arg(&nb32).arg(&e32).arg(&inv).arg(&fixed).arg(&r).arg(&c).run()?;
+    g.launch(&jac, ncfg)
+        .arg(&nb32)
+        .arg(&e32)
+        .arg(&inv)
+        .arg(&fixed)
+        .arg(&r)
+        .arg(&c)
+        .run()?;
     dot_into(k, n32, &r, &c, &out, 0)?;
     let mut delta = g.download_at(&out, 0)?;
     let filt = k.k("pcg_filter")?;
@@ -946,37 +1234,81 @@ pub fn pcg_gpu(
         dot_into(k, n32, &c, &q, &out, 0)?;
         let cq = g.download_at(&out, 0)?;
         if !cq.is_finite() {
-            return Err(SolveError::NonFinite { what: "search direction", iteration: it }.into());
+            return Err(SolveError::NonFinite {
+                what: "search direction",
+                iteration: it,
+            }
+            .into());
         }
         if cq <= 0.0 {
-            return Err(SolveError::Singular { iteration: it, value: cq }.into());
+            return Err(SolveError::Singular {
+                iteration: it,
+                value: cq,
+            }
+            .into());
         }
         let alpha = delta / cq;
-        g.launch(&upd, vcfg).arg(&n32).arg(&alpha).arg(&c).arg(&q).arg(&xd).arg(&r).run()?;
-        g.launch(&jac, ncfg).arg(&nb32).arg(&e32).arg(&inv).arg(&fixed).arg(&r).arg(&s).run()?;
+        g.launch(&upd, vcfg)
+            .arg(&n32)
+            .arg(&alpha)
+            .arg(&c)
+            .arg(&q)
+            .arg(&xd)
+            .arg(&r)
+            .run()?;
+        g.launch(&jac, ncfg)
+            .arg(&nb32)
+            .arg(&e32)
+            .arg(&inv)
+            .arg(&fixed)
+            .arg(&r)
+            .arg(&s)
+            .run()?;
         dot_into(k, n32, &r, &r, &out, 0)?;
         dot_into(k, n32, &r, &s, &out, 1)?;
         let two = g.download_range(&out, 0..2)?;
         let rel = two[0].sqrt() / r0;
         history.push(rel);
         if !rel.is_finite() {
-            return Err(SolveError::NonFinite { what: "residual", iteration: it }.into());
+            return Err(SolveError::NonFinite {
+                what: "residual",
+                iteration: it,
+            }
+            .into());
         }
         if rel <= params.tolerance {
             fetch(&xd, x)?;
-            return Ok(SolveReport { iterations: it, final_residual: rel, history });
+            return Ok(SolveReport {
+                iterations: it,
+                final_residual: rel,
+                history,
+            });
         }
         if rel > params.divergence_factor {
-            return Err(SolveError::Diverged { iteration: it, residual: rel }.into());
+            return Err(SolveError::Diverged {
+                iteration: it,
+                residual: rel,
+            }
+            .into());
         }
         let delta_new = two[1];
         let beta = delta_new / delta;
         delta = delta_new;
-        g.launch(&dirk, vcfg).arg(&n32).arg(&beta).arg(&s).arg(&c).run()?;
+        g.launch(&dirk, vcfg)
+            .arg(&n32)
+            .arg(&beta)
+            .arg(&s)
+            .arg(&c)
+            .run()?;
     }
     let _ = &mut xd;
     let residual = *history.last().unwrap_or(&1.0);
-    Err(SolveError::NotConverged { iterations: params.max_iterations, residual, tolerance: params.tolerance }.into())
+    Err(SolveError::NotConverged {
+        iterations: params.max_iterations,
+        residual,
+        tolerance: params.tolerance,
+    }
+    .into())
 }
 
 // ============================================================================ bench
@@ -1007,7 +1339,13 @@ pub struct GpuAssemblyBench {
 
 /// Time GPU assembly of the stiffness matrix (`runs` >= 10 timed runs of the whole
 /// pipeline after one warm-up, CUDA events, medians per stage) and the SpMV of the result.
-pub fn bench_assembly_gpu<T: GpuScalar>(gpu: &Gpu, mesh: &HoMesh, material: &Material, summation: Summation, runs: usize) -> Result<GpuAssemblyBench, FemError> {
+pub fn bench_assembly_gpu<T: GpuScalar>(
+    gpu: &Gpu,
+    mesh: &HoMesh,
+    material: &Material,
+    summation: Summation,
+    runs: usize,
+) -> Result<GpuAssemblyBench, FemError> {
     let runs = runs.max(10);
     let lame = material.lame()?;
     let k = FemKernels::new(gpu)?;
@@ -1025,12 +1363,18 @@ pub fn bench_assembly_gpu<T: GpuScalar>(gpu: &Gpu, mesh: &HoMesh, material: &Mat
             for (name, v) in st {
                 per_stage.entry(name.clone()).or_default().push(*v);
             }
-            per_stage.entry("total".into()).or_default().push(st.values().sum());
+            per_stage
+                .entry("total".into())
+                .or_default()
+                .push(st.values().sum());
         }
         last = Some((mat, asm.stats().clone()));
     }
     let (mat, stats) = last.expect("at least one run");
-    let stages_ms: Stages = per_stage.into_iter().map(|(k, mut v)| (k, tessera_gpu::median(&mut v))).collect();
+    let stages_ms: Stages = per_stage
+        .into_iter()
+        .map(|(k, mut v)| (k, tessera_gpu::median(&mut v)))
+        .collect();
     let s = |n: &str| stages_ms.get(n).copied().unwrap_or(0.0);
     let table = [
         s("count_contributions"),
@@ -1039,10 +1383,17 @@ pub fn bench_assembly_gpu<T: GpuScalar>(gpu: &Gpu, mesh: &HoMesh, material: &Mat
         s("entry_maps") + s("summation"),
     ];
     let ne = mat.num_rows();
-    let x: Vec<T> = (0..ne).map(|i| T::from_f64(1.0 + (i % 7) as f64 * 0.125)).collect();
+    let x: Vec<T> = (0..ne)
+        .map(|i| T::from_f64(1.0 + (i % 7) as f64 * 0.125))
+        .collect();
     let xd = up(gpu, &x)?;
     let mut yd = gpu.zeros::<T>(ne.max(1)).map_err(gpu_err)?;
-    let spmv_ms = gpu.median_ms(runs, 3, || mat.spmv(&k, &xd, &mut yd).map_err(|e| GpuError::InvalidArgument(e.to_string()))).map_err(gpu_err)?;
+    let spmv_ms = gpu
+        .median_ms(runs, 3, || {
+            mat.spmv(&k, &xd, &mut yd)
+                .map_err(|e| GpuError::InvalidArgument(e.to_string()))
+        })
+        .map_err(gpu_err)?;
     let bytes = mat.spmv_bytes();
     Ok(GpuAssemblyBench {
         order: dm.p,

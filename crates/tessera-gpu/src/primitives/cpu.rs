@@ -4,20 +4,42 @@
 /// Exclusive prefix sum with wrapping addition.
 pub fn exclusive_scan_u32(v: &[u32]) -> Vec<u32> {
     let mut acc = 0u32;
-    v.iter().map(|&x| { let r = acc; acc = acc.wrapping_add(x); r }).collect()
+    v.iter()
+        .map(|&x| {
+            let r = acc;
+            acc = acc.wrapping_add(x);
+            r
+        })
+        .collect()
 }
 /// Inclusive prefix sum with wrapping addition.
 pub fn inclusive_scan_u32(v: &[u32]) -> Vec<u32> {
     let mut acc = 0u32;
-    v.iter().map(|&x| { acc = acc.wrapping_add(x); acc }).collect()
+    v.iter()
+        .map(|&x| {
+            acc = acc.wrapping_add(x);
+            acc
+        })
+        .collect()
 }
 pub fn exclusive_scan_u64(v: &[u64]) -> Vec<u64> {
     let mut acc = 0u64;
-    v.iter().map(|&x| { let r = acc; acc = acc.wrapping_add(x); r }).collect()
+    v.iter()
+        .map(|&x| {
+            let r = acc;
+            acc = acc.wrapping_add(x);
+            r
+        })
+        .collect()
 }
 pub fn inclusive_scan_u64(v: &[u64]) -> Vec<u64> {
     let mut acc = 0u64;
-    v.iter().map(|&x| { acc = acc.wrapping_add(x); acc }).collect()
+    v.iter()
+        .map(|&x| {
+            acc = acc.wrapping_add(x);
+            acc
+        })
+        .collect()
 }
 /// CSR offsets (n + 1 entries) of row lengths; `None` on 32-bit overflow.
 pub fn offsets_from_counts(v: &[u32]) -> Option<Vec<u32>> {
@@ -58,11 +80,20 @@ pub fn reduce_max_u32(v: &[u32]) -> u32 {
 }
 /// Stable compaction: the values whose flag is non-zero, in order.
 pub fn compact<T: Copy>(v: &[T], flags: &[u32]) -> Vec<T> {
-    v.iter().zip(flags).filter(|(_, &f)| f != 0).map(|(&x, _)| x).collect()
+    v.iter()
+        .zip(flags)
+        .filter(|(_, &f)| f != 0)
+        .map(|(&x, _)| x)
+        .collect()
 }
 /// Indices whose flag is non-zero.
 pub fn compact_indices(flags: &[u32]) -> Vec<u32> {
-    flags.iter().enumerate().filter(|(_, &f)| f != 0).map(|(i, _)| i as u32).collect()
+    flags
+        .iter()
+        .enumerate()
+        .filter(|(_, &f)| f != 0)
+        .map(|(i, _)| i as u32)
+        .collect()
 }
 /// Count of each key below `nbins` (larger keys are ignored).
 pub fn histogram(keys: &[u32], nbins: u32) -> Vec<u32> {
@@ -96,7 +127,10 @@ pub fn segmented_sort(vals: &mut [u32], offsets: &[u32], order: super::SegOrder)
 pub fn sort_pairs<K: Ord + Copy>(keys: &[K], vals: &[u32]) -> (Vec<K>, Vec<u32>) {
     let mut idx: Vec<usize> = (0..keys.len()).collect();
     idx.sort_by_key(|&i| keys[i]);
-    (idx.iter().map(|&i| keys[i]).collect(), idx.iter().map(|&i| vals[i]).collect())
+    (
+        idx.iter().map(|&i| keys[i]).collect(),
+        idx.iter().map(|&i| vals[i]).collect(),
+    )
 }
 /// Unique values of a sorted slice, and for each input element the index of its run.
 pub fn unique_with_ids<K: PartialEq + Copy>(sorted: &[K]) -> (Vec<K>, Vec<u32>) {

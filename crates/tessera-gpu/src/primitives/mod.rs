@@ -97,7 +97,9 @@ fn items_cfg(n: usize) -> GpuResult<LaunchConfig> {
 
 fn u32_len(n: usize, what: &str) -> GpuResult<()> {
     if n > u32::MAX as usize {
-        return Err(GpuError::InvalidArgument(format!("{what}: {n} elements exceed the 32-bit index range")));
+        return Err(GpuError::InvalidArgument(format!(
+            "{what}: {n} elements exceed the 32-bit index range"
+        )));
     }
     Ok(())
 }
@@ -133,14 +135,38 @@ impl<'g> Primitives<'g> {
         let (inc, wt, nn) = (inclusive as u32, write_total as u32, n as u64);
         if tiles == 1 {
             let zero = 0u32;
-            return self.gpu.launch(&tiles_k, cfg).arg(input).arg(out).arg(&nn).arg(input).arg(&zero).arg(&inc).arg(&wt).run();
+            return self
+                .gpu
+                .launch(&tiles_k, cfg)
+                .arg(input)
+                .arg(out)
+                .arg(&nn)
+                .arg(input)
+                .arg(&zero)
+                .arg(&inc)
+                .arg(&wt)
+                .run();
         }
         let sums = self.gpu.alloc::<T>(tiles)?;
         let sums_k = self.k(&format!("scan_tile_sums_{}", T::SUFFIX))?;
-        self.gpu.launch(&sums_k, cfg).arg(input).arg(&nn).arg(&sums).run()?;
+        self.gpu
+            .launch(&sums_k, cfg)
+            .arg(input)
+            .arg(&nn)
+            .arg(&sums)
+            .run()?;
         self.scan_raw(&sums, &sums, tiles, false, false)?;
         let one = 1u32;
-        self.gpu.launch(&tiles_k, cfg).arg(input).arg(out).arg(&nn).arg(&sums).arg(&one).arg(&inc).arg(&wt).run()
+        self.gpu
+            .launch(&tiles_k, cfg)
+            .arg(input)
+            .arg(out)
+            .arg(&nn)
+            .arg(&sums)
+            .arg(&one)
+            .arg(&inc)
+            .arg(&wt)
+            .run()
     }
 
     /// Exclusive prefix sum (wrapping): `out[i] = sum(input[..i])`.
@@ -168,7 +194,10 @@ impl<'g> Primitives<'g> {
     }
 
     /// Exclusive scan with the total appended (`n + 1` elements), no overflow check.
-    pub fn exclusive_scan_with_total<T: Key>(&self, input: &DeviceBuffer<T>) -> GpuResult<DeviceBuffer<T>> {
+    pub fn exclusive_scan_with_total<T: Key>(
+        &self,
+        input: &DeviceBuffer<T>,
+    ) -> GpuResult<DeviceBuffer<T>> {
         let n = input.len();
         if n == 0 {
             return self.gpu.zeros::<T>(1);
@@ -183,7 +212,9 @@ impl<'g> Primitives<'g> {
     pub fn offsets_from_counts(&self, counts: &DeviceBuffer<u32>) -> GpuResult<DeviceBuffer<u32>> {
         let total = self.reduce_sum_u32(counts)?;
         if total > u32::MAX as u64 {
-            return Err(GpuError::InvalidArgument(format!("{total} entries exceed 32-bit offsets")));
+            return Err(GpuError::InvalidArgument(format!(
+                "{total} entries exceed 32-bit offsets"
+            )));
         }
         self.exclusive_scan_with_total(counts)
     }
@@ -202,14 +233,24 @@ impl<'g> Primitives<'g> {
         let g = self.reduce_grid(v.len());
         let parts = self.gpu.alloc::<u64>(g as usize)?;
         let n = v.len() as u64;
-        self.gpu.launch(&self.k("reduce_sum_u32")?, LaunchConfig::blocks(g, BLOCK)).arg(v).arg(&n).arg(&parts).run()?;
+        self.gpu
+            .launch(&self.k("reduce_sum_u32")?, LaunchConfig::blocks(g, BLOCK))
+            .arg(v)
+            .arg(&n)
+            .arg(&parts)
+            .run()?;
         self.finish_sum_u64(&parts)
     }
 
     fn finish_sum_u64(&self, parts: &DeviceBuffer<u64>) -> GpuResult<u64> {
         let out = self.gpu.alloc::<u64>(1)?;
         let n = parts.len() as u64;
-        self.gpu.launch(&self.k("reduce_sum_u64")?, LaunchConfig::blocks(1, BLOCK)).arg(parts).arg(&n).arg(&out).run()?;
+        self.gpu
+            .launch(&self.k("reduce_sum_u64")?, LaunchConfig::blocks(1, BLOCK))
+            .arg(parts)
+            .arg(&n)
+            .arg(&out)
+            .run()?;
         self.gpu.download_at(&out, 0)
     }
 
@@ -221,7 +262,12 @@ impl<'g> Primitives<'g> {
         let g = self.reduce_grid(v.len());
         let parts = self.gpu.alloc::<u64>(g as usize)?;
         let n = v.len() as u64;
-        self.gpu.launch(&self.k("reduce_sum_u64")?, LaunchConfig::blocks(g, BLOCK)).arg(v).arg(&n).arg(&parts).run()?;
+        self.gpu
+            .launch(&self.k("reduce_sum_u64")?, LaunchConfig::blocks(g, BLOCK))
+            .arg(v)
+            .arg(&n)
+            .arg(&parts)
+            .run()?;
         self.finish_sum_u64(&parts)
     }
 
@@ -235,8 +281,18 @@ impl<'g> Primitives<'g> {
         let out = self.gpu.alloc::<f64>(1)?;
         let k = self.k("reduce_sum_f64")?;
         let (n, np) = (v.len() as u64, g as u64);
-        self.gpu.launch(&k, LaunchConfig::blocks(g, BLOCK)).arg(v).arg(&n).arg(&parts).run()?;
-        self.gpu.launch(&k, LaunchConfig::blocks(1, BLOCK)).arg(&parts).arg(&np).arg(&out).run()?;
+        self.gpu
+            .launch(&k, LaunchConfig::blocks(g, BLOCK))
+            .arg(v)
+            .arg(&n)
+            .arg(&parts)
+            .run()?;
+        self.gpu
+            .launch(&k, LaunchConfig::blocks(1, BLOCK))
+            .arg(&parts)
+            .arg(&np)
+            .arg(&out)
+            .run()?;
         self.gpu.download_at(&out, 0)
     }
 
@@ -248,14 +304,24 @@ impl<'g> Primitives<'g> {
         let g = self.reduce_grid(v.len());
         let parts = self.gpu.alloc::<u32>(g as usize)?;
         let n = v.len() as u64;
-        self.gpu.launch(&self.k("reduce_max_u32")?, LaunchConfig::blocks(g, BLOCK)).arg(v).arg(&n).arg(&parts).run()?;
+        self.gpu
+            .launch(&self.k("reduce_max_u32")?, LaunchConfig::blocks(g, BLOCK))
+            .arg(v)
+            .arg(&n)
+            .arg(&parts)
+            .run()?;
         self.finish_max(&parts)
     }
 
     fn finish_max(&self, parts: &DeviceBuffer<u32>) -> GpuResult<u32> {
         let out = self.gpu.alloc::<u32>(1)?;
         let n = parts.len() as u64;
-        self.gpu.launch(&self.k("reduce_max_u32")?, LaunchConfig::blocks(1, BLOCK)).arg(parts).arg(&n).arg(&out).run()?;
+        self.gpu
+            .launch(&self.k("reduce_max_u32")?, LaunchConfig::blocks(1, BLOCK))
+            .arg(parts)
+            .arg(&n)
+            .arg(&out)
+            .run()?;
         self.gpu.download_at(&out, 0)
     }
 
@@ -268,20 +334,34 @@ impl<'g> Primitives<'g> {
         let g = self.reduce_grid(nrows);
         let parts = self.gpu.alloc::<u32>(g as usize)?;
         let n = nrows as u64;
-        self.gpu.launch(&self.k("row_len_max")?, LaunchConfig::blocks(g, BLOCK)).arg(offsets).arg(&n).arg(&parts).run()?;
+        self.gpu
+            .launch(&self.k("row_len_max")?, LaunchConfig::blocks(g, BLOCK))
+            .arg(offsets)
+            .arg(&n)
+            .arg(&parts)
+            .run()?;
         self.finish_max(&parts)
     }
 
     // ------------------------------------------------------------ compaction
 
     /// Positions (exclusive scan of 0/1 flags, with the total appended) and the total.
-    fn flag_positions(&self, flags: &DeviceBuffer<u32>, normalise: bool) -> GpuResult<(DeviceBuffer<u32>, usize)> {
+    fn flag_positions(
+        &self,
+        flags: &DeviceBuffer<u32>,
+        normalise: bool,
+    ) -> GpuResult<(DeviceBuffer<u32>, usize)> {
         let n = flags.len();
         u32_len(n, "compaction")?;
         let pos = if normalise {
             let f01 = self.gpu.alloc::<u32>(n)?;
             let nn = n as u64;
-            self.gpu.launch(&self.k("flags_to_01")?, items_cfg(n)?).arg(flags).arg(&nn).arg(&f01).run()?;
+            self.gpu
+                .launch(&self.k("flags_to_01")?, items_cfg(n)?)
+                .arg(flags)
+                .arg(&nn)
+                .arg(&f01)
+                .run()?;
             self.exclusive_scan_with_total(&f01)?
         } else {
             self.exclusive_scan_with_total(flags)?
@@ -292,21 +372,39 @@ impl<'g> Primitives<'g> {
 
     /// Stable stream compaction: the elements of `values` whose flag is non-zero, in order.
     /// `T` must be 4 or 8 bytes wide.
-    pub fn compact<T: Element>(&self, values: &DeviceBuffer<T>, flags: &DeviceBuffer<u32>) -> GpuResult<DeviceBuffer<T>> {
+    pub fn compact<T: Element>(
+        &self,
+        values: &DeviceBuffer<T>,
+        flags: &DeviceBuffer<u32>,
+    ) -> GpuResult<DeviceBuffer<T>> {
         let n = values.len();
         if flags.len() != n {
-            return Err(GpuError::InvalidArgument(format!("compact: {n} values but {} flags", flags.len())));
+            return Err(GpuError::InvalidArgument(format!(
+                "compact: {n} values but {} flags",
+                flags.len()
+            )));
         }
         let kname = match std::mem::size_of::<T>() {
             4 => "compact_scatter_b32",
             8 => "compact_scatter_b64",
-            s => return Err(GpuError::InvalidArgument(format!("compact: elements of {s} bytes (4 or 8 supported)"))),
+            s => {
+                return Err(GpuError::InvalidArgument(format!(
+                    "compact: elements of {s} bytes (4 or 8 supported)"
+                )))
+            }
         };
         let (pos, total) = self.flag_positions(flags, true)?;
         let out = self.gpu.alloc::<T>(total)?;
         // the scatter reads raw flags; non-zero means keep, matching the normalised scan
         let nn = n as u64;
-        self.gpu.launch(&self.k(kname)?, items_cfg(n)?).arg(values).arg(flags).arg(&pos).arg(&nn).arg(&out).run()?;
+        self.gpu
+            .launch(&self.k(kname)?, items_cfg(n)?)
+            .arg(values)
+            .arg(flags)
+            .arg(&pos)
+            .arg(&nn)
+            .arg(&out)
+            .run()?;
         Ok(out)
     }
 
@@ -316,7 +414,13 @@ impl<'g> Primitives<'g> {
         let (pos, total) = self.flag_positions(flags, true)?;
         let out = self.gpu.alloc::<u32>(total)?;
         let nn = n as u64;
-        self.gpu.launch(&self.k("compact_indices")?, items_cfg(n)?).arg(flags).arg(&pos).arg(&nn).arg(&out).run()?;
+        self.gpu
+            .launch(&self.k("compact_indices")?, items_cfg(n)?)
+            .arg(flags)
+            .arg(&pos)
+            .arg(&nn)
+            .arg(&out)
+            .run()?;
         Ok(out)
     }
 
@@ -330,7 +434,11 @@ impl<'g> Primitives<'g> {
     }
 
     /// Add the counts of `keys` to `bins` (keys >= `bins.len()` are ignored).
-    pub fn histogram_into(&self, keys: &DeviceBuffer<u32>, bins: &DeviceBuffer<u32>) -> GpuResult<()> {
+    pub fn histogram_into(
+        &self,
+        keys: &DeviceBuffer<u32>,
+        bins: &DeviceBuffer<u32>,
+    ) -> GpuResult<()> {
         let n = keys.len();
         let nbins = bins.len();
         u32_len(nbins, "histogram bins")?;
@@ -340,12 +448,26 @@ impl<'g> Primitives<'g> {
         let nn = n as u64;
         let nb = nbins as u32;
         if nbins <= 12 * 1024 {
-            let g = n.div_ceil(BLOCK as usize).clamp(1, (self.gpu.sm_count().max(1) * 4) as usize) as u32;
+            let g = n
+                .div_ceil(BLOCK as usize)
+                .clamp(1, (self.gpu.sm_count().max(1) * 4) as usize) as u32;
             let cfg = LaunchConfig::blocks(g, BLOCK).with_shared(nb * 4);
-            self.gpu.launch(&self.k("histogram_shared")?, cfg).arg(keys).arg(&nn).arg(bins).arg(&nb).run()
+            self.gpu
+                .launch(&self.k("histogram_shared")?, cfg)
+                .arg(keys)
+                .arg(&nn)
+                .arg(bins)
+                .arg(&nb)
+                .run()
         } else {
             let g = n.div_ceil(BLOCK as usize).clamp(1, 1 << 16) as u32;
-            self.gpu.launch(&self.k("histogram_global")?, LaunchConfig::blocks(g, BLOCK)).arg(keys).arg(&nn).arg(bins).arg(&nb).run()
+            self.gpu
+                .launch(&self.k("histogram_global")?, LaunchConfig::blocks(g, BLOCK))
+                .arg(keys)
+                .arg(&nn)
+                .arg(bins)
+                .arg(&nb)
+                .run()
         }
     }
 
@@ -364,12 +486,18 @@ impl<'g> Primitives<'g> {
         u32_len(n, "radix sort")?;
         if let Some(v) = values.as_deref() {
             if v.len() != n {
-                return Err(GpuError::InvalidArgument(format!("radix sort: {n} keys but {} values", v.len())));
+                return Err(GpuError::InvalidArgument(format!(
+                    "radix sort: {n} keys but {} values",
+                    v.len()
+                )));
             }
         }
         let bits = bits.unwrap_or(K::BITS);
         if bits > K::BITS {
-            return Err(GpuError::InvalidArgument(format!("radix sort on {bits} bits of {}-bit keys", K::BITS)));
+            return Err(GpuError::InvalidArgument(format!(
+                "radix sort on {bits} bits of {}-bit keys",
+                K::BITS
+            )));
         }
         if n <= 1 || bits == 0 {
             return Ok(());
@@ -388,12 +516,28 @@ impl<'g> Primitives<'g> {
         let mut in_orig = true;
         for p in 0..passes {
             let shift = 8 * p;
-            let (src_k, dst_k): (&DeviceBuffer<K>, &DeviceBuffer<K>) = if in_orig { (keys, &alt_k) } else { (&alt_k, keys) };
+            let (src_k, dst_k): (&DeviceBuffer<K>, &DeviceBuffer<K>) = if in_orig {
+                (keys, &alt_k)
+            } else {
+                (&alt_k, keys)
+            };
             let (src_v, dst_v): (&DeviceBuffer<V>, &DeviceBuffer<V>) = match values.as_deref() {
-                Some(v) => if in_orig { (v, &alt_v) } else { (&alt_v, v) },
+                Some(v) => {
+                    if in_orig {
+                        (v, &alt_v)
+                    } else {
+                        (&alt_v, v)
+                    }
+                }
                 None => (&dummy, &dummy),
             };
-            self.gpu.launch(&count_k, cfg).arg(src_k).arg(&nn).arg(&shift).arg(&counts).run()?;
+            self.gpu
+                .launch(&count_k, cfg)
+                .arg(src_k)
+                .arg(&nn)
+                .arg(&shift)
+                .arg(&counts)
+                .run()?;
             self.scan_raw(&counts, &counts, RADIX * nblocks, false, false)?;
             self.gpu
                 .launch(&scatter_k, cfg)
@@ -418,7 +562,11 @@ impl<'g> Primitives<'g> {
     }
 
     /// Stable sort of keys only (see [`Primitives::radix_sort`]).
-    pub fn radix_sort_keys<K: Key>(&self, keys: &mut DeviceBuffer<K>, bits: Option<u32>) -> GpuResult<()> {
+    pub fn radix_sort_keys<K: Key>(
+        &self,
+        keys: &mut DeviceBuffer<K>,
+        bits: Option<u32>,
+    ) -> GpuResult<()> {
         self.radix_sort::<K, u32>(keys, None, bits)
     }
 
@@ -427,7 +575,12 @@ impl<'g> Primitives<'g> {
     /// Sort every row `offsets[r]..offsets[r + 1]` of `vals` by `order`. Rows up to
     /// [`SHORT_ROW`] entries are sorted one thread per row; when a longer row exists the
     /// whole array is sorted by the composite key `(row, key)` with the radix sort.
-    pub fn segmented_sort<T: Bits32>(&self, vals: &mut DeviceBuffer<T>, offsets: &DeviceBuffer<u32>, order: SegOrder) -> GpuResult<()> {
+    pub fn segmented_sort<T: Bits32>(
+        &self,
+        vals: &mut DeviceBuffer<T>,
+        offsets: &DeviceBuffer<u32>,
+        order: SegOrder,
+    ) -> GpuResult<()> {
         let nrows = offsets.len().saturating_sub(1);
         if nrows == 0 || vals.is_empty() {
             return Ok(());
@@ -443,10 +596,24 @@ impl<'g> Primitives<'g> {
         let nr = nrows as u64;
         let mode = order.mode();
         if maxlen <= SHORT_ROW {
-            return self.gpu.launch(&self.k("segsort_rows")?, items_cfg(nrows)?).arg(&*vals).arg(offsets).arg(&nr).arg(&mode).run();
+            return self
+                .gpu
+                .launch(&self.k("segsort_rows")?, items_cfg(nrows)?)
+                .arg(&*vals)
+                .arg(offsets)
+                .arg(&nr)
+                .arg(&mode)
+                .run();
         }
         let mut keys = self.gpu.alloc::<u64>(vals.len())?;
-        self.gpu.launch(&self.k("segsort_keys")?, items_cfg(nrows)?).arg(&*vals).arg(offsets).arg(&nr).arg(&mode).arg(&keys).run()?;
+        self.gpu
+            .launch(&self.k("segsort_keys")?, items_cfg(nrows)?)
+            .arg(&*vals)
+            .arg(offsets)
+            .arg(&nr)
+            .arg(&mode)
+            .arg(&keys)
+            .run()?;
         let row_bits = 64 - ((nrows - 1) as u64).leading_zeros();
         self.radix_sort(&mut keys, Some(vals), Some(32 + row_bits))
     }
@@ -455,18 +622,46 @@ impl<'g> Primitives<'g> {
 
     /// Unique keys of a sorted buffer, and for every input element the index of its run
     /// (dissertation §3.4.1: "sort, mark duplicates, compact").
-    pub fn unique_with_ids<K: Key>(&self, sorted: &DeviceBuffer<K>) -> GpuResult<(DeviceBuffer<K>, DeviceBuffer<u32>)> {
+    pub fn unique_with_ids<K: Key>(
+        &self,
+        sorted: &DeviceBuffer<K>,
+    ) -> GpuResult<(DeviceBuffer<K>, DeviceBuffer<u32>)> {
         let n = sorted.len();
         u32_len(n, "unique")?;
         let flags = self.gpu.alloc::<u32>(n)?;
         let nn = n as u64;
-        self.gpu.launch(&self.k(&format!("unique_flags_{}", K::SUFFIX))?, items_cfg(n)?).arg(sorted).arg(&nn).arg(&flags).run()?;
+        self.gpu
+            .launch(
+                &self.k(&format!("unique_flags_{}", K::SUFFIX))?,
+                items_cfg(n)?,
+            )
+            .arg(sorted)
+            .arg(&nn)
+            .arg(&flags)
+            .run()?;
         let (pos, total) = self.flag_positions(&flags, false)?;
         let out = self.gpu.alloc::<K>(total)?;
-        let kname = if K::BITS == 32 { "compact_scatter_b32" } else { "compact_scatter_b64" };
-        self.gpu.launch(&self.k(kname)?, items_cfg(n)?).arg(sorted).arg(&flags).arg(&pos).arg(&nn).arg(&out).run()?;
+        let kname = if K::BITS == 32 {
+            "compact_scatter_b32"
+        } else {
+            "compact_scatter_b64"
+        };
+        self.gpu
+            .launch(&self.k(kname)?, items_cfg(n)?)
+            .arg(sorted)
+            .arg(&flags)
+            .arg(&pos)
+            .arg(&nn)
+            .arg(&out)
+            .run()?;
         let ids = self.gpu.alloc::<u32>(n)?;
-        self.gpu.launch(&self.k("unique_ids")?, items_cfg(n)?).arg(&flags).arg(&pos).arg(&nn).arg(&ids).run()?;
+        self.gpu
+            .launch(&self.k("unique_ids")?, items_cfg(n)?)
+            .arg(&flags)
+            .arg(&pos)
+            .arg(&nn)
+            .arg(&ids)
+            .run()?;
         Ok((out, ids))
     }
 
@@ -481,7 +676,12 @@ impl<'g> Primitives<'g> {
     pub fn iota(&self, n: usize, start: u32) -> GpuResult<DeviceBuffer<u32>> {
         let out = self.gpu.alloc::<u32>(n)?;
         let nn = n as u64;
-        self.gpu.launch(&self.k("iota_u32")?, items_cfg(n)?).arg(&out).arg(&nn).arg(&start).run()?;
+        self.gpu
+            .launch(&self.k("iota_u32")?, items_cfg(n)?)
+            .arg(&out)
+            .arg(&nn)
+            .arg(&start)
+            .run()?;
         Ok(out)
     }
 
@@ -489,7 +689,12 @@ impl<'g> Primitives<'g> {
     pub fn fill(&self, n: usize, value: u32) -> GpuResult<DeviceBuffer<u32>> {
         let out = self.gpu.alloc::<u32>(n)?;
         let nn = n as u64;
-        self.gpu.launch(&self.k("fill_u32")?, items_cfg(n)?).arg(&out).arg(&nn).arg(&value).run()?;
+        self.gpu
+            .launch(&self.k("fill_u32")?, items_cfg(n)?)
+            .arg(&out)
+            .arg(&nn)
+            .arg(&value)
+            .run()?;
         Ok(out)
     }
 }
@@ -503,19 +708,47 @@ mod tests {
     #[test]
     fn every_launched_kernel_is_defined() {
         for n in [
-            "reduce_sum_u32", "reduce_sum_u64", "reduce_sum_f64", "reduce_max_u32", "row_len_max",
-            "compact_scatter_b32", "compact_scatter_b64", "compact_indices", "flags_to_01", "histogram_shared",
-            "histogram_global", "segsort_rows", "segsort_keys", "unique_flags_u32", "unique_flags_u64", "unique_ids",
-            "iota_u32", "fill_u32",
+            "reduce_sum_u32",
+            "reduce_sum_u64",
+            "reduce_sum_f64",
+            "reduce_max_u32",
+            "row_len_max",
+            "compact_scatter_b32",
+            "compact_scatter_b64",
+            "compact_indices",
+            "flags_to_01",
+            "histogram_shared",
+            "histogram_global",
+            "segsort_rows",
+            "segsort_keys",
+            "unique_flags_u32",
+            "unique_flags_u64",
+            "unique_ids",
+            "iota_u32",
+            "fill_u32",
         ] {
             // `void name(` or, with launch bounds, `__launch_bounds__(BLOCK) name(`
-            let defined = SOURCE.contains(&format!("void {n}(")) || SOURCE.contains(&format!("__launch_bounds__(BLOCK) {n}("));
+            let defined = SOURCE.contains(&format!("void {n}("))
+                || SOURCE.contains(&format!("__launch_bounds__(BLOCK) {n}("));
             assert!(defined, "kernel {n} is not defined in primitives.cu");
         }
-        for base in ["scan_tile_sums_", "scan_tiles_", "radix_count_", "radix_scatter_"] {
-            assert!(SOURCE.contains(&format!("{base}##S(")), "kernel family {base}* is not defined");
+        for base in [
+            "scan_tile_sums_",
+            "scan_tiles_",
+            "radix_count_",
+            "radix_scatter_",
+        ] {
+            assert!(
+                SOURCE.contains(&format!("{base}##S(")),
+                "kernel family {base}* is not defined"
+            );
         }
-        for inst in ["SCAN_INSTANCES(u32, u32)", "SCAN_INSTANCES(u64, u64)", "RADIX_INSTANCES(u32, u32)", "RADIX_INSTANCES(u64, u64)"] {
+        for inst in [
+            "SCAN_INSTANCES(u32, u32)",
+            "SCAN_INSTANCES(u64, u64)",
+            "RADIX_INSTANCES(u32, u32)",
+            "RADIX_INSTANCES(u64, u64)",
+        ] {
             assert!(SOURCE.contains(inst), "{inst} missing");
         }
         assert_eq!(<u32 as Key>::SUFFIX, "u32");
@@ -527,10 +760,25 @@ mod tests {
         use tessera_core::Idx;
         // TCSR order: by decoded column, -c before +c
         let enc = |c: Idx, neg: bool| ((c as i32) ^ -(neg as i32)) as u32;
-        let mut v = vec![enc(5, false), enc(2, true), enc(5, true), enc(0, false), enc(2, false)];
+        let mut v = vec![
+            enc(5, false),
+            enc(2, true),
+            enc(5, true),
+            enc(0, false),
+            enc(2, false),
+        ];
         let n = v.len() as u32;
         cpu::segmented_sort(&mut v, &[0, n], SegOrder::TcsrColumn);
-        assert_eq!(v, vec![enc(0, false), enc(2, true), enc(2, false), enc(5, true), enc(5, false)]);
+        assert_eq!(
+            v,
+            vec![
+                enc(0, false),
+                enc(2, true),
+                enc(2, false),
+                enc(5, true),
+                enc(5, false)
+            ]
+        );
         let mut s = vec![3u32, (-1i32) as u32, 0, (-7i32) as u32];
         cpu::segmented_sort(&mut s, &[0, 4], SegOrder::Signed);
         assert_eq!(s, vec![(-7i32) as u32, (-1i32) as u32, 0, 3]);

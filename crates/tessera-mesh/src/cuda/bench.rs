@@ -27,18 +27,30 @@ fn tcsr_bytes(nrows: usize, nnz: usize) -> u64 {
 
 /// Time every GPU mesh operation on `mesh` (see the module docs). Returns
 /// `(op, median_ms, bytes_moved)` rows in a fixed order.
-pub fn run_gpu_mesh_bench(gpu: &Gpu, mesh: &PolyMesh, runs: usize) -> Result<Vec<(&'static str, f64, u64)>, MeshError> {
+pub fn run_gpu_mesh_bench(
+    gpu: &Gpu,
+    mesh: &PolyMesh,
+    runs: usize,
+) -> Result<Vec<(&'static str, f64, u64)>, MeshError> {
     let runs = runs.max(20);
     let warm = 3;
     let mut dm = DeviceMesh::upload(gpu, mesh)?;
-    let (nv, ne, nf, nc) = (mesh.num_vertices(), mesh.num_edges(), mesh.num_faces(), mesh.num_cells());
+    let (nv, ne, nf, nc) = (
+        mesh.num_vertices(),
+        mesh.num_edges(),
+        mesh.num_faces(),
+        mesh.num_cells(),
+    );
     let (fe_nnz, cf_nnz) = (mesh.face_edges().nnz(), mesh.cell_faces().nnz());
     // relations once, for sizes of outputs and inputs of later ops
     dm.require_vertex_edges()?;
     dm.require_face_cells()?;
     let mut rows: Vec<(&'static str, f64, u64)> = Vec::new();
     let k = dm.kernels();
-    let mut time = |name: &'static str, bytes: u64, f: &mut dyn FnMut() -> Result<(), MeshError>| -> Result<(), MeshError> {
+    let mut time = |name: &'static str,
+                    bytes: u64,
+                    f: &mut dyn FnMut() -> Result<(), MeshError>|
+     -> Result<(), MeshError> {
         let mut err: Option<MeshError> = None;
         let ms = gpu.median_ms(runs, warm, || match f() {
             Ok(()) => Ok(()),
@@ -55,53 +67,81 @@ pub fn run_gpu_mesh_bench(gpu: &Gpu, mesh: &PolyMesh, runs: usize) -> Result<Vec
         Ok(())
     };
     // δ3 = ∂3ᵀ: read ∂3, write δ3 (same nnz)
-    time("coboundary d3 (face_cells)", tcsr_bytes(nc, cf_nnz) + tcsr_bytes(nf, cf_nnz), &mut || {
-        k.transpose(dm.cell_faces()).map(drop)
-    })?;
-    time("coboundary d2 (edge_faces)", tcsr_bytes(nf, fe_nnz) + tcsr_bytes(ne, fe_nnz), &mut || {
-        k.transpose(dm.face_edges()).map(drop)
-    })?;
-    time("coboundary d1 (vertex_edges)", 8 * ne as u64 + tcsr_bytes(nv, 2 * ne), &mut || {
-        k.transpose_edge_pairs(dm.edge_vertices(), nv).map(drop)
-    })?;
+    time(
+        "coboundary d3 (face_cells)",
+        tcsr_bytes(nc, cf_nnz) + tcsr_bytes(nf, cf_nnz),
+        &mut || k.transpose(dm.cell_faces()).map(drop),
+    )?;
+    time(
+        "coboundary d2 (edge_faces)",
+        tcsr_bytes(nf, fe_nnz) + tcsr_bytes(ne, fe_nnz),
+        &mut || k.transpose(dm.face_edges()).map(drop),
+    )?;
+    time(
+        "coboundary d1 (vertex_edges)",
+        8 * ne as u64 + tcsr_bytes(nv, 2 * ne),
+        &mut || k.transpose_edge_pairs(dm.edge_vertices(), nv).map(drop),
+    )?;
     let fv_nnz = mesh.face_vertices().nnz();
-    time("face_vertices", tcsr_bytes(nf, fe_nnz) + 8 * ne as u64 + tcsr_bytes(nf, fv_nnz), &mut || {
-        k.face_vertices(dm.face_edges(), dm.edge_vertices(), nv).map(drop)
-    })?;
+    time(
+        "face_vertices",
+        tcsr_bytes(nf, fe_nnz) + 8 * ne as u64 + tcsr_bytes(nf, fv_nnz),
+        &mut || {
+            k.face_vertices(dm.face_edges(), dm.edge_vertices(), nv)
+                .map(drop)
+        },
+    )?;
     let ce_nnz = mesh.cell_edges().nnz();
-    time("cell_edges", tcsr_bytes(nc, cf_nnz) + tcsr_bytes(nf, fe_nnz) + tcsr_bytes(nc, ce_nnz), &mut || {
-        k.cell_edges(dm.cell_faces(), dm.face_edges()).map(drop)
-    })?;
+    time(
+        "cell_edges",
+        tcsr_bytes(nc, cf_nnz) + tcsr_bytes(nf, fe_nnz) + tcsr_bytes(nc, ce_nnz),
+        &mut || k.cell_edges(dm.cell_faces(), dm.face_edges()).map(drop),
+    )?;
     let cv_nnz = mesh.cell_vertices().nnz();
-    time("cell_vertices", tcsr_bytes(nc, cf_nnz) + tcsr_bytes(nf, fe_nnz) + 8 * ne as u64 + tcsr_bytes(nc, cv_nnz), &mut || {
-        k.cell_vertices(dm.cell_faces(), dm.face_edges(), dm.edge_vertices(), nv).map(drop)
-    })?;
+    time(
+        "cell_vertices",
+        tcsr_bytes(nc, cf_nnz) + tcsr_bytes(nf, fe_nnz) + 8 * ne as u64 + tcsr_bytes(nc, cv_nnz),
+        &mut || {
+            k.cell_vertices(dm.cell_faces(), dm.face_edges(), dm.edge_vertices(), nv)
+                .map(drop)
+        },
+    )?;
     let fc: &DeviceTcsr = dm.cache.face_cells.as_ref().expect("required above");
     let b = crate::boundary::extract_boundary(mesh);
-    let bbytes = tcsr_bytes(nf, cf_nnz) + tcsr_bytes(nf, fe_nnz) + 8 * ne as u64
+    let bbytes = tcsr_bytes(nf, cf_nnz)
+        + tcsr_bytes(nf, fe_nnz)
+        + 8 * ne as u64
         + 4 * (b.faces.len() + b.edges.len() + b.vertices.len()) as u64;
-    time("boundary", bbytes, &mut || k.boundary(fc, dm.face_edges(), dm.edge_vertices(), nv).map(drop))?;
+    time("boundary", bbytes, &mut || {
+        k.boundary(fc, dm.face_edges(), dm.edge_vertices(), nv)
+            .map(drop)
+    })?;
     // smoothing: 10 iterations, each reads δ1, ∂1 (per neighbour) and positions, writes positions
     let iters = 10usize;
-    let sbytes = iters as u64 * (tcsr_bytes(nv, 2 * ne) + 8 * ne as u64 + 4 * nv as u64 + 2 * 24 * nv as u64);
+    let sbytes = iters as u64
+        * (tcsr_bytes(nv, 2 * ne) + 8 * ne as u64 + 4 * nv as u64 + 2 * 24 * nv as u64);
     let mut dm2 = DeviceMesh::upload(gpu, mesh)?;
     dm2.require_vertex_edges()?;
     dm2.require_face_cells()?;
-    rows.push(("laplacian smoothing x10", {
-        let mut err = None;
-        let ms = gpu.median_ms(runs, warm, || match dm2.laplacian_smooth(iters) {
-            Ok(()) => Ok(()),
-            Err(MeshError::Gpu(e)) => Err(e),
-            Err(e) => {
-                err = Some(e);
-                Ok(())
+    rows.push((
+        "laplacian smoothing x10",
+        {
+            let mut err = None;
+            let ms = gpu.median_ms(runs, warm, || match dm2.laplacian_smooth(iters) {
+                Ok(()) => Ok(()),
+                Err(MeshError::Gpu(e)) => Err(e),
+                Err(e) => {
+                    err = Some(e);
+                    Ok(())
+                }
+            })?;
+            if let Some(e) = err {
+                return Err(e);
             }
-        })?;
-        if let Some(e) = err {
-            return Err(e);
-        }
-        ms
-    }, sbytes));
+            ms
+        },
+        sbytes,
+    ));
     // simplex derivation (tetrahedral meshes only): sort + unique edges and faces, cell
     // operators, Eq. 3.14 orientation; reads cellVertices, writes the derived arrays
     if let Ok(sm) = crate::simplex::SimplexMesh::from_poly(mesh) {
@@ -111,12 +151,14 @@ pub fn run_gpu_mesh_bench(gpu: &Gpu, mesh: &PolyMesh, runs: usize) -> Result<Vec
             let c = sm.num_cells() as u64;
             let bytes = 16 * c + 8 * ne + 8 * nf + (24 + 16 + 16) * c + 12 * nf;
             let mut err = None;
-            let ms = gpu.median_ms(runs, warm, || match super::simplex::derive_device(gpu, &cv, 3, sm.num_vertices()) {
-                Ok(_) => Ok(()),
-                Err(MeshError::Gpu(e)) => Err(e),
-                Err(e) => {
-                    err = Some(e);
-                    Ok(())
+            let ms = gpu.median_ms(runs, warm, || {
+                match super::simplex::derive_device(gpu, &cv, 3, sm.num_vertices()) {
+                    Ok(_) => Ok(()),
+                    Err(MeshError::Gpu(e)) => Err(e),
+                    Err(e) => {
+                        err = Some(e);
+                        Ok(())
+                    }
                 }
             })?;
             if let Some(e) = err {

@@ -25,7 +25,9 @@ pub mod subdivide;
 use crate::boundary::Boundary;
 use crate::{MeshError, Point, PolyMesh};
 use std::sync::Arc;
-use tessera_gpu::{CompileOptions, DeviceBuffer, Gpu, GpuError, Kernel, LaunchConfig, Module, Primitives, SegOrder};
+use tessera_gpu::{
+    CompileOptions, DeviceBuffer, Gpu, GpuError, Kernel, LaunchConfig, Module, Primitives, SegOrder,
+};
 use tessera_sparse::Tcsr;
 
 /// CUDA source of the mesh kernels (deterministic: a constant).
@@ -46,7 +48,11 @@ pub struct DeviceTcsr {
 impl DeviceTcsr {
     /// Upload a host matrix.
     pub fn upload(gpu: &Gpu, m: &Tcsr) -> Result<Self, MeshError> {
-        Ok(DeviceTcsr { offsets: gpu.upload(m.offsets())?, columns: gpu.upload(m.columns())?, ncols: m.ncols() })
+        Ok(DeviceTcsr {
+            offsets: gpu.upload(m.offsets())?,
+            columns: gpu.upload(m.columns())?,
+            ncols: m.ncols(),
+        })
     }
     /// Copy back to the host.
     pub fn download(&self, gpu: &Gpu) -> Result<Tcsr, MeshError> {
@@ -112,7 +118,11 @@ impl<'g> MeshKernels<'g> {
     /// Compile (once, then from the kernel caches) and load the mesh kernels.
     pub fn new(gpu: &'g Gpu) -> Result<Self, MeshError> {
         let module = gpu.compile(SOURCE, &CompileOptions::named("tessera_mesh.cu"))?;
-        Ok(MeshKernels { gpu, prims: gpu.primitives()?, module })
+        Ok(MeshKernels {
+            gpu,
+            prims: gpu.primitives()?,
+            module,
+        })
     }
     fn k(&self, name: &str) -> Result<Kernel, GpuError> {
         self.module.function(name)
@@ -133,7 +143,14 @@ impl<'g> MeshKernels<'g> {
         let counts = g.zeros::<u32>(m.ncols)?;
         let nnz = m.nnz() as u64;
         let grid = (m.nnz().div_ceil(BLOCK as usize)).clamp(1, 1 << 16) as u32;
-        g.launch(&self.k("tcsr_count_cols")?, LaunchConfig::blocks(grid, BLOCK)).arg(&m.columns).arg(&nnz).arg(&counts).run()?;
+        g.launch(
+            &self.k("tcsr_count_cols")?,
+            LaunchConfig::blocks(grid, BLOCK),
+        )
+        .arg(&m.columns)
+        .arg(&nnz)
+        .arg(&counts)
+        .run()?;
         let offsets = self.prims.offsets_from_counts(&counts)?;
         let cursor = g.duplicate(&offsets)?;
         let mut out = g.alloc::<i32>(m.nnz())?;
@@ -145,32 +162,65 @@ impl<'g> MeshKernels<'g> {
             .arg(&cursor)
             .arg(&out)
             .run()?;
-        self.prims.segmented_sort(&mut out, &offsets, SegOrder::TcsrColumn)?;
-        Ok(DeviceTcsr { offsets, columns: out, ncols: m.nrows() })
+        self.prims
+            .segmented_sort(&mut out, &offsets, SegOrder::TcsrColumn)?;
+        Ok(DeviceTcsr {
+            offsets,
+            columns: out,
+            ncols: m.nrows(),
+        })
     }
 
     /// δ1 from ∂1 stored as `(from, to)` pairs (the edge-pair variant of the transpose,
     /// dissertation §3.4.1): vertex -> signed edges, +1 where the edge ends at the vertex.
-    pub fn transpose_edge_pairs(&self, edge_vertices: &DeviceBuffer<u32>, nvertices: usize) -> Result<DeviceTcsr, MeshError> {
+    pub fn transpose_edge_pairs(
+        &self,
+        edge_vertices: &DeviceBuffer<u32>,
+        nvertices: usize,
+    ) -> Result<DeviceTcsr, MeshError> {
         let g = self.gpu;
         let ne = edge_vertices.len() / 2;
         let counts = g.zeros::<u32>(nvertices)?;
         let nn = ne as u64;
-        g.launch(&self.k("edge_count_vertices")?, Self::cfg(ne)?).arg(edge_vertices).arg(&nn).arg(&counts).run()?;
+        g.launch(&self.k("edge_count_vertices")?, Self::cfg(ne)?)
+            .arg(edge_vertices)
+            .arg(&nn)
+            .arg(&counts)
+            .run()?;
         let offsets = self.prims.offsets_from_counts(&counts)?;
         let cursor = g.duplicate(&offsets)?;
         let mut out = g.alloc::<i32>(2 * ne)?;
-        g.launch(&self.k("edge_fill_transpose")?, Self::cfg(ne)?).arg(edge_vertices).arg(&nn).arg(&cursor).arg(&out).run()?;
-        self.prims.segmented_sort(&mut out, &offsets, SegOrder::TcsrColumn)?;
-        Ok(DeviceTcsr { offsets, columns: out, ncols: ne })
+        g.launch(&self.k("edge_fill_transpose")?, Self::cfg(ne)?)
+            .arg(edge_vertices)
+            .arg(&nn)
+            .arg(&cursor)
+            .arg(&out)
+            .run()?;
+        self.prims
+            .segmented_sort(&mut out, &offsets, SegOrder::TcsrColumn)?;
+        Ok(DeviceTcsr {
+            offsets,
+            columns: out,
+            ncols: ne,
+        })
     }
 
     /// Finish a count -> scan -> fill relation whose rows may have shrunk (`written` per
     /// row): compaction only when some row did (as `relations::build_rows`).
-    fn finish_rows(&self, offsets: DeviceBuffer<u32>, cols: DeviceBuffer<i32>, written: &DeviceBuffer<u32>, ncols: usize) -> Result<DeviceTcsr, MeshError> {
+    fn finish_rows(
+        &self,
+        offsets: DeviceBuffer<u32>,
+        cols: DeviceBuffer<i32>,
+        written: &DeviceBuffer<u32>,
+        ncols: usize,
+    ) -> Result<DeviceTcsr, MeshError> {
         let total = self.prims.reduce_sum_u32(written)?;
         if total == cols.len() as u64 {
-            return Ok(DeviceTcsr { offsets, columns: cols, ncols });
+            return Ok(DeviceTcsr {
+                offsets,
+                columns: cols,
+                ncols,
+            });
         }
         let new_offsets = self.prims.offsets_from_counts(written)?;
         let out = self.gpu.alloc::<i32>(total as usize)?;
@@ -183,11 +233,20 @@ impl<'g> MeshKernels<'g> {
             .arg(&nrows)
             .arg(&out)
             .run()?;
-        Ok(DeviceTcsr { offsets: new_offsets, columns: out, ncols })
+        Ok(DeviceTcsr {
+            offsets: new_offsets,
+            columns: out,
+            ncols,
+        })
     }
 
     /// ∂̂2¹: face -> ordered vertex loop.
-    pub fn face_vertices(&self, fe: &DeviceTcsr, edge_vertices: &DeviceBuffer<u32>, nvertices: usize) -> Result<DeviceTcsr, MeshError> {
+    pub fn face_vertices(
+        &self,
+        fe: &DeviceTcsr,
+        edge_vertices: &DeviceBuffer<u32>,
+        nvertices: usize,
+    ) -> Result<DeviceTcsr, MeshError> {
         let g = self.gpu;
         let nf = fe.nrows();
         let out = g.alloc::<i32>(fe.nnz())?;
@@ -213,12 +272,24 @@ impl<'g> MeshKernels<'g> {
     }
 
     /// Shared tail of cell edges and cell vertices: sort rows, dedup, compact.
-    fn sort_dedup(&self, offsets: DeviceBuffer<u32>, mut cols: DeviceBuffer<i32>, ncols: usize) -> Result<DeviceTcsr, MeshError> {
-        self.prims.segmented_sort(&mut cols, &offsets, SegOrder::Signed)?;
+    fn sort_dedup(
+        &self,
+        offsets: DeviceBuffer<u32>,
+        mut cols: DeviceBuffer<i32>,
+        ncols: usize,
+    ) -> Result<DeviceTcsr, MeshError> {
+        self.prims
+            .segmented_sort(&mut cols, &offsets, SegOrder::Signed)?;
         let nrows = offsets.len() - 1;
         let written = self.gpu.alloc::<u32>(nrows)?;
         let n = nrows as u64;
-        self.gpu.launch(&self.k("dedup_rows")?, Self::cfg(nrows)?).arg(&offsets).arg(&cols).arg(&n).arg(&written).run()?;
+        self.gpu
+            .launch(&self.k("dedup_rows")?, Self::cfg(nrows)?)
+            .arg(&offsets)
+            .arg(&cols)
+            .arg(&n)
+            .arg(&written)
+            .run()?;
         self.finish_rows(offsets, cols, &written, ncols)
     }
 
@@ -252,7 +323,13 @@ impl<'g> MeshKernels<'g> {
     }
 
     /// ∂̂3²: cell -> its vertices, sorted (dissertation §3.4.1: sort, mark duplicates, compact).
-    pub fn cell_vertices(&self, cf: &DeviceTcsr, fe: &DeviceTcsr, edge_vertices: &DeviceBuffer<u32>, nvertices: usize) -> Result<DeviceTcsr, MeshError> {
+    pub fn cell_vertices(
+        &self,
+        cf: &DeviceTcsr,
+        fe: &DeviceTcsr,
+        edge_vertices: &DeviceBuffer<u32>,
+        nvertices: usize,
+    ) -> Result<DeviceTcsr, MeshError> {
         let g = self.gpu;
         let nc = cf.nrows();
         let counts = g.alloc::<u32>(nc)?;
@@ -281,27 +358,60 @@ impl<'g> MeshKernels<'g> {
     }
 
     /// Boundary extraction (dissertation §3.4.2) from δ3 (`fc`), ∂2 and ∂1.
-    pub fn boundary(&self, fc: &DeviceTcsr, fe: &DeviceTcsr, edge_vertices: &DeviceBuffer<u32>, nvertices: usize) -> Result<DeviceBoundary, MeshError> {
+    pub fn boundary(
+        &self,
+        fc: &DeviceTcsr,
+        fe: &DeviceTcsr,
+        edge_vertices: &DeviceBuffer<u32>,
+        nvertices: usize,
+    ) -> Result<DeviceBoundary, MeshError> {
         let g = self.gpu;
         let nf = fc.nrows();
         let ne = fe.ncols;
         let flags = g.alloc::<u32>(nf)?;
         let nhalf = g.alloc::<u32>(nf)?;
         let n = nf as u64;
-        g.launch(&self.k("boundary_face_flags")?, Self::cfg(nf)?).arg(&fc.offsets).arg(&fc.columns).arg(&n).arg(&flags).arg(&nhalf).run()?;
+        g.launch(&self.k("boundary_face_flags")?, Self::cfg(nf)?)
+            .arg(&fc.offsets)
+            .arg(&fc.columns)
+            .arg(&n)
+            .arg(&flags)
+            .arg(&nhalf)
+            .run()?;
         let manifold = self.prims.reduce_max_u32(&flags)? < 4;
         let pos = self.prims.offsets_from_counts(&nhalf)?;
         let total = g.download_at(&pos, nf)? as usize;
         let faces = g.alloc::<i32>(total)?;
-        g.launch(&self.k("boundary_faces_fill")?, Self::cfg(nf)?).arg(&flags).arg(&pos).arg(&n).arg(&faces).run()?;
+        g.launch(&self.k("boundary_faces_fill")?, Self::cfg(nf)?)
+            .arg(&flags)
+            .arg(&pos)
+            .arg(&n)
+            .arg(&faces)
+            .run()?;
         let emark = g.zeros::<u32>(ne)?;
-        g.launch(&self.k("boundary_mark_edges")?, Self::cfg(nf)?).arg(&flags).arg(&fe.offsets).arg(&fe.columns).arg(&n).arg(&emark).run()?;
+        g.launch(&self.k("boundary_mark_edges")?, Self::cfg(nf)?)
+            .arg(&flags)
+            .arg(&fe.offsets)
+            .arg(&fe.columns)
+            .arg(&n)
+            .arg(&emark)
+            .run()?;
         let edges = self.prims.compact_indices(&emark)?;
         let vmark = g.zeros::<u32>(nvertices)?;
         let nbe = edges.len() as u64;
-        g.launch(&self.k("boundary_mark_vertices")?, Self::cfg(edges.len())?).arg(&edges).arg(&nbe).arg(edge_vertices).arg(&vmark).run()?;
+        g.launch(&self.k("boundary_mark_vertices")?, Self::cfg(edges.len())?)
+            .arg(&edges)
+            .arg(&nbe)
+            .arg(edge_vertices)
+            .arg(&vmark)
+            .run()?;
         let vertices = self.prims.compact_indices(&vmark)?;
-        Ok(DeviceBoundary { faces, edges, vertices, manifold })
+        Ok(DeviceBoundary {
+            faces,
+            edges,
+            vertices,
+            manifold,
+        })
     }
 }
 
@@ -439,7 +549,8 @@ impl<'g> DeviceMesh<'g> {
     pub fn boundary(&mut self) -> Result<DeviceBoundary, MeshError> {
         self.require_face_cells()?;
         let fc = self.cache.face_cells.as_ref().expect("required");
-        self.kernels.boundary(fc, &self.face_edges, &self.edge_vertices, self.nvertices)
+        self.kernels
+            .boundary(fc, &self.face_edges, &self.edge_vertices, self.nvertices)
     }
 
     /// Laplacian smoothing of inner vertices on the device (dissertation §3.4.2):
@@ -455,12 +566,15 @@ impl<'g> DeviceMesh<'g> {
         let fixed = g.zeros::<u32>(self.nvertices)?;
         // mark boundary vertices: reuse the boundary_mark_vertices kernel on the boundary edges
         let nbe = b.edges.len() as u64;
-        g.launch(&self.kernels.k("boundary_mark_vertices")?, MeshKernels::cfg(b.edges.len())?)
-            .arg(&b.edges)
-            .arg(&nbe)
-            .arg(&self.edge_vertices)
-            .arg(&fixed)
-            .run()?;
+        g.launch(
+            &self.kernels.k("boundary_mark_vertices")?,
+            MeshKernels::cfg(b.edges.len())?,
+        )
+        .arg(&b.edges)
+        .arg(&nbe)
+        .arg(&self.edge_vertices)
+        .arg(&fixed)
+        .run()?;
         let ve = self.cache.vertex_edges.as_ref().expect("required");
         let mut other = g.alloc::<f64>(self.positions.len())?;
         let step = self.kernels.k("laplace_step")?;
@@ -490,8 +604,17 @@ impl<'g> DeviceMesh<'g> {
     /// Copy the stored operators and positions back into a host mesh.
     pub fn download(&self) -> Result<PolyMesh, MeshError> {
         let g = self.kernels.gpu;
-        let ev: Vec<[u32; 2]> = g.download(&self.edge_vertices)?.chunks_exact(2).map(|c| [c[0], c[1]]).collect();
-        PolyMesh::from_operators(self.download_positions()?, ev, self.face_edges.download(g)?, self.cell_faces.download(g)?)
+        let ev: Vec<[u32; 2]> = g
+            .download(&self.edge_vertices)?
+            .chunks_exact(2)
+            .map(|c| [c[0], c[1]])
+            .collect();
+        PolyMesh::from_operators(
+            self.download_positions()?,
+            ev,
+            self.face_edges.download(g)?,
+            self.cell_faces.download(g)?,
+        )
     }
 }
 
@@ -504,16 +627,40 @@ mod tests {
             (
                 super::SOURCE,
                 &[
-                    "tcsr_count_cols", "tcsr_fill_transpose", "edge_count_vertices", "edge_fill_transpose",
-                    "face_vertices_fill", "cell_edges_count", "cell_edges_fill", "cell_vertices_count",
-                    "cell_vertices_fill", "dedup_rows", "compact_rows", "boundary_face_flags", "boundary_faces_fill",
-                    "boundary_mark_edges", "boundary_mark_vertices", "laplace_step",
+                    "tcsr_count_cols",
+                    "tcsr_fill_transpose",
+                    "edge_count_vertices",
+                    "edge_fill_transpose",
+                    "face_vertices_fill",
+                    "cell_edges_count",
+                    "cell_edges_fill",
+                    "cell_vertices_count",
+                    "cell_vertices_fill",
+                    "dedup_rows",
+                    "compact_rows",
+                    "boundary_face_flags",
+                    "boundary_faces_fill",
+                    "boundary_mark_edges",
+                    "boundary_mark_vertices",
+                    "laplace_step",
                 ][..],
             ),
-            (super::simplex::SOURCE, &["simplex_edge_keys", "simplex_face_keys", "scatter_ids", "simplex_facets", "simplex_face_edges"][..]),
+            (
+                super::simplex::SOURCE,
+                &[
+                    "simplex_edge_keys",
+                    "simplex_face_keys",
+                    "scatter_ids",
+                    "simplex_facets",
+                    "simplex_face_edges",
+                ][..],
+            ),
         ] {
             for n in names {
-                assert!(src.contains(&format!("extern \"C\" __global__ void {n}(")), "kernel {n} is not defined");
+                assert!(
+                    src.contains(&format!("extern \"C\" __global__ void {n}(")),
+                    "kernel {n} is not defined"
+                );
             }
         }
     }

@@ -34,7 +34,11 @@ pub struct DeviceSimplex {
 }
 
 fn bits_for(n: usize) -> u32 {
-    if n <= 1 { 1 } else { 64 - ((n - 1) as u64).leading_zeros() }
+    if n <= 1 {
+        1
+    } else {
+        64 - ((n - 1) as u64).leading_zeros()
+    }
 }
 
 /// Sort `keys` (with slots) on `bits` bits, unique them, and scatter the unique ids back
@@ -52,7 +56,12 @@ fn sort_unique_scatter(
     let (uniq, ids) = prims.unique_with_ids(&keys)?;
     let per_slot = gpu.alloc::<u32>(n)?;
     let nn = n as u64;
-    gpu.launch(scatter, LaunchConfig::for_items(n, 256)?).arg(&slots).arg(&ids).arg(&nn).arg(&per_slot).run()?;
+    gpu.launch(scatter, LaunchConfig::for_items(n, 256)?)
+        .arg(&slots)
+        .arg(&ids)
+        .arg(&nn)
+        .arg(&per_slot)
+        .run()?;
     Ok((uniq, per_slot))
 }
 
@@ -64,15 +73,24 @@ pub fn derive(gpu: &Gpu, mesh: &SimplexMesh) -> Result<DeviceSimplex, MeshError>
 
 /// Derive from `cellVertices` already on the device (`(dim + 1)` vertices per cell, valid
 /// indices below `nv`, as checked by [`SimplexMesh::new`]).
-pub fn derive_device(gpu: &Gpu, cv: &DeviceBuffer<u32>, dim: usize, nv: usize) -> Result<DeviceSimplex, MeshError> {
+pub fn derive_device(
+    gpu: &Gpu,
+    cv: &DeviceBuffer<u32>,
+    dim: usize,
+    nv: usize,
+) -> Result<DeviceSimplex, MeshError> {
     if dim != 2 && dim != 3 {
-        return Err(MeshError::Unsupported(format!("simplex meshes of dimension {dim}")));
+        return Err(MeshError::Unsupported(format!(
+            "simplex meshes of dimension {dim}"
+        )));
     }
     let m = dim + 1;
     let nc = cv.len() / m;
     let ne_local = if dim == 3 { 6 } else { 3 };
     if nc * ne_local > u32::MAX as usize {
-        return Err(MeshError::Unsupported(format!("{nc} cells: more than 2^32 cell-edge slots")));
+        return Err(MeshError::Unsupported(format!(
+            "{nc} cells: more than 2^32 cell-edge slots"
+        )));
     }
     if dim == 3 && nv > 1 << FACE_BITS {
         return Err(MeshError::Unsupported(format!(
@@ -88,40 +106,80 @@ pub fn derive_device(gpu: &Gpu, cv: &DeviceBuffer<u32>, dim: usize, nv: usize) -
     // edges
     let keys = gpu.alloc::<u64>(nc * ne_local)?;
     let slots = gpu.alloc::<u32>(nc * ne_local)?;
-    gpu.launch(&module.function("simplex_edge_keys")?, cfg).arg(cv).arg(&ncu).arg(&d32).arg(&keys).arg(&slots).run()?;
-    let (edges, cell_edges) = sort_unique_scatter(gpu, &prims, &scatter, keys, slots, 32 + bits_for(nv))?;
+    gpu.launch(&module.function("simplex_edge_keys")?, cfg)
+        .arg(cv)
+        .arg(&ncu)
+        .arg(&d32)
+        .arg(&keys)
+        .arg(&slots)
+        .run()?;
+    let (edges, cell_edges) =
+        sort_unique_scatter(gpu, &prims, &scatter, keys, slots, 32 + bits_for(nv))?;
     // faces (d = 3)
     let (faces, cell_faces) = if dim == 3 {
         let keys = gpu.alloc::<u64>(nc * 4)?;
         let slots = gpu.alloc::<u32>(nc * 4)?;
-        gpu.launch(&module.function("simplex_face_keys")?, cfg).arg(cv).arg(&ncu).arg(&keys).arg(&slots).run()?;
-        sort_unique_scatter(gpu, &prims, &scatter, keys, slots, 2 * FACE_BITS + bits_for(nv))?
+        gpu.launch(&module.function("simplex_face_keys")?, cfg)
+            .arg(cv)
+            .arg(&ncu)
+            .arg(&keys)
+            .arg(&slots)
+            .run()?;
+        sort_unique_scatter(
+            gpu,
+            &prims,
+            &scatter,
+            keys,
+            slots,
+            2 * FACE_BITS + bits_for(nv),
+        )?
     } else {
         (gpu.alloc::<u64>(0)?, gpu.alloc::<u32>(0)?)
     };
     // facets with orientation
     let cell_facets = gpu.alloc::<i32>(nc * m)?;
     let facet_ids = if dim == 3 { &cell_faces } else { &cell_edges };
-    gpu.launch(&module.function("simplex_facets")?, cfg).arg(cv).arg(facet_ids).arg(&ncu).arg(&d32).arg(&cell_facets).run()?;
+    gpu.launch(&module.function("simplex_facets")?, cfg)
+        .arg(cv)
+        .arg(facet_ids)
+        .arg(&ncu)
+        .arg(&d32)
+        .arg(&cell_facets)
+        .run()?;
     // ∂2 of the faces
     let face_edges = gpu.alloc::<i32>(3 * faces.len())?;
     if dim == 3 {
         let (nf, ne) = (faces.len() as u64, edges.len() as u64);
-        gpu.launch(&module.function("simplex_face_edges")?, LaunchConfig::for_items(faces.len(), 256)?)
-            .arg(&faces)
-            .arg(&nf)
-            .arg(&edges)
-            .arg(&ne)
-            .arg(&face_edges)
-            .run()?;
+        gpu.launch(
+            &module.function("simplex_face_edges")?,
+            LaunchConfig::for_items(faces.len(), 256)?,
+        )
+        .arg(&faces)
+        .arg(&nf)
+        .arg(&edges)
+        .arg(&ne)
+        .arg(&face_edges)
+        .run()?;
     }
-    Ok(DeviceSimplex { dim, edges, faces, cell_edges, cell_faces, cell_facets, face_edges })
+    Ok(DeviceSimplex {
+        dim,
+        edges,
+        faces,
+        cell_edges,
+        cell_faces,
+        cell_facets,
+        face_edges,
+    })
 }
 
 impl DeviceSimplex {
     /// Edges as `[a, b]` pairs.
     pub fn download_edges(&self, gpu: &Gpu) -> Result<Vec<[u32; 2]>, MeshError> {
-        Ok(gpu.download(&self.edges)?.into_iter().map(|k| [(k >> 32) as u32, k as u32]).collect())
+        Ok(gpu
+            .download(&self.edges)?
+            .into_iter()
+            .map(|k| [(k >> 32) as u32, k as u32])
+            .collect())
     }
     /// Faces as sorted `[a, b, c]` triples.
     pub fn download_faces(&self, gpu: &Gpu) -> Result<Vec<[u32; 3]>, MeshError> {
@@ -129,7 +187,13 @@ impl DeviceSimplex {
         Ok(gpu
             .download(&self.faces)?
             .into_iter()
-            .map(|k| [(k >> (2 * FACE_BITS)) as u32, ((k >> FACE_BITS) & mask) as u32, (k & mask) as u32])
+            .map(|k| {
+                [
+                    (k >> (2 * FACE_BITS)) as u32,
+                    ((k >> FACE_BITS) & mask) as u32,
+                    (k & mask) as u32,
+                ]
+            })
             .collect())
     }
 }

@@ -128,19 +128,33 @@ impl SubdivisionRelations<'_> {
 pub fn precompute<'a>(dm: &'a DeviceMesh<'_>) -> Result<SubdivisionRelations<'a>, MeshError> {
     let k = &dm.kernels;
     let c: &DeviceRelations = &dm.cache;
-    let get = |cached: &'a Option<DeviceTcsr>, f: &dyn Fn() -> Result<DeviceTcsr, MeshError>| -> Result<Rel<'a>, MeshError> {
+    let get = |cached: &'a Option<DeviceTcsr>,
+               f: &dyn Fn() -> Result<DeviceTcsr, MeshError>|
+     -> Result<Rel<'a>, MeshError> {
         Ok(match cached {
             Some(r) => Rel::Cached(r),
             None => Rel::Owned(f()?),
         })
     };
-    let face_vertices = get(&c.face_vertices, &|| k.face_vertices(&dm.face_edges, &dm.edge_vertices, dm.nvertices))?;
+    let face_vertices = get(&c.face_vertices, &|| {
+        k.face_vertices(&dm.face_edges, &dm.edge_vertices, dm.nvertices)
+    })?;
     let face_cells = get(&c.face_cells, &|| k.transpose(&dm.cell_faces))?;
     let edge_faces = get(&c.edge_faces, &|| k.transpose(&dm.face_edges))?;
-    let vertex_edges = get(&c.vertex_edges, &|| k.transpose_edge_pairs(&dm.edge_vertices, dm.nvertices))?;
-    let cell_edges = get(&c.cell_edges, &|| k.cell_edges(&dm.cell_faces, &dm.face_edges))?;
-    let cell_vertices =
-        get(&c.cell_vertices, &|| k.cell_vertices(&dm.cell_faces, &dm.face_edges, &dm.edge_vertices, dm.nvertices))?;
+    let vertex_edges = get(&c.vertex_edges, &|| {
+        k.transpose_edge_pairs(&dm.edge_vertices, dm.nvertices)
+    })?;
+    let cell_edges = get(&c.cell_edges, &|| {
+        k.cell_edges(&dm.cell_faces, &dm.face_edges)
+    })?;
+    let cell_vertices = get(&c.cell_vertices, &|| {
+        k.cell_vertices(
+            &dm.cell_faces,
+            &dm.face_edges,
+            &dm.edge_vertices,
+            dm.nvertices,
+        )
+    })?;
     let edge_cells = k.transpose(&cell_edges)?;
     let vertex_cells = k.transpose(&cell_vertices)?;
     Ok(SubdivisionRelations {
@@ -170,7 +184,10 @@ pub fn catmull_clark_gpu<'g>(dm: &DeviceMesh<'g>) -> Result<DeviceMesh<'g>, Mesh
 /// One level from relations computed by [`precompute`] (for timing the two phases apart).
 /// If some ∂2 row of `dm` is not in loop order, the rows are reordered and the relations
 /// recomputed for the reordered mesh.
-pub fn catmull_clark_gpu_with<'g>(dm: &DeviceMesh<'g>, rel: &SubdivisionRelations<'_>) -> Result<DeviceMesh<'g>, MeshError> {
+pub fn catmull_clark_gpu_with<'g>(
+    dm: &DeviceMesh<'g>,
+    rel: &SubdivisionRelations<'_>,
+) -> Result<DeviceMesh<'g>, MeshError> {
     let m = module(dm.gpu())?;
     if let Some(ordered) = loop_ordered(dm, &m)? {
         return catmull_clark_gpu(&ordered);
@@ -179,7 +196,10 @@ pub fn catmull_clark_gpu_with<'g>(dm: &DeviceMesh<'g>, rel: &SubdivisionRelation
 }
 
 /// `levels` levels of [`catmull_clark_gpu`] (`levels = 0` returns a copy on the device).
-pub fn catmull_clark_levels_gpu<'g>(dm: &DeviceMesh<'g>, levels: usize) -> Result<DeviceMesh<'g>, MeshError> {
+pub fn catmull_clark_levels_gpu<'g>(
+    dm: &DeviceMesh<'g>,
+    levels: usize,
+) -> Result<DeviceMesh<'g>, MeshError> {
     if levels == 0 {
         let g = dm.gpu();
         return Ok(DeviceMesh {
@@ -200,11 +220,19 @@ pub fn catmull_clark_levels_gpu<'g>(dm: &DeviceMesh<'g>, levels: usize) -> Resul
 }
 
 fn dup_tcsr(g: &Gpu, t: &DeviceTcsr) -> Result<DeviceTcsr, MeshError> {
-    Ok(DeviceTcsr { offsets: g.duplicate(&t.offsets)?, columns: g.duplicate(&t.columns)?, ncols: t.ncols })
+    Ok(DeviceTcsr {
+        offsets: g.duplicate(&t.offsets)?,
+        columns: g.duplicate(&t.columns)?,
+        ncols: t.ncols,
+    })
 }
 
 fn clone_kernels<'g>(k: &MeshKernels<'g>) -> Result<MeshKernels<'g>, MeshError> {
-    Ok(MeshKernels { gpu: k.gpu, prims: k.gpu.primitives()?, module: k.module.clone() })
+    Ok(MeshKernels {
+        gpu: k.gpu,
+        prims: k.gpu.primitives()?,
+        module: k.module.clone(),
+    })
 }
 
 /// The error of the CPU reference for input a device check rejected (downloads the mesh
@@ -254,7 +282,11 @@ fn loop_ordered<'g>(dm: &DeviceMesh<'g>, m: &Module) -> Result<Option<DeviceMesh
         kernels: clone_kernels(&dm.kernels)?,
         nvertices: dm.nvertices,
         edge_vertices: g.duplicate(&dm.edge_vertices)?,
-        face_edges: DeviceTcsr { offsets: g.duplicate(&dm.face_edges.offsets)?, columns: cols, ncols: dm.face_edges.ncols },
+        face_edges: DeviceTcsr {
+            offsets: g.duplicate(&dm.face_edges.offsets)?,
+            columns: cols,
+            ncols: dm.face_edges.ncols,
+        },
         cell_faces: dup_tcsr(g, &dm.cell_faces)?,
         positions: g.duplicate(&dm.positions)?,
         cache: DeviceRelations::default(),
@@ -262,17 +294,31 @@ fn loop_ordered<'g>(dm: &DeviceMesh<'g>, m: &Module) -> Result<Option<DeviceMesh
 }
 
 /// The subdivision proper (rows of ∂2 in loop order, relations precomputed).
-fn subdivide<'g>(dm: &DeviceMesh<'g>, rel: &SubdivisionRelations<'_>, m: &Module) -> Result<DeviceMesh<'g>, MeshError> {
+fn subdivide<'g>(
+    dm: &DeviceMesh<'g>,
+    rel: &SubdivisionRelations<'_>,
+    m: &Module,
+) -> Result<DeviceMesh<'g>, MeshError> {
     let g = dm.gpu();
     let k = |n: &str| -> Result<Kernel, MeshError> { Ok(m.function(n)?) };
-    let (nv, ne, nf, nc) = (dm.num_vertices(), dm.num_edges(), dm.num_faces(), dm.num_cells());
+    let (nv, ne, nf, nc) = (
+        dm.num_vertices(),
+        dm.num_edges(),
+        dm.num_faces(),
+        dm.num_cells(),
+    );
     let nnz2 = dm.face_edges.nnz();
     let nnz3 = dm.cell_faces.nnz();
     let nnz21 = rel.face_vertices.nnz();
     let nnz31 = rel.cell_edges.nnz();
     let nnz32 = rel.cell_vertices.nnz();
     // Eqs. 3.1-3.4
-    let (v_cc, e_cc, f_cc, c_cc) = (nv + ne + nf + nc, 2 * ne + nnz2 + nnz3, nnz21 + nnz31, nnz32);
+    let (v_cc, e_cc, f_cc, c_cc) = (
+        nv + ne + nf + nc,
+        2 * ne + nnz2 + nnz3,
+        nnz21 + nnz31,
+        nnz32,
+    );
     let limit = u32::MAX as usize;
     if v_cc > limit || e_cc > limit || 4 * f_cc > limit || c_cc > limit {
         return Err(MeshError::Unsupported(format!(
@@ -280,8 +326,14 @@ fn subdivide<'g>(dm: &DeviceMesh<'g>, rel: &SubdivisionRelations<'_>, m: &Module
         )));
     }
     let (fe, cf, ev) = (&dm.face_edges, &dm.cell_faces, &dm.edge_vertices);
-    let (fv, fc, ef, ve, ce, cv) =
-        (&*rel.face_vertices, &*rel.face_cells, &*rel.edge_faces, &*rel.vertex_edges, &*rel.cell_edges, &*rel.cell_vertices);
+    let (fv, fc, ef, ve, ce, cv) = (
+        &*rel.face_vertices,
+        &*rel.face_cells,
+        &*rel.edge_faces,
+        &*rel.vertex_edges,
+        &*rel.cell_edges,
+        &*rel.cell_vertices,
+    );
     let (ec, vc) = (&rel.edge_cells, &rel.vertex_cells);
 
     // manifold checks (faces, edges; cells in cc_cells)
@@ -313,9 +365,18 @@ fn subdivide<'g>(dm: &DeviceMesh<'g>, rel: &SubdivisionRelations<'_>, m: &Module
     let nnz2_u = nnz2 as u32;
     let offsets2 = g.alloc::<u32>(f_cc + 1)?;
     let nf1 = (f_cc + 1) as u64;
-    g.launch(&k("cc_iota4")?, cfg(f_cc + 1)?).arg(&nf1).arg(&offsets2).run()?;
+    g.launch(&k("cc_iota4")?, cfg(f_cc + 1)?)
+        .arg(&nf1)
+        .arg(&offsets2)
+        .run()?;
     let cols2 = g.alloc::<i32>(4 * f_cc)?;
-    g.launch(&k("cc_face_faces")?, cfg(nf)?).arg(&fe.offsets).arg(&fe.columns).arg(&nf64).arg(&e2).arg(&cols2).run()?;
+    g.launch(&k("cc_face_faces")?, cfg(nf)?)
+        .arg(&fe.offsets)
+        .arg(&fe.columns)
+        .arg(&nf64)
+        .arg(&e2)
+        .arg(&cols2)
+        .run()?;
     let offsets3 = g.zeros::<u32>(c_cc + 1)?;
     let cols3 = g.alloc::<i32>(4 * nnz31)?;
     let nnz32_64 = nnz32 as u64;
@@ -344,7 +405,12 @@ fn subdivide<'g>(dm: &DeviceMesh<'g>, rel: &SubdivisionRelations<'_>, m: &Module
     // new ∂1
     let new_ev = g.alloc::<u32>(2 * e_cc)?;
     let (nv32, ne32, nf32) = (nv as u32, ne as u32, nf as u32);
-    g.launch(&k("cc_edge_edges")?, cfg(2 * ne)?).arg(ev).arg(&ne64).arg(&nv32).arg(&new_ev).run()?;
+    g.launch(&k("cc_edge_edges")?, cfg(2 * ne)?)
+        .arg(ev)
+        .arg(&ne64)
+        .arg(&nv32)
+        .arg(&new_ev)
+        .run()?;
     g.launch(&k("cc_face_edges")?, cfg(nf)?)
         .arg(&fe.offsets)
         .arg(&fe.columns)
@@ -369,9 +435,22 @@ fn subdivide<'g>(dm: &DeviceMesh<'g>, rel: &SubdivisionRelations<'_>, m: &Module
     let pos = &dm.positions;
     let out = g.alloc::<f64>(3 * v_cc)?;
     let (at_e, at_f, at_c) = (nv as u64, (nv + ne) as u64, (nv + ne + nf) as u64);
-    g.launch(&k("cc_cell_points")?, cfg(nc)?).arg(&cv.offsets).arg(&cv.columns).arg(pos).arg(&nc64).arg(&at_c).arg(&out).run()?;
+    g.launch(&k("cc_cell_points")?, cfg(nc)?)
+        .arg(&cv.offsets)
+        .arg(&cv.columns)
+        .arg(pos)
+        .arg(&nc64)
+        .arg(&at_c)
+        .arg(&out)
+        .run()?;
     let fcen = g.alloc::<f64>(3 * nf)?;
-    g.launch(&k("cc_face_centroids")?, cfg(nf)?).arg(&fv.offsets).arg(&fv.columns).arg(pos).arg(&nf64).arg(&fcen).run()?;
+    g.launch(&k("cc_face_centroids")?, cfg(nf)?)
+        .arg(&fv.offsets)
+        .arg(&fv.columns)
+        .arg(pos)
+        .arg(&nf64)
+        .arg(&fcen)
+        .run()?;
     g.launch(&k("cc_face_points")?, cfg(nf)?)
         .arg(&fc.offsets)
         .arg(&fc.columns)
@@ -428,8 +507,16 @@ fn subdivide<'g>(dm: &DeviceMesh<'g>, rel: &SubdivisionRelations<'_>, m: &Module
         kernels: clone_kernels(&dm.kernels)?,
         nvertices: v_cc,
         edge_vertices: new_ev,
-        face_edges: DeviceTcsr { offsets: offsets2, columns: cols2, ncols: e_cc },
-        cell_faces: DeviceTcsr { offsets: offsets3, columns: cols3, ncols: f_cc },
+        face_edges: DeviceTcsr {
+            offsets: offsets2,
+            columns: cols2,
+            ncols: e_cc,
+        },
+        cell_faces: DeviceTcsr {
+            offsets: offsets3,
+            columns: cols3,
+            ncols: f_cc,
+        },
         positions: out,
         cache: DeviceRelations::default(),
     })
@@ -440,7 +527,12 @@ fn subdivide<'g>(dm: &DeviceMesh<'g>, rel: &SubdivisionRelations<'_>, m: &Module
 /// `1..=levels`, each the median of `runs` (at least 20) CUDA-event timings after 3
 /// warm-up runs. Every timed run starts from a mesh without cached relations. Bytes: the
 /// input operators and positions, the relations and the output arrays, each counted once.
-pub fn bench_catmull_clark_gpu(gpu: &Gpu, mesh: &PolyMesh, levels: usize, runs: usize) -> Result<Vec<(String, f64, u64)>, MeshError> {
+pub fn bench_catmull_clark_gpu(
+    gpu: &Gpu,
+    mesh: &PolyMesh,
+    levels: usize,
+    runs: usize,
+) -> Result<Vec<(String, f64, u64)>, MeshError> {
     let runs = runs.max(20);
     let warm = 3;
     let mut rows = Vec::new();
@@ -465,16 +557,26 @@ pub fn bench_catmull_clark_gpu(gpu: &Gpu, mesh: &PolyMesh, levels: usize, runs: 
         }
     };
     for level in 1..=levels {
-        let input_bytes = (cur.edge_vertices.bytes() + cur.face_edges.bytes() + cur.cell_faces.bytes() + cur.positions.bytes()) as u64;
+        let input_bytes = (cur.edge_vertices.bytes()
+            + cur.face_edges.bytes()
+            + cur.cell_faces.bytes()
+            + cur.positions.bytes()) as u64;
         let rel_bytes = precompute(&cur)?.bytes() as u64;
         let next = catmull_clark_gpu(&cur)?;
-        let out_bytes = (next.edge_vertices.bytes() + next.face_edges.bytes() + next.cell_faces.bytes() + next.positions.bytes()) as u64;
+        let out_bytes = (next.edge_vertices.bytes()
+            + next.face_edges.bytes()
+            + next.cell_faces.bytes()
+            + next.positions.bytes()) as u64;
         if level == 1 {
             let ms = time(&mut || precompute(&cur).map(drop))?;
             rows.push(("precompute".to_string(), ms, input_bytes + rel_bytes));
         }
         let ms = time(&mut || catmull_clark_gpu(&cur).map(drop))?;
-        rows.push((format!("level {level} total"), ms, input_bytes + 2 * rel_bytes + out_bytes));
+        rows.push((
+            format!("level {level} total"),
+            ms,
+            input_bytes + 2 * rel_bytes + out_bytes,
+        ));
         cur = next;
     }
     Ok(rows)
@@ -486,11 +588,17 @@ mod tests {
     #[test]
     fn every_launched_kernel_is_defined() {
         for n in super::KERNELS {
-            assert!(super::SOURCE.contains(&format!("extern \"C\" __global__ void {n}(")), "kernel {n} is not defined");
+            assert!(
+                super::SOURCE.contains(&format!("extern \"C\" __global__ void {n}(")),
+                "kernel {n} is not defined"
+            );
         }
         let src = include_str!("subdivide.rs");
         for n in super::KERNELS {
-            assert!(src.contains(&format!("k(\"{n}\")")), "kernel {n} is listed but never launched");
+            assert!(
+                src.contains(&format!("k(\"{n}\")")),
+                "kernel {n} is listed but never launched"
+            );
         }
     }
 }

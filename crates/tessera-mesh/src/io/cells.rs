@@ -56,7 +56,9 @@ fn same_cycle(a: &[u32], b: &[u32]) -> bool {
     if n != b.len() {
         return false;
     }
-    let Some(s) = b.iter().position(|&v| v == a[0]) else { return false };
+    let Some(s) = b.iter().position(|&v| v == a[0]) else {
+        return false;
+    };
     (0..n).all(|k| a[k] == b[(s + k) % n])
 }
 
@@ -71,8 +73,12 @@ fn by_layout(ty: CellType, loops: &[[u32; 4]; 6], sizes: &[usize; 6], out: &mut 
         let first = containing[0];
         let mut found = None;
         for &v in &loops[first][..sizes[first]] {
-            if containing.iter().all(|&k| loops[k][..sizes[k]].contains(&v))
-                && (0..lf.len()).filter(|k| !containing.contains(k)).all(|k| !loops[k][..sizes[k]].contains(&v))
+            if containing
+                .iter()
+                .all(|&k| loops[k][..sizes[k]].contains(&v))
+                && (0..lf.len())
+                    .filter(|k| !containing.contains(k))
+                    .all(|k| !loops[k][..sizes[k]].contains(&v))
             {
                 if found.is_some() {
                     return false;
@@ -97,12 +103,20 @@ fn by_layout(ty: CellType, loops: &[[u32; 4]; 6], sizes: &[usize; 6], out: &mut 
     true
 }
 
-fn by_walk(ty: CellType, loops: &[[u32; 4]; 6], sizes: &[usize; 6], nf: usize, out: &mut [u32; 8]) -> bool {
+fn by_walk(
+    ty: CellType,
+    loops: &[[u32; 4]; 6],
+    sizes: &[usize; 6],
+    nf: usize,
+    out: &mut [u32; 8],
+) -> bool {
     let base_size = match ty {
         CellType::Tetrahedron | CellType::Prism => 3,
         _ => 4,
     };
-    let Some(bi) = (0..nf).find(|&k| sizes[k] == base_size) else { return false };
+    let Some(bi) = (0..nf).find(|&k| sizes[k] == base_size) else {
+        return false;
+    };
     let b = &loops[bi][..base_size];
     // local face 0 of every type is the base, listed as [0, last.., 1]: reverse the loop
     out[0] = b[0];
@@ -135,7 +149,13 @@ fn by_walk(ty: CellType, loops: &[[u32; 4]; 6], sizes: &[usize; 6], nf: usize, o
                     let l = &loops[k][..sizes[k]];
                     for j in 0..l.len() {
                         let (p, q) = (l[j], l[(j + 1) % l.len()]);
-                        let w = if p == v { q } else if q == v { p } else { continue };
+                        let w = if p == v {
+                            q
+                        } else if q == v {
+                            p
+                        } else {
+                            continue;
+                        };
                         if !in_base(w) {
                             if top.is_some_and(|t| t != w) {
                                 return false;

@@ -18,7 +18,10 @@ pub fn read(path: &Path, data: &[u8]) -> Result<MeshFile, MeshError> {
     let mut dim = 3;
     let first = c.expect_token("`MeshVersionFormatted`")?;
     if !first.eq_ignore_ascii_case(b"MeshVersionFormatted") {
-        return Err(c.err(format!("not a Medit file: expected `MeshVersionFormatted`, found `{}`", show(first))));
+        return Err(c.err(format!(
+            "not a Medit file: expected `MeshVersionFormatted`, found `{}`",
+            show(first)
+        )));
     }
     let ver = c.uint("the mesh version")?;
     if !(1..=4).contains(&ver) {
@@ -55,14 +58,20 @@ pub fn read(path: &Path, data: &[u8]) -> Result<MeshFile, MeshError> {
             "dimension" => {
                 dim = c.uint("the dimension")?;
                 if dim != 3 {
-                    return Err(c.err(format!("only 3D meshes are supported, the file has dimension {dim}")));
+                    return Err(c.err(format!(
+                        "only 3D meshes are supported, the file has dimension {dim}"
+                    )));
                 }
             }
             "vertices" => {
                 let n = c.count("the number of vertices", MAX_COUNT)?;
                 col.nodes.reserve(n);
                 for _ in 0..n {
-                    let p = [c.coord("x coordinate")?, c.coord("y coordinate")?, c.coord("z coordinate")?];
+                    let p = [
+                        c.coord("x coordinate")?,
+                        c.coord("y coordinate")?,
+                        c.coord("z coordinate")?,
+                    ];
                     c.int("a vertex reference")?;
                     col.nodes.push(p);
                 }
@@ -101,7 +110,13 @@ pub fn read(path: &Path, data: &[u8]) -> Result<MeshFile, MeshError> {
                     } else if let Some((d, _, _)) = group {
                         let mut verts = [0u32; 4];
                         verts[..corners].copy_from_slice(&nodes[..corners]);
-                        col.group_elems.push(GroupElement { dim: d, tag: r, verts, n: corners as u8, loc });
+                        col.group_elems.push(GroupElement {
+                            dim: d,
+                            tag: r,
+                            verts,
+                            n: corners as u8,
+                            loc,
+                        });
                     }
                 }
             }
@@ -156,10 +171,16 @@ pub fn write(mesh: &PolyMesh, path: &Path) -> Result<(), MeshError> {
                 per.len() - 1
             }
         };
-        per[k].1.extend_from_slice(&buf[..ty.num_vertices().expect("standard")]);
+        per[k]
+            .1
+            .extend_from_slice(&buf[..ty.num_vertices().expect("standard")]);
     }
     write_atomic(path, |w| {
-        writeln!(w, "MeshVersionFormatted 2\n\nDimension 3\n\nVertices\n{}", mesh.num_vertices())?;
+        writeln!(
+            w,
+            "MeshVersionFormatted 2\n\nDimension 3\n\nVertices\n{}",
+            mesh.num_vertices()
+        )?;
         for p in mesh.positions() {
             writeln!(w, "{} {} {} 0", fmt_f64(p[0]), fmt_f64(p[1]), fmt_f64(p[2]))?;
         }

@@ -31,7 +31,9 @@ mod vtu;
 
 pub use cells::typed_cell_vertices;
 pub use obj::write_obj;
-pub use vtu::{write_vtu, write_vtu_polygons, write_vtu_with, DataArray, DataLocation, VtuEncoding};
+pub use vtu::{
+    write_vtu, write_vtu_polygons, write_vtu_with, DataArray, DataLocation, VtuEncoding,
+};
 
 use crate::{MeshError, Point, PolyMesh, PolyMeshBuilder};
 use std::io::{Read, Write};
@@ -96,13 +98,17 @@ impl Format {
     }
 }
 
-const READ_FORMATS: &str = ".msh (Gmsh 2.2/4.1), .mesh (Medit), .node/.ele (TetGen), .ovm (OpenVolumeMesh)";
+const READ_FORMATS: &str =
+    ".msh (Gmsh 2.2/4.1), .mesh (Medit), .node/.ele (TetGen), .ovm (OpenVolumeMesh)";
 const WRITE_FORMATS: &str = ".vtu, .msh (4.1), .mesh, .node/.ele, .ovm";
 
 /// Read a volumetric mesh, choosing the reader by extension (gzip handled transparently).
 pub fn read_mesh(path: &Path) -> Result<MeshFile, MeshError> {
     let fmt = Format::from_path(path).ok_or_else(|| {
-        MeshError::Unsupported(format!("{}: unknown mesh file extension; readable are {READ_FORMATS}", path.display()))
+        MeshError::Unsupported(format!(
+            "{}: unknown mesh file extension; readable are {READ_FORMATS}",
+            path.display()
+        ))
     })?;
     match fmt {
         Format::Msh => msh::read(path, &read_bytes(path)?),
@@ -120,7 +126,10 @@ pub fn read_mesh(path: &Path) -> Result<MeshFile, MeshError> {
 /// `.vtu` files are written with base64 binary data arrays.
 pub fn write_mesh(mesh: &PolyMesh, path: &Path) -> Result<(), MeshError> {
     let fmt = Format::from_path(path).ok_or_else(|| {
-        MeshError::Unsupported(format!("{}: unknown mesh file extension; writable are {WRITE_FORMATS}", path.display()))
+        MeshError::Unsupported(format!(
+            "{}: unknown mesh file extension; writable are {WRITE_FORMATS}",
+            path.display()
+        ))
     })?;
     match fmt {
         Format::Msh => msh::write(mesh, path),
@@ -137,20 +146,28 @@ pub fn write_mesh(mesh: &PolyMesh, path: &Path) -> Result<(), MeshError> {
 
 /// Read a whole file, gunzipping it when its name ends in `.gz` or it starts with the gzip magic.
 pub fn read_bytes(path: &Path) -> Result<Vec<u8>, MeshError> {
-    let io = |source| MeshError::Io { path: path.to_path_buf(), source };
+    let io = |source| MeshError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     let raw = std::fs::read(path).map_err(io)?;
     let named_gz = path.to_string_lossy().to_ascii_lowercase().ends_with(".gz");
     if raw.starts_with(&[0x1f, 0x8b]) {
         let mut out = Vec::with_capacity(raw.len() * 4);
-        flate2::read::MultiGzDecoder::new(&raw[..]).read_to_end(&mut out).map_err(|e| {
-            MeshError::Parse { path: path.to_path_buf(), location: "gzip stream".into(), msg: format!("{e}") }
-        })?;
+        flate2::read::MultiGzDecoder::new(&raw[..])
+            .read_to_end(&mut out)
+            .map_err(|e| MeshError::Parse {
+                path: path.to_path_buf(),
+                location: "gzip stream".into(),
+                msg: format!("{e}"),
+            })?;
         Ok(out)
     } else if named_gz {
         Err(MeshError::Parse {
             path: path.to_path_buf(),
             location: "byte 0".into(),
-            msg: "the name ends in .gz but the file does not start with the gzip magic bytes".into(),
+            msg: "the name ends in .gz but the file does not start with the gzip magic bytes"
+                .into(),
         })
     } else {
         Ok(raw)
@@ -164,14 +181,27 @@ pub fn write_atomic<F>(path: &Path, body: F) -> Result<(), MeshError>
 where
     F: FnOnce(&mut dyn Write) -> std::io::Result<()>,
 {
-    let io = |source| MeshError::Io { path: path.to_path_buf(), source };
+    let io = |source| MeshError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let fname = path.file_name().ok_or_else(|| io(std::io::Error::other("not a file name")))?;
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-    let tmp = dir.join(format!(".{}.tmp-{}-{}", fname.to_string_lossy(), std::process::id(), nanos));
+    let fname = path
+        .file_name()
+        .ok_or_else(|| io(std::io::Error::other("not a file name")))?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}-{}",
+        fname.to_string_lossy(),
+        std::process::id(),
+        nanos
+    ));
     let gz = path.to_string_lossy().to_ascii_lowercase().ends_with(".gz");
     let result = (|| -> std::io::Result<()> {
         let file = std::fs::File::create(&tmp)?;
@@ -202,7 +232,11 @@ where
 /// Format a float so that it reads back bit-identically (shortest round-trip digits).
 pub(crate) fn fmt_f64(x: f64) -> String {
     let a = x.abs();
-    if a == 0.0 || (1e-5..1e15).contains(&a) { format!("{x}") } else { format!("{x:e}") }
+    if a == 0.0 || (1e-5..1e15).contains(&a) {
+        format!("{x}")
+    } else {
+        format!("{x:e}")
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -250,7 +284,8 @@ impl Collected {
             return Err(MeshError::Parse {
                 path: path.to_path_buf(),
                 location: "whole file".into(),
-                msg: "the file has no volume elements (tetrahedra, hexahedra, prisms or pyramids)".into(),
+                msg: "the file has no volume elements (tetrahedra, hexahedra, prisms or pyramids)"
+                    .into(),
             });
         }
         // compact the nodes to those used by cells
@@ -275,14 +310,20 @@ impl Collected {
                 buf[i] = new_index[self.cell_nodes[k + i] as usize];
             }
             k += n;
-            b.add_typed_cell(ty, &buf[..n]).map_err(|e| cur.err_at(self.cell_loc[c], format!("{}: {e}", ty.name())))?;
+            b.add_typed_cell(ty, &buf[..n])
+                .map_err(|e| cur.err_at(self.cell_loc[c], format!("{}: {e}", ty.name())))?;
         }
         drop(self.cell_nodes);
         let mesh = b.build(tessera_core::Par::auto()).map_err(|e| match e {
-            MeshError::DegenerateCell { cell, reason } => {
-                cur.err_at(self.cell_loc[cell], format!("degenerate {}: {reason}", self.cell_types[cell].name()))
-            }
-            other => MeshError::Parse { path: path.to_path_buf(), location: "whole file".into(), msg: other.to_string() },
+            MeshError::DegenerateCell { cell, reason } => cur.err_at(
+                self.cell_loc[cell],
+                format!("degenerate {}: {reason}", self.cell_types[cell].name()),
+            ),
+            other => MeshError::Parse {
+                path: path.to_path_buf(),
+                location: "whole file".into(),
+                msg: other.to_string(),
+            },
         })?;
 
         // groups
@@ -366,8 +407,14 @@ impl Collected {
                 let k = k.ok_or_else(not_found)?;
                 let ent = match g.dim {
                     0 => k[0],
-                    1 => *edge_keys.get(&[k[0], k[1]]).filter(|&&e| e != u32::MAX).ok_or_else(not_found)?,
-                    _ => *face_keys.get(&k).filter(|&&f| f != u32::MAX).ok_or_else(not_found)?,
+                    1 => *edge_keys
+                        .get(&[k[0], k[1]])
+                        .filter(|&&e| e != u32::MAX)
+                        .ok_or_else(not_found)?,
+                    _ => *face_keys
+                        .get(&k)
+                        .filter(|&&f| f != u32::MAX)
+                        .ok_or_else(not_found)?,
                 };
                 groups.entry((g.dim, g.tag)).or_default().push(ent);
             }
@@ -378,7 +425,12 @@ impl Collected {
             .map(|((dim, tag), mut entities)| {
                 entities.sort_unstable();
                 entities.dedup();
-                PhysicalGroup { dim, tag, name: names.get(&(dim, tag)).cloned().unwrap_or_default(), entities }
+                PhysicalGroup {
+                    dim,
+                    tag,
+                    name: names.get(&(dim, tag)).cloned().unwrap_or_default(),
+                    entities,
+                }
             })
             .collect();
         Ok(MeshFile { mesh, groups })

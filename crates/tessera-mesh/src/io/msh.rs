@@ -60,7 +60,6 @@ fn unknown_type(ty: i64) -> String {
 const MAX_COUNT: u64 = u32::MAX as u64 - 1;
 
 struct State {
-
     binary: bool,
     size_t: usize,
     nodes: TagMap,
@@ -75,20 +74,28 @@ pub fn read(path: &Path, data: &[u8]) -> Result<MeshFile, MeshError> {
     let mut c = Cursor::new(path, data);
     let first = c.expect_token("`$MeshFormat`")?;
     if first != b"$MeshFormat" {
-        return Err(c.err(format!("not a Gmsh MSH file: expected `$MeshFormat`, found `{}`", show(first))));
+        return Err(c.err(format!(
+            "not a Gmsh MSH file: expected `$MeshFormat`, found `{}`",
+            show(first)
+        )));
     }
     let ver = c.expect_token("the MSH version")?;
     let v4 = match ver {
         b"4.1" => true,
         b"2.2" | b"2.1" | b"2" | b"2.0" => false,
         other => {
-            return Err(c.err(format!("unsupported MSH version `{}` (supported: 2.2 and 4.1)", show(other))));
+            return Err(c.err(format!(
+                "unsupported MSH version `{}` (supported: 2.2 and 4.1)",
+                show(other)
+            )));
         }
     };
     let file_type = c.uint("the file type (0 ASCII, 1 binary)")?;
     let size_t = c.uint("the data size")? as usize;
     if file_type > 1 {
-        return Err(c.err(format!("file type must be 0 (ASCII) or 1 (binary), found {file_type}")));
+        return Err(c.err(format!(
+            "file type must be 0 (ASCII) or 1 (binary), found {file_type}"
+        )));
     }
     if size_t != 4 && size_t != 8 {
         return Err(c.err(format!("data size must be 4 or 8, found {size_t}")));
@@ -108,7 +115,6 @@ pub fn read(path: &Path, data: &[u8]) -> Result<MeshFile, MeshError> {
     }
     c.expect_keyword("$EndMeshFormat")?;
     let mut st = State {
-
         binary,
         size_t,
         nodes: TagMap::new(1, 0, 0),
@@ -122,14 +128,22 @@ pub fn read(path: &Path, data: &[u8]) -> Result<MeshFile, MeshError> {
             b"$PhysicalNames" => physical_names(&mut c, &mut st)?,
             b"$Entities" if v4 => entities(&mut c, &mut st)?,
             b"$Nodes" => {
-                if v4 { nodes_v4(&mut c, &mut st)? } else { nodes_v2(&mut c, &mut st)? }
+                if v4 {
+                    nodes_v4(&mut c, &mut st)?
+                } else {
+                    nodes_v2(&mut c, &mut st)?
+                }
                 st.have_nodes = true;
             }
             b"$Elements" => {
                 if !st.have_nodes {
                     return Err(c.err("`$Elements` before `$Nodes`"));
                 }
-                if v4 { elements_v4(&mut c, &mut st)? } else { elements_v2(&mut c, &mut st)? }
+                if v4 {
+                    elements_v4(&mut c, &mut st)?
+                } else {
+                    elements_v2(&mut c, &mut st)?
+                }
                 saw_elements = true;
             }
             t if t.starts_with(b"$") && !t.starts_with(b"$End") => {
@@ -138,7 +152,12 @@ pub fn read(path: &Path, data: &[u8]) -> Result<MeshFile, MeshError> {
                 end.extend_from_slice(&t[1..]);
                 c.skip_past(&end)?;
             }
-            t => return Err(c.err(format!("expected a section such as `$Nodes`, found `{}`", show(t)))),
+            t => {
+                return Err(c.err(format!(
+                    "expected a section such as `$Nodes`, found `{}`",
+                    show(t)
+                )))
+            }
         }
     }
     if !st.have_nodes || !saw_elements {
@@ -197,18 +216,35 @@ fn entities(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
     }
     let mut counts = [0usize; 4];
     for (d, cnt) in counts.iter_mut().enumerate() {
-        let what = ["the number of points", "the number of curves", "the number of surfaces", "the number of volumes"][d];
-        *cnt = if st.binary { c.bin_uint(s, what)? as usize } else { c.count(what, MAX_COUNT)? };
+        let what = [
+            "the number of points",
+            "the number of curves",
+            "the number of surfaces",
+            "the number of volumes",
+        ][d];
+        *cnt = if st.binary {
+            c.bin_uint(s, what)? as usize
+        } else {
+            c.count(what, MAX_COUNT)?
+        };
         if *cnt as u64 > MAX_COUNT {
             return Err(c.err(format!("{what} {cnt} is too large")));
         }
     }
     for (d, &cnt) in counts.iter().enumerate() {
         for _ in 0..cnt {
-            let tag = if st.binary { c.bin_i32("an entity tag")? } else { c.int("an entity tag")? as i32 };
+            let tag = if st.binary {
+                c.bin_i32("an entity tag")?
+            } else {
+                c.int("an entity tag")? as i32
+            };
             let ncoord = if d == 0 { 3 } else { 6 };
             for _ in 0..ncoord {
-                if st.binary { c.bin_f64("an entity bounding box")?; } else { c.num::<f64>("an entity coordinate")?; }
+                if st.binary {
+                    c.bin_f64("an entity bounding box")?;
+                } else {
+                    c.num::<f64>("an entity coordinate")?;
+                }
             }
             let nphys = if st.binary {
                 c.bin_uint(s, "the number of physical tags")?
@@ -220,7 +256,11 @@ fn entities(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
             }
             let mut phys = Vec::with_capacity(nphys as usize);
             for _ in 0..nphys {
-                phys.push(if st.binary { c.bin_i32("a physical tag")? } else { c.int("a physical tag")? as i32 });
+                phys.push(if st.binary {
+                    c.bin_i32("a physical tag")?
+                } else {
+                    c.int("a physical tag")? as i32
+                });
             }
             if !phys.is_empty() {
                 st.entity_phys.insert((d as u8, tag), phys);
@@ -235,7 +275,11 @@ fn entities(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
                     return Err(c.err(format!("entity ({d}, {tag}) has {nb} bounding entities")));
                 }
                 for _ in 0..nb {
-                    if st.binary { c.bin_i32("a bounding entity tag")?; } else { c.int("a bounding entity tag")?; }
+                    if st.binary {
+                        c.bin_i32("a bounding entity tag")?;
+                    } else {
+                        c.int("a bounding entity tag")?;
+                    }
                 }
             }
         }
@@ -271,7 +315,14 @@ fn nodes_v2(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
             (t as u64, p)
         } else {
             let t = c.uint("a node tag")?;
-            (t, [c.coord("x coordinate")?, c.coord("y coordinate")?, c.coord("z coordinate")?])
+            (
+                t,
+                [
+                    c.coord("x coordinate")?,
+                    c.coord("y coordinate")?,
+                    c.coord("z coordinate")?,
+                ],
+            )
         };
         push_node(c, st, tag, p)?;
     }
@@ -285,7 +336,11 @@ fn nodes_v4(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
         c.end_of_line();
     }
     let rd = |c: &mut Cursor, what: &str| -> Result<u64, MeshError> {
-        if bin { c.bin_uint(s, what) } else { c.uint(what) }
+        if bin {
+            c.bin_uint(s, what)
+        } else {
+            c.uint(what)
+        }
     };
     let nblocks = rd(c, "the number of node blocks")?;
     let n = rd(c, "the number of nodes")?;
@@ -320,7 +375,9 @@ fn nodes_v4(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
         }
         total += nn;
         if total > n {
-            return Err(c.err(format!("node blocks hold more nodes than the {n} announced in the header")));
+            return Err(c.err(format!(
+                "node blocks hold more nodes than the {n} announced in the header"
+            )));
         }
         let npar = if parametric != 0 { dim as usize } else { 0 };
         tags.clear();
@@ -335,7 +392,11 @@ fn nodes_v4(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
                 }
                 p
             } else {
-                let p = [c.coord("x coordinate")?, c.coord("y coordinate")?, c.coord("z coordinate")?];
+                let p = [
+                    c.coord("x coordinate")?,
+                    c.coord("y coordinate")?,
+                    c.coord("z coordinate")?,
+                ];
                 for _ in 0..npar {
                     c.num::<f64>("a parametric coordinate")?;
                 }
@@ -345,7 +406,10 @@ fn nodes_v4(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
         }
     }
     if total != n {
-        return Err(c.err_at(header_loc, format!("the header announces {n} nodes but the blocks hold {total}")));
+        return Err(c.err_at(
+            header_loc,
+            format!("the header announces {n} nodes but the blocks hold {total}"),
+        ));
     }
     section_end(c, "$EndNodes")
 }
@@ -360,17 +424,24 @@ fn element(
     phys: &[i32],
     loc: u64,
 ) -> Result<(), MeshError> {
-    let (dim, _n, corners, cell) = element_info(ty).ok_or_else(|| c.err_at(loc, unknown_type(ty)))?;
+    let (dim, _n, corners, cell) =
+        element_info(ty).ok_or_else(|| c.err_at(loc, unknown_type(ty)))?;
     let mut idx = [0u32; 8];
     for (i, &t) in node_tags[..corners].iter().enumerate() {
         idx[i] = st.nodes.get(t).ok_or_else(|| {
-            c.err_at(loc, format!("element {tag} references node {t}, which is not in `$Nodes`"))
+            c.err_at(
+                loc,
+                format!("element {tag} references node {t}, which is not in `$Nodes`"),
+            )
         })?;
     }
     // higher-order nodes must exist too
     for &t in &node_tags[corners..] {
         if st.nodes.get(t).is_none() {
-            return Err(c.err_at(loc, format!("element {tag} references node {t}, which is not in `$Nodes`")));
+            return Err(c.err_at(
+                loc,
+                format!("element {tag} references node {t}, which is not in `$Nodes`"),
+            ));
         }
     }
     if let Some(ty) = cell {
@@ -382,7 +453,13 @@ fn element(
         for &p in phys {
             let mut verts = [0u32; 4];
             verts[..corners].copy_from_slice(&idx[..corners]);
-            st.col.group_elems.push(GroupElement { dim, tag: p, verts, n: corners as u8, loc });
+            st.col.group_elems.push(GroupElement {
+                dim,
+                tag: p,
+                verts,
+                n: corners as u8,
+                loc,
+            });
         }
     }
     Ok(())
@@ -402,7 +479,10 @@ fn elements_v2(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
             let follow = c.bin_i32("the number of elements following")?;
             let ntags = c.bin_i32("the number of tags")?;
             if follow <= 0 || follow as usize > n - done || !(0..=1024).contains(&ntags) {
-                return Err(c.err_at(hloc, format!("bad element block header (count {follow}, tags {ntags})")));
+                return Err(c.err_at(
+                    hloc,
+                    format!("bad element block header (count {follow}, tags {ntags})"),
+                ));
             }
             let (_, nn, _, _) = element_info(ty).ok_or_else(|| c.err_at(hloc, unknown_type(ty)))?;
             for _ in 0..follow {
@@ -420,7 +500,10 @@ fn elements_v2(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
                     let v = c.bin_i32("a node tag")?;
                     nodes.push(v.max(0) as u64);
                 }
-                let ph: &[i32] = match &phys { Some(p) => std::slice::from_ref(p), None => &[] };
+                let ph: &[i32] = match &phys {
+                    Some(p) => std::slice::from_ref(p),
+                    None => &[],
+                };
                 element(c, st, ty, tag as u64, &nodes, ph, loc)?;
             }
             done += follow as usize;
@@ -446,7 +529,10 @@ fn elements_v2(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
             for _ in 0..nn {
                 nodes.push(c.uint("a node tag")?);
             }
-            let ph: &[i32] = match &phys { Some(p) => std::slice::from_ref(p), None => &[] };
+            let ph: &[i32] = match &phys {
+                Some(p) => std::slice::from_ref(p),
+                None => &[],
+            };
             element(c, st, ty, tag, &nodes, ph, loc)?;
         }
     }
@@ -460,7 +546,11 @@ fn elements_v4(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
         c.end_of_line();
     }
     let rd = |c: &mut Cursor, what: &str| -> Result<u64, MeshError> {
-        if bin { c.bin_uint(s, what) } else { c.uint(what) }
+        if bin {
+            c.bin_uint(s, what)
+        } else {
+            c.uint(what)
+        }
     };
     let nblocks = rd(c, "the number of element blocks")?;
     let n = rd(c, "the number of elements")?;
@@ -496,9 +586,16 @@ fn elements_v4(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
         }
         total += ne;
         if total > n {
-            return Err(c.err_at(hloc, format!("element blocks hold more elements than the {n} announced in the header")));
+            return Err(c.err_at(
+                hloc,
+                format!("element blocks hold more elements than the {n} announced in the header"),
+            ));
         }
-        let phys = st.entity_phys.get(&(dim as u8, etag)).cloned().unwrap_or_else(|| no_phys.clone());
+        let phys = st
+            .entity_phys
+            .get(&(dim as u8, etag))
+            .cloned()
+            .unwrap_or_else(|| no_phys.clone());
         for _ in 0..ne {
             let tag = rd(c, "an element tag")?;
             let loc = c.location();
@@ -510,7 +607,10 @@ fn elements_v4(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
         }
     }
     if total != n {
-        return Err(c.err_at(header_loc, format!("the header announces {n} elements but the blocks hold {total}")));
+        return Err(c.err_at(
+            header_loc,
+            format!("the header announces {n} elements but the blocks hold {total}"),
+        ));
     }
     section_end(c, "$EndElements")
 }

@@ -8,10 +8,20 @@ use std::path::Path;
 /// (1-based indices, loops as given: counter-clockwise seen from outside for a boundary
 /// from `Boundary::surface`). `polygon_offsets[i]..polygon_offsets[i + 1]` delimits
 /// polygon `i` in `polygon_vertices`. A name ending in `.gz` is compressed.
-pub fn write_obj(path: &Path, positions: &[Point], polygon_offsets: &[u32], polygon_vertices: &[u32]) -> Result<(), MeshError> {
+pub fn write_obj(
+    path: &Path,
+    positions: &[Point],
+    polygon_offsets: &[u32],
+    polygon_vertices: &[u32],
+) -> Result<(), MeshError> {
     super::vtu::check_polygons(path, positions.len(), polygon_offsets, polygon_vertices)?;
     write_atomic(path, |w| {
-        writeln!(w, "# tessera surface: {} vertices, {} polygons", positions.len(), polygon_offsets.len().saturating_sub(1))?;
+        writeln!(
+            w,
+            "# tessera surface: {} vertices, {} polygons",
+            positions.len(),
+            polygon_offsets.len().saturating_sub(1)
+        )?;
         for p in positions {
             writeln!(w, "v {} {} {}", fmt_f64(p[0]), fmt_f64(p[1]), fmt_f64(p[2]))?;
         }

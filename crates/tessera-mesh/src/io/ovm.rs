@@ -24,9 +24,15 @@ const MAX_COUNT: u64 = i32::MAX as u64 / 2;
 fn header(c: &mut Cursor, name: &str) -> Result<usize, MeshError> {
     let t = c.expect_token(&format!("`{name}`"))?;
     if !t.eq_ignore_ascii_case(name.as_bytes()) {
-        return Err(c.err(format!("expected the `{name}` section, found `{}`", show(t))));
+        return Err(c.err(format!(
+            "expected the `{name}` section, found `{}`",
+            show(t)
+        )));
     }
-    c.count(&format!("the number of {}", name.to_ascii_lowercase()), MAX_COUNT)
+    c.count(
+        &format!("the number of {}", name.to_ascii_lowercase()),
+        MAX_COUNT,
+    )
 }
 
 /// Read an OVM ASCII file.
@@ -35,27 +41,41 @@ pub fn read(path: &Path, data: &[u8]) -> Result<MeshFile, MeshError> {
     c.comment = Some(b'#');
     let t = c.expect_token("`OVM`")?;
     if t != b"OVM" {
-        return Err(c.err(format!("not an OVM file: expected `OVM ASCII`, found `{}`", show(t))));
+        return Err(c.err(format!(
+            "not an OVM file: expected `OVM ASCII`, found `{}`",
+            show(t)
+        )));
     }
     let t = c.expect_token("`ASCII`")?;
     if !t.eq_ignore_ascii_case(b"ASCII") {
-        return Err(c.err(format!("only `OVM ASCII` files are supported, found `OVM {}`", show(t))));
+        return Err(c.err(format!(
+            "only `OVM ASCII` files are supported, found `OVM {}`",
+            show(t)
+        )));
     }
     let nv = header(&mut c, "Vertices")?;
     let mut positions = Vec::with_capacity(nv);
     for _ in 0..nv {
-        positions.push([c.coord("x coordinate")?, c.coord("y coordinate")?, c.coord("z coordinate")?]);
+        positions.push([
+            c.coord("x coordinate")?,
+            c.coord("y coordinate")?,
+            c.coord("z coordinate")?,
+        ]);
     }
     let ne = header(&mut c, "Edges")?;
     let mut edges = Vec::with_capacity(ne);
     for _ in 0..ne {
         let a = c.uint("an edge vertex")?;
         if a >= nv as u64 {
-            return Err(c.err(format!("vertex index {a} out of range (there are {nv} vertices)")));
+            return Err(c.err(format!(
+                "vertex index {a} out of range (there are {nv} vertices)"
+            )));
         }
         let b = c.uint("an edge vertex")?;
         if b >= nv as u64 {
-            return Err(c.err(format!("vertex index {b} out of range (there are {nv} vertices)")));
+            return Err(c.err(format!(
+                "vertex index {b} out of range (there are {nv} vertices)"
+            )));
         }
         if a == b {
             return Err(c.err(format!("edge from vertex {a} to itself")));
@@ -71,13 +91,18 @@ pub fn read(path: &Path, data: &[u8]) -> Result<MeshFile, MeshError> {
         let k = c.count("the number of half-edges", 1 << 20)?;
         f_line.push(c.tok_line);
         if k < 3 {
-            return Err(c.err(format!("face {f} has {k} half-edges; a face needs at least 3")));
+            return Err(c.err(format!(
+                "face {f} has {k} half-edges; a face needs at least 3"
+            )));
         }
         let start = f_cols.len();
         for _ in 0..k {
             let he = c.uint("a half-edge index")?;
             if he >= 2 * ne as u64 {
-                return Err(c.err(format!("half-edge {he} out of range (there are {} half-edges)", 2 * ne)));
+                return Err(c.err(format!(
+                    "half-edge {he} out of range (there are {} half-edges)",
+                    2 * ne
+                )));
             }
             f_cols.push(encode((he / 2) as u32, he % 2 == 1));
         }
@@ -85,14 +110,20 @@ pub fn read(path: &Path, data: &[u8]) -> Result<MeshFile, MeshError> {
         let ends = |v: i32| {
             let (e, s) = decode(v);
             let [a, b] = edges[e as usize];
-            if s > 0 { (a, b) } else { (b, a) }
+            if s > 0 {
+                (a, b)
+            } else {
+                (b, a)
+            }
         };
         let row = &f_cols[start..];
         for i in 0..k {
             if ends(row[i]).1 != ends(row[(i + 1) % k]).0 {
                 return Err(c.err_at(
                     f_line[f] as u64,
-                    format!("the half-edges of face {f} do not form a closed loop (at position {i})"),
+                    format!(
+                        "the half-edges of face {f} do not form a closed loop (at position {i})"
+                    ),
                 ));
             }
         }
@@ -107,13 +138,18 @@ pub fn read(path: &Path, data: &[u8]) -> Result<MeshFile, MeshError> {
         let k = c.count("the number of half-faces", 1 << 20)?;
         c_line.push(c.tok_line);
         if k < 4 {
-            return Err(c.err(format!("polyhedron {p} has {k} half-faces; a polyhedron needs at least 4")));
+            return Err(c.err(format!(
+                "polyhedron {p} has {k} half-faces; a polyhedron needs at least 4"
+            )));
         }
         let start = c_cols.len();
         for _ in 0..k {
             let hf = c.uint("a half-face index")?;
             if hf >= 2 * nf as u64 {
-                return Err(c.err(format!("half-face {hf} out of range (there are {} half-faces)", 2 * nf)));
+                return Err(c.err(format!(
+                    "half-face {hf} out of range (there are {} half-faces)",
+                    2 * nf
+                )));
             }
             c_cols.push(encode((hf / 2) as u32, hf % 2 == 0));
         }
@@ -127,7 +163,8 @@ pub fn read(path: &Path, data: &[u8]) -> Result<MeshFile, MeshError> {
     // anything after the polyhedra (OVM property sections) is not geometry: ignored
     let fe = Tcsr::new(ne, f_off, f_cols).map_err(|e| c.err(e.to_string()))?;
     let cf = Tcsr::new(nf, c_off, c_cols).map_err(|e| c.err(e.to_string()))?;
-    let mut mesh = PolyMesh::from_operators(positions, edges, fe, cf).map_err(|e| c.err(e.to_string()))?;
+    let mut mesh =
+        PolyMesh::from_operators(positions, edges, fe, cf).map_err(|e| c.err(e.to_string()))?;
     // orient every cell outward by its signed volume
     let mut flip = Vec::new();
     for cell in 0..nc {
@@ -152,7 +189,10 @@ pub fn read(path: &Path, data: &[u8]) -> Result<MeshFile, MeshError> {
         }
         *cf = Tcsr::from_raw_unchecked(ncols, offsets, cols);
     }
-    Ok(MeshFile { mesh, groups: Vec::new() })
+    Ok(MeshFile {
+        mesh,
+        groups: Vec::new(),
+    })
 }
 
 /// Write an OVM ASCII file with the mesh's own edge and face numbering.

@@ -17,15 +17,26 @@ fn pair(path: &Path) -> (PathBuf, PathBuf) {
         Some(t) => (t.to_string(), ".gz"),
         None => (s.clone(), ""),
     };
-    let base = stem.rsplit_once('.').map(|(b, _)| b.to_string()).unwrap_or(stem);
+    let base = stem
+        .rsplit_once('.')
+        .map(|(b, _)| b.to_string())
+        .unwrap_or(stem);
     let pick = |ext: &str| {
         let with = PathBuf::from(format!("{base}.{ext}{gz}"));
         if with.exists() {
             return with;
         }
-        let other = if gz.is_empty() { format!("{base}.{ext}.gz") } else { format!("{base}.{ext}") };
+        let other = if gz.is_empty() {
+            format!("{base}.{ext}.gz")
+        } else {
+            format!("{base}.{ext}")
+        };
         let other = PathBuf::from(other);
-        if other.exists() { other } else { with }
+        if other.exists() {
+            other
+        } else {
+            with
+        }
     };
     (pick("node"), pick("ele"))
 }
@@ -52,13 +63,22 @@ pub fn read(path: &Path) -> Result<MeshFile, MeshError> {
         let id = c.uint("a point number")?;
         if i == 0 {
             if id > 1 {
-                return Err(c.err(format!("the first point must be numbered 0 or 1, found {id}")));
+                return Err(c.err(format!(
+                    "the first point must be numbered 0 or 1, found {id}"
+                )));
             }
             base = id;
         } else if id != base + i as u64 {
-            return Err(c.err(format!("points must be numbered consecutively: expected {}, found {id}", base + i as u64)));
+            return Err(c.err(format!(
+                "points must be numbered consecutively: expected {}, found {id}",
+                base + i as u64
+            )));
         }
-        let p = [c.coord("x coordinate")?, c.coord("y coordinate")?, c.coord("z coordinate")?];
+        let p = [
+            c.coord("x coordinate")?,
+            c.coord("y coordinate")?,
+            c.coord("z coordinate")?,
+        ];
         for _ in 0..nattr {
             c.num::<f64>("a point attribute")?;
         }
@@ -68,7 +88,9 @@ pub fn read(path: &Path) -> Result<MeshFile, MeshError> {
         col.nodes.push(p);
     }
     if let Some(_t) = c.token() {
-        return Err(c.err(format!("extra data after the {n} points announced in the header (wrong count?)")));
+        return Err(c.err(format!(
+            "extra data after the {n} points announced in the header (wrong count?)"
+        )));
     }
 
     let mut c = Cursor::new(&ele_path, &ele_data);
@@ -76,7 +98,9 @@ pub fn read(path: &Path) -> Result<MeshFile, MeshError> {
     let nt = c.count("the number of tetrahedra", MAX_COUNT)?;
     let npt = c.uint("the number of nodes per tetrahedron")?;
     if npt != 4 && npt != 10 {
-        return Err(c.err(format!("nodes per tetrahedron must be 4 or 10, found {npt}")));
+        return Err(c.err(format!(
+            "nodes per tetrahedron must be 4 or 10, found {npt}"
+        )));
     }
     let nattr = c.count("the number of attributes", 1 << 16)?;
     let nv = col.nodes.len() as u64;
@@ -85,12 +109,18 @@ pub fn read(path: &Path) -> Result<MeshFile, MeshError> {
         let id = c.uint("a tetrahedron number")?;
         let loc = c.location();
         if id != base + i as u64 {
-            return Err(c.err(format!("tetrahedra must be numbered consecutively: expected {}, found {id}", base + i as u64)));
+            return Err(c.err(format!(
+                "tetrahedra must be numbered consecutively: expected {}, found {id}",
+                base + i as u64
+            )));
         }
         for k in 0..npt as usize {
             let x = c.uint("a node number")?;
             if x < base || x - base >= nv {
-                return Err(c.err(format!("node number {x} out of range {base}..={}", base + nv - 1)));
+                return Err(c.err(format!(
+                    "node number {x} out of range {base}..={}",
+                    base + nv - 1
+                )));
             }
             if k < 4 {
                 v[k] = (x - base) as u32;
@@ -105,7 +135,9 @@ pub fn read(path: &Path) -> Result<MeshFile, MeshError> {
         }
     }
     if let Some(_t) = c.token() {
-        return Err(c.err(format!("extra data after the {nt} tetrahedra announced in the header (wrong count?)")));
+        return Err(c.err(format!(
+            "extra data after the {nt} tetrahedra announced in the header (wrong count?)"
+        )));
     }
     col.finish(&c)
 }
@@ -130,7 +162,13 @@ pub fn write(mesh: &PolyMesh, path: &Path) -> Result<(), MeshError> {
     write_atomic(&node_path, |w| {
         writeln!(w, "{} 3 0 0", mesh.num_vertices())?;
         for (i, p) in mesh.positions().iter().enumerate() {
-            writeln!(w, "{i} {} {} {}", fmt_f64(p[0]), fmt_f64(p[1]), fmt_f64(p[2]))?;
+            writeln!(
+                w,
+                "{i} {} {} {}",
+                fmt_f64(p[0]),
+                fmt_f64(p[1]),
+                fmt_f64(p[2])
+            )?;
         }
         Ok(())
     })?;

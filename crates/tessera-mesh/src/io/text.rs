@@ -28,7 +28,17 @@ pub(crate) struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     pub fn new(path: &'a Path, data: &'a [u8]) -> Self {
-        Cursor { data, pos: 0, line: 1, tok_line: 1, tok_pos: 0, path, comment: None, binary: false, swap: false }
+        Cursor {
+            data,
+            pos: 0,
+            line: 1,
+            tok_line: 1,
+            tok_pos: 0,
+            path,
+            comment: None,
+            binary: false,
+            swap: false,
+        }
     }
 
     /// A parse error at the last token (line) or binary value (offset).
@@ -80,7 +90,13 @@ impl<'a> Cursor<'a> {
         self.tok_pos = start;
         while self.pos < self.data.len() {
             let c = self.data[self.pos];
-            if c == b' ' || c == b'\n' || c == b'\t' || c == b'\r' || c == 0x0c || Some(c) == self.comment {
+            if c == b' '
+                || c == b'\n'
+                || c == b'\t'
+                || c == b'\r'
+                || c == 0x0c
+                || Some(c) == self.comment
+            {
                 break;
             }
             self.pos += 1;
@@ -92,7 +108,9 @@ impl<'a> Cursor<'a> {
     pub fn expect_token(&mut self, what: &str) -> Result<&'a [u8], MeshError> {
         match self.token() {
             Some(t) => Ok(t),
-            None => Err(self.err_here(format!("unexpected end of file: expected {what} (the file is truncated)"))),
+            None => Err(self.err_here(format!(
+                "unexpected end of file: expected {what} (the file is truncated)"
+            ))),
         }
     }
 
@@ -120,11 +138,17 @@ impl<'a> Cursor<'a> {
         let mut v: u64 = 0;
         let digits = if t.first() == Some(&b'+') { &t[1..] } else { t };
         if digits.is_empty() || digits.len() > 19 {
-            return Err(self.err(format!("expected {what} (a non-negative integer), found `{}`", show(t))));
+            return Err(self.err(format!(
+                "expected {what} (a non-negative integer), found `{}`",
+                show(t)
+            )));
         }
         for &c in digits {
             if !c.is_ascii_digit() {
-                return Err(self.err(format!("expected {what} (a non-negative integer), found `{}`", show(t))));
+                return Err(self.err(format!(
+                    "expected {what} (a non-negative integer), found `{}`",
+                    show(t)
+                )));
             }
             v = v * 10 + (c - b'0') as u64;
         }
@@ -186,12 +210,18 @@ impl<'a> Cursor<'a> {
         match hay.windows(needle.len()).position(|w| w == needle) {
             Some(i) => {
                 if !self.binary {
-                    self.line += hay[..i + needle.len()].iter().filter(|&&c| c == b'\n').count();
+                    self.line += hay[..i + needle.len()]
+                        .iter()
+                        .filter(|&&c| c == b'\n')
+                        .count();
                 }
                 self.pos += i + needle.len();
                 Ok(())
             }
-            None => Err(self.err(format!("missing `{}` (the file is truncated)", show(needle)))),
+            None => Err(self.err(format!(
+                "missing `{}` (the file is truncated)",
+                show(needle)
+            ))),
         }
     }
 
@@ -213,23 +243,39 @@ impl<'a> Cursor<'a> {
 
     pub fn bin_i32(&mut self, what: &str) -> Result<i32, MeshError> {
         let b: [u8; 4] = self.bytes(4, what)?.try_into().expect("4 bytes");
-        Ok(if self.swap { i32::from_be_bytes(b) } else { i32::from_le_bytes(b) })
+        Ok(if self.swap {
+            i32::from_be_bytes(b)
+        } else {
+            i32::from_le_bytes(b)
+        })
     }
 
     /// An unsigned integer of `size` bytes (4 or 8), e.g. Gmsh's `size_t`.
     pub fn bin_uint(&mut self, size: usize, what: &str) -> Result<u64, MeshError> {
         if size == 4 {
             let b: [u8; 4] = self.bytes(4, what)?.try_into().expect("4 bytes");
-            Ok(if self.swap { u32::from_be_bytes(b) } else { u32::from_le_bytes(b) } as u64)
+            Ok(if self.swap {
+                u32::from_be_bytes(b)
+            } else {
+                u32::from_le_bytes(b)
+            } as u64)
         } else {
             let b: [u8; 8] = self.bytes(8, what)?.try_into().expect("8 bytes");
-            Ok(if self.swap { u64::from_be_bytes(b) } else { u64::from_le_bytes(b) })
+            Ok(if self.swap {
+                u64::from_be_bytes(b)
+            } else {
+                u64::from_le_bytes(b)
+            })
         }
     }
 
     pub fn bin_f64(&mut self, what: &str) -> Result<f64, MeshError> {
         let b: [u8; 8] = self.bytes(8, what)?.try_into().expect("8 bytes");
-        Ok(if self.swap { f64::from_be_bytes(b) } else { f64::from_le_bytes(b) })
+        Ok(if self.swap {
+            f64::from_be_bytes(b)
+        } else {
+            f64::from_le_bytes(b)
+        })
     }
 
     /// A finite binary coordinate.
@@ -243,7 +289,11 @@ impl<'a> Cursor<'a> {
 
     /// Where the last token/value was, for remembering element locations.
     pub fn location(&self) -> u64 {
-        if self.binary { self.tok_pos as u64 } else { self.tok_line as u64 }
+        if self.binary {
+            self.tok_pos as u64
+        } else {
+            self.tok_line as u64
+        }
     }
 
     /// A parse error at a remembered location.
@@ -259,16 +309,31 @@ impl<'a> Cursor<'a> {
 /// A short printable form of a token for error messages.
 pub(crate) fn show(t: &[u8]) -> String {
     let s = String::from_utf8_lossy(&t[..t.len().min(40)]).into_owned();
-    let s: String = s.chars().map(|c| if c.is_control() { '?' } else { c }).collect();
-    if t.len() > 40 { format!("{s}...") } else { s }
+    let s: String = s
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    if t.len() > 40 {
+        format!("{s}...")
+    } else {
+        s
+    }
 }
 
 pub(crate) fn trim(mut s: &[u8]) -> &[u8] {
     while let [first, rest @ ..] = s {
-        if first.is_ascii_whitespace() { s = rest } else { break }
+        if first.is_ascii_whitespace() {
+            s = rest
+        } else {
+            break;
+        }
     }
     while let [rest @ .., last] = s {
-        if last.is_ascii_whitespace() { s = rest } else { break }
+        if last.is_ascii_whitespace() {
+            s = rest
+        } else {
+            break;
+        }
     }
     s
 }
@@ -283,7 +348,10 @@ impl TagMap {
     /// A map suited to tags in `min..=max` with `n` entries.
     pub fn new(min: u64, max: u64, n: usize) -> Self {
         if max >= min && max - min <= 4 * n as u64 + 1024 {
-            TagMap::Dense { offset: min, map: vec![u32::MAX; (max - min + 1) as usize] }
+            TagMap::Dense {
+                offset: min,
+                map: vec![u32::MAX; (max - min + 1) as usize],
+            }
         } else {
             TagMap::Sparse(std::collections::HashMap::with_capacity(n))
         }
@@ -319,7 +387,9 @@ impl TagMap {
                 if tag < *offset {
                     return None;
                 }
-                map.get((tag - *offset) as usize).copied().filter(|&v| v != u32::MAX)
+                map.get((tag - *offset) as usize)
+                    .copied()
+                    .filter(|&v| v != u32::MAX)
             }
             TagMap::Sparse(h) => h.get(&tag).copied(),
         }

@@ -38,7 +38,12 @@ pub struct DataArray {
 
 impl DataArray {
     pub fn point_scalars(name: impl Into<String>, values: Vec<f64>) -> Self {
-        DataArray { name: name.into(), location: DataLocation::Point, components: 1, values }
+        DataArray {
+            name: name.into(),
+            location: DataLocation::Point,
+            components: 1,
+            values,
+        }
     }
     pub fn point_vectors(name: impl Into<String>, values: &[[f64; 3]]) -> Self {
         DataArray {
@@ -49,7 +54,12 @@ impl DataArray {
         }
     }
     pub fn cell_scalars(name: impl Into<String>, values: Vec<f64>) -> Self {
-        DataArray { name: name.into(), location: DataLocation::Cell, components: 1, values }
+        DataArray {
+            name: name.into(),
+            location: DataLocation::Cell,
+            components: 1,
+            values,
+        }
     }
     pub fn cell_vectors(name: impl Into<String>, values: &[[f64; 3]]) -> Self {
         DataArray {
@@ -141,7 +151,12 @@ fn volume_cells(mesh: &PolyMesh) -> Cells {
         }
         offsets.push(connectivity.len() as i64);
     }
-    Cells { connectivity, offsets, types, faces: any_poly.then_some((faces, faceoffsets)) }
+    Cells {
+        connectivity,
+        offsets,
+        types,
+        faces: any_poly.then_some((faces, faceoffsets)),
+    }
 }
 
 /// Write `mesh` with data arrays as a `.vtu` (base64 binary; `.gz` compresses the file).
@@ -150,7 +165,12 @@ pub fn write_vtu(path: &Path, mesh: &PolyMesh, data: &[DataArray]) -> Result<(),
 }
 
 /// Write `mesh` with data arrays as a `.vtu` in the given encoding.
-pub fn write_vtu_with(path: &Path, mesh: &PolyMesh, data: &[DataArray], enc: VtuEncoding) -> Result<(), MeshError> {
+pub fn write_vtu_with(
+    path: &Path,
+    mesh: &PolyMesh,
+    data: &[DataArray],
+    enc: VtuEncoding,
+) -> Result<(), MeshError> {
     let cells = volume_cells(mesh);
     write_grid(path, mesh.positions(), &cells, data, enc)
 }
@@ -183,16 +203,29 @@ pub fn write_vtu_polygons(
     write_grid(path, positions, &cells, data, VtuEncoding::Base64)
 }
 
-pub(crate) fn check_polygons(path: &Path, nv: usize, offsets: &[u32], verts: &[u32]) -> Result<(), MeshError> {
+pub(crate) fn check_polygons(
+    path: &Path,
+    nv: usize,
+    offsets: &[u32],
+    verts: &[u32],
+) -> Result<(), MeshError> {
     let bad = |m: String| MeshError::Unsupported(format!("{}: {m}", path.display()));
-    if offsets.first().copied().unwrap_or(0) != 0 || offsets.last().copied().unwrap_or(0) as usize != verts.len() {
-        return Err(bad("polygon offsets must start at 0 and end at the number of polygon vertices".into()));
+    if offsets.first().copied().unwrap_or(0) != 0
+        || offsets.last().copied().unwrap_or(0) as usize != verts.len()
+    {
+        return Err(bad(
+            "polygon offsets must start at 0 and end at the number of polygon vertices".into(),
+        ));
     }
     if offsets.windows(2).any(|w| w[1] < w[0] + 3) {
-        return Err(bad("every polygon needs at least 3 vertices (offsets must increase by 3 or more)".into()));
+        return Err(bad(
+            "every polygon needs at least 3 vertices (offsets must increase by 3 or more)".into(),
+        ));
     }
     if let Some(&v) = verts.iter().find(|&&v| v as usize >= nv) {
-        return Err(bad(format!("polygon vertex {v} out of range (there are {nv} vertices)")));
+        return Err(bad(format!(
+            "polygon vertex {v} out of range (there are {nv} vertices)"
+        )));
     }
     Ok(())
 }
@@ -205,8 +238,16 @@ fn base64(bytes: &[u8], out: &mut String) {
         let n = ((b[0] as u32) << 16) | ((b[1] as u32) << 8) | b[2] as u32;
         out.push(T[(n >> 18) as usize & 63] as char);
         out.push(T[(n >> 12) as usize & 63] as char);
-        out.push(if ch.len() > 1 { T[(n >> 6) as usize & 63] as char } else { '=' });
-        out.push(if ch.len() > 2 { T[n as usize & 63] as char } else { '=' });
+        out.push(if ch.len() > 1 {
+            T[(n >> 6) as usize & 63] as char
+        } else {
+            '='
+        });
+        out.push(if ch.len() > 2 {
+            T[n as usize & 63] as char
+        } else {
+            '='
+        });
     }
 }
 
@@ -235,17 +276,38 @@ impl Vals<'_> {
 }
 
 fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
-fn data_array(w: &mut dyn Write, name: &str, comps: usize, vals: Vals, enc: VtuEncoding) -> std::io::Result<()> {
+fn data_array(
+    w: &mut dyn Write,
+    name: &str,
+    comps: usize,
+    vals: Vals,
+    enc: VtuEncoding,
+) -> std::io::Result<()> {
     let fmt = match enc {
         VtuEncoding::Ascii => "ascii",
         VtuEncoding::Base64 => "binary",
     };
-    let nc = if comps > 1 { format!(" NumberOfComponents=\"{comps}\"") } else { String::new() };
-    let nm = if name.is_empty() { String::new() } else { format!(" Name=\"{}\"", xml_escape(name)) };
-    writeln!(w, "        <DataArray type=\"{}\"{nm}{nc} format=\"{fmt}\">", vals.type_name())?;
+    let nc = if comps > 1 {
+        format!(" NumberOfComponents=\"{comps}\"")
+    } else {
+        String::new()
+    };
+    let nm = if name.is_empty() {
+        String::new()
+    } else {
+        format!(" Name=\"{}\"", xml_escape(name))
+    };
+    writeln!(
+        w,
+        "        <DataArray type=\"{}\"{nm}{nc} format=\"{fmt}\">",
+        vals.type_name()
+    )?;
     match enc {
         VtuEncoding::Base64 => {
             let body = vals.bytes();
@@ -289,7 +351,13 @@ fn data_array(w: &mut dyn Write, name: &str, comps: usize, vals: Vals, enc: VtuE
     writeln!(w, "        </DataArray>")
 }
 
-fn write_grid(path: &Path, points: &[Point], cells: &Cells, data: &[DataArray], enc: VtuEncoding) -> Result<(), MeshError> {
+fn write_grid(
+    path: &Path,
+    points: &[Point],
+    cells: &Cells,
+    data: &[DataArray],
+    enc: VtuEncoding,
+) -> Result<(), MeshError> {
     let np = points.len();
     let nc = cells.types.len();
     for d in data {
@@ -305,7 +373,11 @@ fn write_grid(path: &Path, points: &[Point], cells: &Cells, data: &[DataArray], 
                 d.values.len(),
                 n * d.components,
                 n,
-                if d.location == DataLocation::Point { "points" } else { "cells" },
+                if d.location == DataLocation::Point {
+                    "points"
+                } else {
+                    "cells"
+                },
                 d.components
             )));
         }
@@ -318,14 +390,26 @@ fn write_grid(path: &Path, points: &[Point], cells: &Cells, data: &[DataArray], 
             "<VTKFile type=\"UnstructuredGrid\" version=\"1.0\" byte_order=\"LittleEndian\" header_type=\"UInt64\">"
         )?;
         writeln!(w, "  <UnstructuredGrid>")?;
-        writeln!(w, "    <Piece NumberOfPoints=\"{np}\" NumberOfCells=\"{nc}\">")?;
-        for (loc, tag) in [(DataLocation::Point, "PointData"), (DataLocation::Cell, "CellData")] {
+        writeln!(
+            w,
+            "    <Piece NumberOfPoints=\"{np}\" NumberOfCells=\"{nc}\">"
+        )?;
+        for (loc, tag) in [
+            (DataLocation::Point, "PointData"),
+            (DataLocation::Cell, "CellData"),
+        ] {
             let arrays: Vec<&DataArray> = data.iter().filter(|d| d.location == loc).collect();
             if arrays.is_empty() {
                 continue;
             }
-            let first_scalar = arrays.iter().find(|d| d.components == 1).map(|d| d.name.as_str());
-            let first_vector = arrays.iter().find(|d| d.components == 3).map(|d| d.name.as_str());
+            let first_scalar = arrays
+                .iter()
+                .find(|d| d.components == 1)
+                .map(|d| d.name.as_str());
+            let first_vector = arrays
+                .iter()
+                .find(|d| d.components == 3)
+                .map(|d| d.name.as_str());
             let mut attrs = String::new();
             if let Some(s) = first_scalar {
                 attrs.push_str(&format!(" Scalars=\"{}\"", xml_escape(s)));

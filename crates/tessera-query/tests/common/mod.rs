@@ -55,7 +55,9 @@ pub fn value(r: &mut u64) -> f64 {
 /// Columns of `n` random values for `nf` fields.
 pub fn inputs(seed: u64, nf: usize, n: usize) -> Vec<Vec<f64>> {
     let mut r = seed | 1;
-    (0..nf).map(|_| (0..n).map(|_| value(&mut r)).collect()).collect()
+    (0..nf)
+        .map(|_| (0..n).map(|_| value(&mut r)).collect())
+        .collect()
 }
 
 /// Stated tolerance of the CPU differential tests: equal bits, or both NaN, or a relative

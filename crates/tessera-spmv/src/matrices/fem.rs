@@ -33,12 +33,23 @@ impl TetMesh {
         for k in 0..=nz {
             for j in 0..=ny {
                 for i in 0..=nx {
-                    positions.push([i as f64 + jitter * rnd(), j as f64 + jitter * rnd(), k as f64 + jitter * rnd()]);
+                    positions.push([
+                        i as f64 + jitter * rnd(),
+                        j as f64 + jitter * rnd(),
+                        k as f64 + jitter * rnd(),
+                    ]);
                 }
             }
         }
         // the 6 monotone paths from corner 0 to corner 7 of a cube
-        const PERMS: [[usize; 3]; 6] = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
+        const PERMS: [[usize; 3]; 6] = [
+            [0, 1, 2],
+            [0, 2, 1],
+            [1, 0, 2],
+            [1, 2, 0],
+            [2, 0, 1],
+            [2, 1, 0],
+        ];
         let mut tets = Vec::with_capacity(6 * nx * ny * nz);
         for k in 0..nz {
             for j in 0..ny {
@@ -68,10 +79,16 @@ pub fn elasticity_blocks(mesh: &TetMesh, e: f64, nu: f64) -> Result<CsrMatrix<f6
     let mu = e / (2.0 * (1.0 + nu));
     let n = mesh.positions.len();
     let nt = mesh.tets.len();
-    let (mut r, mut c, mut v) = (Vec::with_capacity(16 * nt), Vec::with_capacity(16 * nt), Vec::with_capacity(144 * nt));
+    let (mut r, mut c, mut v) = (
+        Vec::with_capacity(16 * nt),
+        Vec::with_capacity(16 * nt),
+        Vec::with_capacity(144 * nt),
+    );
     for (t, tet) in mesh.tets.iter().enumerate() {
         if tet.iter().any(|&i| i as usize >= n) {
-            return Err(SpmvError::BadMesh(format!("tetrahedron {t} references a vertex >= {n}")));
+            return Err(SpmvError::BadMesh(format!(
+                "tetrahedron {t} references a vertex >= {n}"
+            )));
         }
         let p = tet.map(|i| mesh.positions[i as usize]);
         let d = |a: usize| [p[a][0] - p[0][0], p[a][1] - p[0][1], p[a][2] - p[0][2]];
@@ -82,11 +99,21 @@ pub fn elasticity_blocks(mesh: &TetMesh, e: f64, nu: f64) -> Result<CsrMatrix<f6
         if det.abs() < 1e-14 {
             return Err(SpmvError::BadMesh(format!("tetrahedron {t} is degenerate")));
         }
-        let cr = |a: [f64; 3], b: [f64; 3]| [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]];
+        let cr = |a: [f64; 3], b: [f64; 3]| {
+            [
+                a[1] * b[2] - a[2] * b[1],
+                a[2] * b[0] - a[0] * b[2],
+                a[0] * b[1] - a[1] * b[0],
+            ]
+        };
         let g1 = cr(e2, e3).map(|x| x / det);
         let g2 = cr(e3, e1).map(|x| x / det);
         let g3 = cr(e1, e2).map(|x| x / det);
-        let g0 = [-(g1[0] + g2[0] + g3[0]), -(g1[1] + g2[1] + g3[1]), -(g1[2] + g2[2] + g3[2])];
+        let g0 = [
+            -(g1[0] + g2[0] + g3[0]),
+            -(g1[1] + g2[1] + g3[1]),
+            -(g1[2] + g2[2] + g3[2]),
+        ];
         let g = [g0, g1, g2, g3];
         let vol = det.abs() / 6.0;
         for a in 0..4 {
@@ -123,15 +150,24 @@ mod tests {
         let x: Vec<f64> = (0..k.n_rows).flat_map(|_| [0.3, -1.0, 2.0]).collect();
         let y = k.spmv(&spec, &x, Par::Seq);
         let scale = k.values.iter().map(|v| v.abs()).fold(0.0, f64::max);
-        assert!(y.iter().all(|v| v.abs() < 1e-12 * scale * 30.0), "{:?}", &y[..6]);
+        assert!(
+            y.iter().all(|v| v.abs() < 1e-12 * scale * 30.0),
+            "{:?}",
+            &y[..6]
+        );
         // symmetric blocks: K_ba = K_ab^T
         for i in 0..k.n_rows {
             for p in k.row_ptr[i] as usize..k.row_ptr[i + 1] as usize {
                 let j = k.col_idx[p] as usize;
-                let q = (k.row_ptr[j] as usize..k.row_ptr[j + 1] as usize).find(|&q| k.col_idx[q] as usize == i).unwrap();
+                let q = (k.row_ptr[j] as usize..k.row_ptr[j + 1] as usize)
+                    .find(|&q| k.col_idx[q] as usize == i)
+                    .unwrap();
                 for a in 0..3 {
                     for b in 0..3 {
-                        assert!((k.values[9 * p + 3 * a + b] - k.values[9 * q + 3 * b + a]).abs() < 1e-12);
+                        assert!(
+                            (k.values[9 * p + 3 * a + b] - k.values[9 * q + 3 * b + a]).abs()
+                                < 1e-12
+                        );
                     }
                 }
             }

@@ -22,7 +22,11 @@ fn sub(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
     [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
 }
 fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
-    [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
 }
 fn norm(a: [f64; 3]) -> f64 {
     (a[0] * a[0] + a[1] * a[1] + a[2] * a[2]).sqrt()
@@ -44,10 +48,14 @@ impl TriMesh {
         let n = self.positions.len();
         for (f, t) in self.triangles.iter().enumerate() {
             if t.iter().any(|&v| v as usize >= n) {
-                return Err(SpmvError::BadMesh(format!("triangle {f} {t:?} references a vertex >= {n}")));
+                return Err(SpmvError::BadMesh(format!(
+                    "triangle {f} {t:?} references a vertex >= {n}"
+                )));
             }
             if self.area(f) <= 0.0 {
-                return Err(SpmvError::BadMesh(format!("triangle {f} {t:?} has zero area")));
+                return Err(SpmvError::BadMesh(format!(
+                    "triangle {f} {t:?} has zero area"
+                )));
             }
         }
         if self.positions.iter().flatten().any(|c| !c.is_finite()) {
@@ -67,9 +75,18 @@ impl TriMesh {
     pub fn icosphere(level: u32) -> Self {
         let t = (1.0 + 5f64.sqrt()) / 2.0;
         let mut p: Vec<[f64; 3]> = vec![
-            [-1.0, t, 0.0], [1.0, t, 0.0], [-1.0, -t, 0.0], [1.0, -t, 0.0],
-            [0.0, -1.0, t], [0.0, 1.0, t], [0.0, -1.0, -t], [0.0, 1.0, -t],
-            [t, 0.0, -1.0], [t, 0.0, 1.0], [-t, 0.0, -1.0], [-t, 0.0, 1.0],
+            [-1.0, t, 0.0],
+            [1.0, t, 0.0],
+            [-1.0, -t, 0.0],
+            [1.0, -t, 0.0],
+            [0.0, -1.0, t],
+            [0.0, 1.0, t],
+            [0.0, -1.0, -t],
+            [0.0, 1.0, -t],
+            [t, 0.0, -1.0],
+            [t, 0.0, 1.0],
+            [-t, 0.0, -1.0],
+            [-t, 0.0, 1.0],
         ];
         let unit = |v: [f64; 3]| {
             let l = norm(v);
@@ -79,9 +96,26 @@ impl TriMesh {
             *v = unit(*v);
         }
         let mut tris: Vec<[u32; 3]> = vec![
-            [0, 11, 5], [0, 5, 1], [0, 1, 7], [0, 7, 10], [0, 10, 11], [1, 5, 9], [5, 11, 4], [11, 10, 2],
-            [10, 7, 6], [7, 1, 8], [3, 9, 4], [3, 4, 2], [3, 2, 6], [3, 6, 8], [3, 8, 9], [4, 9, 5],
-            [2, 4, 11], [6, 2, 10], [8, 6, 7], [9, 8, 1],
+            [0, 11, 5],
+            [0, 5, 1],
+            [0, 1, 7],
+            [0, 7, 10],
+            [0, 10, 11],
+            [1, 5, 9],
+            [5, 11, 4],
+            [11, 10, 2],
+            [10, 7, 6],
+            [7, 1, 8],
+            [3, 9, 4],
+            [3, 4, 2],
+            [3, 2, 6],
+            [3, 6, 8],
+            [3, 8, 9],
+            [4, 9, 5],
+            [2, 4, 11],
+            [6, 2, 10],
+            [8, 6, 7],
+            [9, 8, 1],
         ];
         for _ in 0..level {
             let mut mid: HashMap<(u32, u32), u32> = HashMap::new();
@@ -90,7 +124,11 @@ impl TriMesh {
                 let key = (a.min(b), a.max(b));
                 *mid.entry(key).or_insert_with(|| {
                     let (x, y) = (p[a as usize], p[b as usize]);
-                    p.push(unit([(x[0] + y[0]) / 2.0, (x[1] + y[1]) / 2.0, (x[2] + y[2]) / 2.0]));
+                    p.push(unit([
+                        (x[0] + y[0]) / 2.0,
+                        (x[1] + y[1]) / 2.0,
+                        (x[2] + y[2]) / 2.0,
+                    ]));
                     (p.len() - 1) as u32
                 })
             };
@@ -102,7 +140,10 @@ impl TriMesh {
             }
             tris = next;
         }
-        TriMesh { positions: p, triangles: tris }
+        TriMesh {
+            positions: p,
+            triangles: tris,
+        }
     }
 
     /// Torus with `n` x `m` vertices (major radius 1, minor radius 0.35).
@@ -125,7 +166,10 @@ impl TriMesh {
                 t.push([id(i, j), id(i + 1, j + 1), id(i, j + 1)]);
             }
         }
-        TriMesh { positions: p, triangles: t }
+        TriMesh {
+            positions: p,
+            triangles: t,
+        }
     }
 
     /// The quaternionic matrix `D - rho` of Crane et al. (2011), Sec. 5: for each face f with
@@ -136,21 +180,29 @@ impl TriMesh {
     pub fn dirac_operator(&self, rho: impl Fn(usize) -> f64) -> Result<CsrMatrix<f64>> {
         self.validate()?;
         let nf = self.triangles.len();
-        let (mut r, mut c, mut v) = (Vec::with_capacity(9 * nf), Vec::with_capacity(9 * nf), Vec::with_capacity(36 * nf));
+        let (mut r, mut c, mut v) = (
+            Vec::with_capacity(9 * nf),
+            Vec::with_capacity(9 * nf),
+            Vec::with_capacity(36 * nf),
+        );
         for f in 0..nf {
             let t = self.triangles[f];
             let a = self.area(f);
             let rf = rho(f);
             let (ca, cb, cc) = (-1.0 / (4.0 * a), rf / 6.0, a * rf * rf / 9.0);
             let e: [[f64; 4]; 3] = std::array::from_fn(|i| {
-                let d = sub(self.positions[t[(i + 2) % 3] as usize], self.positions[t[(i + 1) % 3] as usize]);
+                let d = sub(
+                    self.positions[t[(i + 2) % 3] as usize],
+                    self.positions[t[(i + 1) % 3] as usize],
+                );
                 [0.0, d[0], d[1], d[2]]
             });
             for i in 0..3 {
                 for j in 0..3 {
                     let p = qmul(e[i], e[j]);
-                    let q: [f64; 4] =
-                        std::array::from_fn(|k| ca * p[k] + cb * (e[j][k] - e[i][k]) + if k == 0 { cc } else { 0.0 });
+                    let q: [f64; 4] = std::array::from_fn(|k| {
+                        ca * p[k] + cb * (e[j][k] - e[i][k]) + if k == 0 { cc } else { 0.0 }
+                    });
                     r.push(t[i]);
                     c.push(t[j]);
                     v.extend_from_slice(&q);
@@ -168,15 +220,27 @@ impl TriMesh {
 pub fn read_mesh(path: &Path) -> Result<TriMesh> {
     let f = std::fs::File::open(path).map_err(|e| SpmvError::io(path, e))?;
     let name = path.display().to_string();
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
     let mesh = match ext.as_str() {
         "obj" => parse_obj(BufReader::new(f), &name)?,
         "ply" => {
             let mut data = Vec::new();
-            BufReader::new(f).read_to_end(&mut data).map_err(|e| SpmvError::io(path, e))?;
+            BufReader::new(f)
+                .read_to_end(&mut data)
+                .map_err(|e| SpmvError::io(path, e))?;
             parse_ply(&data, &name)?
         }
-        _ => return Err(SpmvError::BadOption { what: "mesh file", value: name, expected: ".obj or .ply".into() }),
+        _ => {
+            return Err(SpmvError::BadOption {
+                what: "mesh file",
+                value: name,
+                expected: ".obj or .ply".into(),
+            })
+        }
     };
     mesh.validate()?;
     Ok(mesh)
@@ -184,7 +248,11 @@ pub fn read_mesh(path: &Path) -> Result<TriMesh> {
 
 /// Parses OBJ text.
 pub fn parse_obj<R: Read>(r: BufReader<R>, file: &str) -> Result<TriMesh> {
-    let perr = |line: usize, msg: String| SpmvError::Parse { file: file.to_string(), line, msg };
+    let perr = |line: usize, msg: String| SpmvError::Parse {
+        file: file.to_string(),
+        line,
+        msg,
+    };
     let mut m = TriMesh::default();
     for (k, line) in r.lines().enumerate() {
         let ln = k + 1;
@@ -194,7 +262,10 @@ pub fn parse_obj<R: Read>(r: BufReader<R>, file: &str) -> Result<TriMesh> {
             Some("v") => {
                 let c: Vec<f64> = tok
                     .take(3)
-                    .map(|s| s.parse::<f64>().map_err(|_| perr(ln, format!("bad coordinate `{s}`"))))
+                    .map(|s| {
+                        s.parse::<f64>()
+                            .map_err(|_| perr(ln, format!("bad coordinate `{s}`")))
+                    })
                     .collect::<Result<_>>()?;
                 if c.len() != 3 {
                     return Err(perr(ln, "vertex needs 3 coordinates".into()));
@@ -206,10 +277,15 @@ pub fn parse_obj<R: Read>(r: BufReader<R>, file: &str) -> Result<TriMesh> {
                 let idx: Vec<u32> = tok
                     .map(|s| {
                         let first = s.split('/').next().unwrap_or("");
-                        let i: i64 = first.parse().map_err(|_| perr(ln, format!("bad face index `{s}`")))?;
+                        let i: i64 = first
+                            .parse()
+                            .map_err(|_| perr(ln, format!("bad face index `{s}`")))?;
                         let i = if i < 0 { n + i } else { i - 1 };
                         if i < 0 || i >= n {
-                            return Err(perr(ln, format!("face index `{s}` outside the {n} vertices read so far")));
+                            return Err(perr(
+                                ln,
+                                format!("face index `{s}` outside the {n} vertices read so far"),
+                            ));
                         }
                         Ok(i as u32)
                     })
@@ -246,7 +322,11 @@ fn ply_size(t: &str) -> Option<usize> {
 
 /// Parses PLY data (header lines are counted for errors; binary bodies report byte offsets).
 pub fn parse_ply(data: &[u8], file: &str) -> Result<TriMesh> {
-    let perr = |line: usize, msg: String| SpmvError::Parse { file: file.to_string(), line, msg };
+    let perr = |line: usize, msg: String| SpmvError::Parse {
+        file: file.to_string(),
+        line,
+        msg,
+    };
     // header
     let mut pos = 0;
     let mut line_no = 0;
@@ -255,8 +335,13 @@ pub fn parse_ply(data: &[u8], file: &str) -> Result<TriMesh> {
     type Prop = (String, String, Option<String>);
     let mut elems: Vec<(String, usize, Vec<Prop>)> = Vec::new();
     loop {
-        let end = data[pos..].iter().position(|&b| b == b'\n').ok_or_else(|| perr(line_no + 1, "unterminated header".into()))?;
-        let line = String::from_utf8_lossy(&data[pos..pos + end]).trim().to_string();
+        let end = data[pos..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .ok_or_else(|| perr(line_no + 1, "unterminated header".into()))?;
+        let line = String::from_utf8_lossy(&data[pos..pos + end])
+            .trim()
+            .to_string();
         pos += end + 1;
         line_no += 1;
         let t: Vec<&str> = line.split_whitespace().collect();
@@ -276,11 +361,16 @@ pub fn parse_ply(data: &[u8], file: &str) -> Result<TriMesh> {
                 })
             }
             Some("element") => {
-                let n = t.get(2).and_then(|s| s.parse().ok()).ok_or_else(|| perr(line_no, "bad element line".into()))?;
+                let n = t
+                    .get(2)
+                    .and_then(|s| s.parse().ok())
+                    .ok_or_else(|| perr(line_no, "bad element line".into()))?;
                 elems.push((t.get(1).unwrap_or(&"").to_string(), n, Vec::new()));
             }
             Some("property") => {
-                let e = elems.last_mut().ok_or_else(|| perr(line_no, "property before element".into()))?;
+                let e = elems
+                    .last_mut()
+                    .ok_or_else(|| perr(line_no, "property before element".into()))?;
                 let p = if t.get(1) == Some(&"list") {
                     if t.len() != 5 || ply_size(t[2]).is_none() || ply_size(t[3]).is_none() {
                         return Err(perr(line_no, "bad list property".into()));
@@ -304,7 +394,8 @@ pub fn parse_ply(data: &[u8], file: &str) -> Result<TriMesh> {
     let mut ascii_tokens: Vec<(usize, &str)> = Vec::new();
     let mut at = 0usize;
     if fmt == PlyFmt::Ascii {
-        let body = std::str::from_utf8(&data[pos..]).map_err(|_| perr(line_no + 1, "body is not text".into()))?;
+        let body = std::str::from_utf8(&data[pos..])
+            .map_err(|_| perr(line_no + 1, "body is not text".into()))?;
         for (k, l) in body.lines().enumerate() {
             for tok in l.split_whitespace() {
                 ascii_tokens.push((line_no + 1 + k, tok));
@@ -313,13 +404,21 @@ pub fn parse_ply(data: &[u8], file: &str) -> Result<TriMesh> {
     }
     let mut read = |ty: &str| -> Result<f64> {
         if fmt == PlyFmt::Ascii {
-            let (ln, tok) = *ascii_tokens.get(at).ok_or_else(|| perr(line_no + 1, "unexpected end of data".into()))?;
+            let (ln, tok) = *ascii_tokens
+                .get(at)
+                .ok_or_else(|| perr(line_no + 1, "unexpected end of data".into()))?;
             at += 1;
-            return tok.parse::<f64>().map_err(|_| perr(ln, format!("bad number `{tok}`")));
+            return tok
+                .parse::<f64>()
+                .map_err(|_| perr(ln, format!("bad number `{tok}`")));
         }
         let n = ply_size(ty).unwrap_or(4);
         if pos + n > data.len() {
-            return Err(SpmvError::ParseBinary { file: file.to_string(), offset: pos, msg: "unexpected end of data".into() });
+            return Err(SpmvError::ParseBinary {
+                file: file.to_string(),
+                offset: pos,
+                msg: "unexpected end of data".into(),
+            });
         }
         let mut b = [0u8; 8];
         b[..n].copy_from_slice(&data[pos..pos + n]);
@@ -346,11 +445,15 @@ pub fn parse_ply(data: &[u8], file: &str) -> Result<TriMesh> {
                 if let Some(ct) = list {
                     let k = read(ct)?;
                     if !(0.0..=1e6).contains(&k) {
-                        return Err(perr(line_no, format!("bad list length {k} in element `{name}`")));
+                        return Err(perr(
+                            line_no,
+                            format!("bad list length {k} in element `{name}`"),
+                        ));
                     }
                     for _ in 0..k as usize {
                         let v = read(ty)?;
-                        if name == "face" && (pname == "vertex_indices" || pname == "vertex_index") {
+                        if name == "face" && (pname == "vertex_indices" || pname == "vertex_index")
+                        {
                             face.push(v as u32);
                         }
                     }
@@ -397,7 +500,11 @@ mod tests {
         for i in 0..d.n_rows {
             for p in d.row_ptr[i] as usize..d.row_ptr[i + 1] as usize {
                 let j = d.col_idx[p] as usize;
-                let q = d.row_ptr[j] as usize + d.col_idx[d.row_ptr[j] as usize..d.row_ptr[j + 1] as usize].iter().position(|&c| c as usize == i).unwrap();
+                let q = d.row_ptr[j] as usize
+                    + d.col_idx[d.row_ptr[j] as usize..d.row_ptr[j + 1] as usize]
+                        .iter()
+                        .position(|&c| c as usize == i)
+                        .unwrap();
                 let (a, b) = (&d.values[4 * p..4 * p + 4], &d.values[4 * q..4 * q + 4]);
                 let s = a.iter().map(|v| v.abs()).sum::<f64>();
                 assert!((a[0] - b[0]).abs() <= 1e-12 * s);
@@ -431,9 +538,13 @@ mod tests {
         let c = parse_ply(&bin, "b.ply").unwrap();
         assert_eq!(c.triangles, vec![[0, 1, 2]]);
         assert_eq!(c.positions[1], [1.0, 0.0, 0.0]);
-        let e = parse_ply(&bin[..bin.len() - 2], "b.ply").unwrap_err().to_string();
+        let e = parse_ply(&bin[..bin.len() - 2], "b.ply")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("b.ply: byte"), "{e}");
-        let e = parse_obj(BufReader::new("v 0 0 0\nf 1 2 3\n".as_bytes()), "bad.obj").unwrap_err().to_string();
+        let e = parse_obj(BufReader::new("v 0 0 0\nf 1 2 3\n".as_bytes()), "bad.obj")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("bad.obj:2:"), "{e}");
     }
 }

@@ -17,12 +17,26 @@ use crate::layout::CsrMatrix;
 
 /// Builds a CSR matrix from (row, col, entry) triplets with `l` scalars per entry: rows by
 /// counting sort, columns sorted within rows, duplicates summed (count -> scan -> fill).
-pub fn csr_from_triplets(n_rows: usize, n_cols: usize, l: usize, rows: &[u32], cols: &[u32], vals: &[f64]) -> Result<CsrMatrix<f64>> {
+pub fn csr_from_triplets(
+    n_rows: usize,
+    n_cols: usize,
+    l: usize,
+    rows: &[u32],
+    cols: &[u32],
+    vals: &[f64],
+) -> Result<CsrMatrix<f64>> {
     if rows.len() != cols.len() || vals.len() != rows.len() * l {
-        return Err(SpmvError::BadMatrix("triplet arrays differ in length".into()));
+        return Err(SpmvError::BadMatrix(
+            "triplet arrays differ in length".into(),
+        ));
     }
-    if let Some(k) = (0..rows.len()).find(|&k| rows[k] as usize >= n_rows || cols[k] as usize >= n_cols) {
-        return Err(SpmvError::BadMatrix(format!("triplet ({}, {}) outside {n_rows} x {n_cols}", rows[k], cols[k])));
+    if let Some(k) =
+        (0..rows.len()).find(|&k| rows[k] as usize >= n_rows || cols[k] as usize >= n_cols)
+    {
+        return Err(SpmvError::BadMatrix(format!(
+            "triplet ({}, {}) outside {n_rows} x {n_cols}",
+            rows[k], cols[k]
+        )));
     }
     let mut start = vec![0usize; n_rows + 1];
     for &r in rows {
@@ -59,7 +73,14 @@ pub fn csr_from_triplets(n_rows: usize, n_cols: usize, l: usize, rows: &[u32], c
         }
         row_ptr.push(col_idx.len() as u32);
     }
-    let m = CsrMatrix { n_rows, n_cols, entry_len: l, row_ptr, col_idx, values };
+    let m = CsrMatrix {
+        n_rows,
+        n_cols,
+        entry_len: l,
+        row_ptr,
+        col_idx,
+        values,
+    };
     m.validate()?;
     Ok(m)
 }
@@ -74,17 +95,31 @@ pub fn quaternion_block(q: &[f64]) -> [f64; 16] {
 /// the form cuSPARSE's BSR baseline uses (§5.4).
 pub fn expand_quaternion(a: &CsrMatrix<f64>) -> Result<CsrMatrix<f64>> {
     if a.entry_len != 4 {
-        return Err(SpmvError::BadMatrix(format!("quaternion expansion needs entry length 4, not {}", a.entry_len)));
+        return Err(SpmvError::BadMatrix(format!(
+            "quaternion expansion needs entry length 4, not {}",
+            a.entry_len
+        )));
     }
-    let values = a.values.chunks_exact(4).flat_map(quaternion_block).collect();
-    Ok(CsrMatrix { entry_len: 16, values, ..a.clone() })
+    let values = a
+        .values
+        .chunks_exact(4)
+        .flat_map(quaternion_block)
+        .collect();
+    Ok(CsrMatrix {
+        entry_len: 16,
+        values,
+        ..a.clone()
+    })
 }
 
 /// Expands a block CSR matrix (entries `e x e` row-major) into a scalar CSR matrix of size
 /// `e n_rows x e n_cols` (explicit zeros inside blocks are kept).
 pub fn expand_blocks(a: &CsrMatrix<f64>, e: usize) -> Result<CsrMatrix<f64>> {
     if a.entry_len != e * e {
-        return Err(SpmvError::BadMatrix(format!("entry length {} is not {e} x {e}", a.entry_len)));
+        return Err(SpmvError::BadMatrix(format!(
+            "entry length {} is not {e} x {e}",
+            a.entry_len
+        )));
     }
     let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..a.n_rows {
@@ -133,18 +168,35 @@ pub fn contract_quaternion(a: &CsrMatrix<f64>) -> Result<CsrMatrix<f64>> {
     for (k, blk) in b.values.chunks_exact(16).enumerate() {
         let q = [blk[0], blk[4], blk[8], blk[12]];
         let want = quaternion_block(&q);
-        let s = blk.iter().map(|v| v.abs()).sum::<f64>().max(f64::MIN_POSITIVE);
-        if blk.iter().zip(&want).any(|(x, y)| (x - y).abs() > 1e-12 * s) {
-            return Err(SpmvError::BadMatrix(format!("4x4 block {k} does not have the quaternion structure of Eq. 5.1")));
+        let s = blk
+            .iter()
+            .map(|v| v.abs())
+            .sum::<f64>()
+            .max(f64::MIN_POSITIVE);
+        if blk
+            .iter()
+            .zip(&want)
+            .any(|(x, y)| (x - y).abs() > 1e-12 * s)
+        {
+            return Err(SpmvError::BadMatrix(format!(
+                "4x4 block {k} does not have the quaternion structure of Eq. 5.1"
+            )));
         }
         values.extend_from_slice(&q);
     }
-    Ok(CsrMatrix { entry_len: 4, values, ..b })
+    Ok(CsrMatrix {
+        entry_len: 4,
+        values,
+        ..b
+    })
 }
 
 /// A deterministic value in [-1, 1) from (i, j, f, seed) (splitmix64).
 pub fn hash_value(i: u64, j: u64, f: u64, seed: u64) -> f64 {
-    let mut z = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ j.wrapping_mul(0xC2B2_AE3D_27D4_EB4F) ^ f.wrapping_mul(0x1656_67B1_9E37_79F9) ^ seed;
+    let mut z = i.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ j.wrapping_mul(0xC2B2_AE3D_27D4_EB4F)
+        ^ f.wrapping_mul(0x1656_67B1_9E37_79F9)
+        ^ seed;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^= z >> 31;
@@ -158,16 +210,30 @@ pub fn lift(a: &CsrMatrix<f64>, l: usize, seed: u64) -> CsrMatrix<f64> {
     for i in 0..a.n_rows {
         for p in a.row_ptr[i] as usize..a.row_ptr[i + 1] as usize {
             for f in 0..l {
-                values.push(if f < a.entry_len { a.values[p * a.entry_len + f] } else { hash_value(i as u64, a.col_idx[p] as u64, f as u64, seed) });
+                values.push(if f < a.entry_len {
+                    a.values[p * a.entry_len + f]
+                } else {
+                    hash_value(i as u64, a.col_idx[p] as u64, f as u64, seed)
+                });
             }
         }
     }
-    CsrMatrix { entry_len: l, values, ..a.clone() }
+    CsrMatrix {
+        entry_len: l,
+        values,
+        ..a.clone()
+    }
 }
 
 /// A random square matrix with `n` rows, row lengths uniform in `1..=2*mean-1` (plus a few
 /// long rows when `skewed`), columns near the diagonal with occasional far ones, `l` fields.
-pub fn random_matrix(n: usize, mean: usize, l: usize, skewed: bool, seed: u64) -> Result<CsrMatrix<f64>> {
+pub fn random_matrix(
+    n: usize,
+    mean: usize,
+    l: usize,
+    skewed: bool,
+    seed: u64,
+) -> Result<CsrMatrix<f64>> {
     let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
     let u = |i: usize, k: usize, s: u64| (hash_value(i as u64, k as u64, s, seed) + 1.0) / 2.0;
     for i in 0..n {
@@ -178,7 +244,9 @@ pub fn random_matrix(n: usize, mean: usize, l: usize, skewed: bool, seed: u64) -
         for k in 0..len {
             let j = if u(i, k, 2) < 0.85 {
                 let w = (4 * mean).max(8) as f64;
-                ((i as f64 + (u(i, k, 3) - 0.5) * w).round().clamp(0.0, (n - 1) as f64)) as usize
+                ((i as f64 + (u(i, k, 3) - 0.5) * w)
+                    .round()
+                    .clamp(0.0, (n - 1) as f64)) as usize
             } else {
                 (u(i, k, 4) * n as f64) as usize % n
             };
@@ -210,19 +278,31 @@ pub enum MatrixSource {
 impl MatrixSource {
     /// Parses a command line matrix argument.
     pub fn parse(s: &str) -> Result<Self> {
-        let bad = || SpmvError::BadOption {
+        let bad = || {
+            SpmvError::BadOption {
             what: "matrix",
             value: s.to_string(),
             expected: "a .mtx[.gz]/.obj/.ply file, gen:sphere:L, gen:torus:NxM, gen:tetgrid:N[xNxN] or gen:random:N:MEAN".into(),
+        }
         };
-        let Some(g) = s.strip_prefix("gen:") else { return Ok(MatrixSource::File(PathBuf::from(s))) };
+        let Some(g) = s.strip_prefix("gen:") else {
+            return Ok(MatrixSource::File(PathBuf::from(s)));
+        };
         let (kind, arg) = g.split_once(':').ok_or_else(bad)?;
-        let nums = |sep: char| arg.split(sep).map(|t| t.parse::<usize>().map_err(|_| bad())).collect::<Result<Vec<_>>>();
+        let nums = |sep: char| {
+            arg.split(sep)
+                .map(|t| t.parse::<usize>().map_err(|_| bad()))
+                .collect::<Result<Vec<_>>>()
+        };
         match kind {
-            "sphere" => arg.parse().map(MatrixSource::Sphere).map_err(|_| bad()).and_then(|m| match m {
-                MatrixSource::Sphere(l) if l <= 10 => Ok(m),
-                _ => Err(bad()),
-            }),
+            "sphere" => arg
+                .parse()
+                .map(MatrixSource::Sphere)
+                .map_err(|_| bad())
+                .and_then(|m| match m {
+                    MatrixSource::Sphere(l) if l <= 10 => Ok(m),
+                    _ => Err(bad()),
+                }),
             "torus" => match nums('x')?.as_slice() {
                 [n, m] if *n >= 3 && *m >= 3 => Ok(MatrixSource::Torus(*n as u32, *m as u32)),
                 _ => Err(bad()),
@@ -244,8 +324,13 @@ impl MatrixSource {
     pub fn name(&self) -> String {
         match self {
             MatrixSource::File(p) => {
-                let f = p.file_name().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
-                f.trim_end_matches(".gz").trim_end_matches(".mtx").to_string()
+                let f = p
+                    .file_name()
+                    .map(|s| s.to_string_lossy().to_string())
+                    .unwrap_or_default();
+                f.trim_end_matches(".gz")
+                    .trim_end_matches(".mtx")
+                    .to_string()
             }
             MatrixSource::Sphere(l) => format!("surface/sphere{l}"),
             MatrixSource::Torus(n, m) => format!("surface/torus{n}x{m}"),
@@ -265,8 +350,16 @@ impl MatrixSource {
     /// - any other combination: the source's pattern with lifted values.
     pub fn load(&self, spec: &EntrySpec) -> Result<(CsrMatrix<f64>, Option<String>)> {
         let l = spec.matrix_len();
-        let block_e = spec.name.strip_prefix("block").and_then(|e| e.parse::<usize>().ok()).filter(|e| e * e == l && spec.vector_len() == *e);
-        let mismatch = |msg: &str| SpmvError::EntryMismatch { matrix: self.name(), entry: spec.name.clone(), msg: msg.into() };
+        let block_e = spec
+            .name
+            .strip_prefix("block")
+            .and_then(|e| e.parse::<usize>().ok())
+            .filter(|e| e * e == l && spec.vector_len() == *e);
+        let mismatch = |msg: &str| SpmvError::EntryMismatch {
+            matrix: self.name(),
+            entry: spec.name.clone(),
+            msg: msg.into(),
+        };
         let lifted = |a: CsrMatrix<f64>| {
             let note = format!(
                 "{} carries {} field(s) per entry; the other {} fields of `{}` are synthesized (deterministic hash values)",
@@ -280,7 +373,11 @@ impl MatrixSource {
         match self {
             MatrixSource::File(p) if is_mesh(p) => {
                 let d = mesh::read_mesh(p)?.dirac_operator(|_| 0.25)?;
-                Ok(if spec.name == "quaternion" { (d, None) } else { lifted(d) })
+                Ok(if spec.name == "quaternion" {
+                    (d, None)
+                } else {
+                    lifted(d)
+                })
             }
             MatrixSource::File(p) => {
                 let m = mtx::read_matrix_market(p)?;
@@ -289,10 +386,15 @@ impl MatrixSource {
                     ("complex", 2) | ("real", 1) => Ok((a, None)),
                     ("complex", 1) => Ok((lift_zero(&a, 2), None)),
                     ("real", 2) => Err(mismatch("the file is complex; use --entry complex")),
-                    ("quaternion", 1) => Ok((contract_quaternion(&a).map_err(|e| mismatch(&e.to_string()))?, None)),
-                    _ if block_e.is_some() && a.entry_len == 1 => {
-                        Ok((group_blocks(&a, block_e.unwrap_or(1)).map_err(|e| mismatch(&e.to_string()))?, None))
-                    }
+                    ("quaternion", 1) => Ok((
+                        contract_quaternion(&a).map_err(|e| mismatch(&e.to_string()))?,
+                        None,
+                    )),
+                    _ if block_e.is_some() && a.entry_len == 1 => Ok((
+                        group_blocks(&a, block_e.unwrap_or(1))
+                            .map_err(|e| mismatch(&e.to_string()))?,
+                        None,
+                    )),
                     _ => Ok(lifted(a)),
                 }
             }
@@ -303,11 +405,19 @@ impl MatrixSource {
                     _ => unreachable!("matched above"),
                 };
                 let d = mesh.dirac_operator(|_| 0.25)?;
-                Ok(if spec.name == "quaternion" { (d, None) } else { lifted(d) })
+                Ok(if spec.name == "quaternion" {
+                    (d, None)
+                } else {
+                    lifted(d)
+                })
             }
             MatrixSource::TetGrid(a, b, c) => {
                 let k = fem::elasticity_blocks(&fem::TetMesh::grid(*a, *b, *c, 0.15, 3), 1.0, 0.3)?;
-                Ok(if block_e == Some(3) { (k, None) } else { lifted(k) })
+                Ok(if block_e == Some(3) {
+                    (k, None)
+                } else {
+                    lifted(k)
+                })
             }
             MatrixSource::Random(n, m) => Ok((random_matrix(*n, *m, l, true, 5)?, None)),
         }
@@ -315,12 +425,22 @@ impl MatrixSource {
 }
 
 fn is_mesh(p: &Path) -> bool {
-    p.extension().and_then(|e| e.to_str()).is_some_and(|e| e.eq_ignore_ascii_case("obj") || e.eq_ignore_ascii_case("ply"))
+    p.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("obj") || e.eq_ignore_ascii_case("ply"))
 }
 
 fn lift_zero(a: &CsrMatrix<f64>, l: usize) -> CsrMatrix<f64> {
-    let values = a.values.chunks_exact(a.entry_len).flat_map(|v| (0..l).map(move |f| if f < v.len() { v[f] } else { 0.0 })).collect();
-    CsrMatrix { entry_len: l, values, ..a.clone() }
+    let values = a
+        .values
+        .chunks_exact(a.entry_len)
+        .flat_map(|v| (0..l).map(move |f| if f < v.len() { v[f] } else { 0.0 }))
+        .collect();
+    CsrMatrix {
+        entry_len: l,
+        values,
+        ..a.clone()
+    }
 }
 
 /// Row statistics of Figs. 5.4-5.5: entries per row and row bandwidth (Eq. 5.3,
@@ -340,7 +460,11 @@ pub struct MatrixStats {
 
 impl MatrixStats {
     pub fn of<T: crate::Scalar>(a: &CsrMatrix<T>) -> Self {
-        let mut lens: Vec<usize> = a.row_ptr.windows(2).map(|w| (w[1] - w[0]) as usize).collect();
+        let mut lens: Vec<usize> = a
+            .row_ptr
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as usize)
+            .collect();
         let mut bw: Vec<usize> = (0..a.n_rows)
             .map(|i| {
                 let s = &a.col_idx[a.row_ptr[i] as usize..a.row_ptr[i + 1] as usize];
@@ -370,7 +494,13 @@ impl MatrixStats {
     /// of the median row bandwidth in percent). Matrices of one class share tuned variants
     /// (dissertation §5.5: "similar matrices typically require similar layouts").
     pub fn class_signature(&self) -> String {
-        let lg = |x: f64| if x > 0.0 { x.log2().round() as i64 } else { -99 };
+        let lg = |x: f64| {
+            if x > 0.0 {
+                x.log2().round() as i64
+            } else {
+                -99
+            }
+        };
         format!(
             "n{}-r{}-v{}-b{}",
             lg(self.n_rows as f64),
@@ -401,11 +531,23 @@ mod tests {
     }
     #[test]
     fn sources_parse() {
-        assert_eq!(MatrixSource::parse("gen:tetgrid:4x5x6").unwrap(), MatrixSource::TetGrid(4, 5, 6));
-        assert_eq!(MatrixSource::parse("gen:sphere:3").unwrap(), MatrixSource::Sphere(3));
-        assert_eq!(MatrixSource::parse("gen:random:100:7").unwrap(), MatrixSource::Random(100, 7));
+        assert_eq!(
+            MatrixSource::parse("gen:tetgrid:4x5x6").unwrap(),
+            MatrixSource::TetGrid(4, 5, 6)
+        );
+        assert_eq!(
+            MatrixSource::parse("gen:sphere:3").unwrap(),
+            MatrixSource::Sphere(3)
+        );
+        assert_eq!(
+            MatrixSource::parse("gen:random:100:7").unwrap(),
+            MatrixSource::Random(100, 7)
+        );
         assert!(MatrixSource::parse("gen:sphere:x").is_err());
         assert!(MatrixSource::parse("gen:cube:3").is_err());
-        assert_eq!(MatrixSource::parse("a/b/mhd1280b.mtx.gz").unwrap().name(), "mhd1280b");
+        assert_eq!(
+            MatrixSource::parse("a/b/mhd1280b.mtx.gz").unwrap().name(),
+            "mhd1280b"
+        );
     }
 }

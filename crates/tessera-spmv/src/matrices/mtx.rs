@@ -50,16 +50,29 @@ pub fn read_matrix_market(path: &Path) -> Result<MmMatrix> {
 
 /// Parses Matrix Market text from a reader; `file` names it in errors.
 pub fn parse_matrix_market<R: Read>(r: BufReader<R>, file: &str) -> Result<MmMatrix> {
-    let perr = |line: usize, msg: String| SpmvError::Parse { file: file.to_string(), line, msg };
+    let perr = |line: usize, msg: String| SpmvError::Parse {
+        file: file.to_string(),
+        line,
+        msg,
+    };
     let mut lines = r.lines().enumerate();
     let (_, header) = lines.next().ok_or_else(|| perr(1, "empty file".into()))?;
     let header = header.map_err(|e| perr(1, e.to_string()))?;
-    let h: Vec<String> = header.split_whitespace().map(|s| s.to_ascii_lowercase()).collect();
+    let h: Vec<String> = header
+        .split_whitespace()
+        .map(|s| s.to_ascii_lowercase())
+        .collect();
     if h.len() != 5 || h[0] != "%%matrixmarket" || h[1] != "matrix" {
-        return Err(perr(1, "expected `%%MatrixMarket matrix coordinate FIELD SYMMETRY`".into()));
+        return Err(perr(
+            1,
+            "expected `%%MatrixMarket matrix coordinate FIELD SYMMETRY`".into(),
+        ));
     }
     if h[2] != "coordinate" {
-        return Err(perr(1, format!("format `{}` is not supported (only coordinate)", h[2])));
+        return Err(perr(
+            1,
+            format!("format `{}` is not supported (only coordinate)", h[2]),
+        ));
     }
     let field = match h[3].as_str() {
         "real" | "double" => MmField::Real,
@@ -90,7 +103,10 @@ pub fn parse_matrix_market<R: Read>(r: BufReader<R>, file: &str) -> Result<MmMat
             continue;
         }
         let tok: Vec<&str> = t.split_whitespace().collect();
-        let num = |s: &str| s.parse::<usize>().map_err(|_| perr(ln, format!("`{s}` is not a non-negative integer")));
+        let num = |s: &str| {
+            s.parse::<usize>()
+                .map_err(|_| perr(ln, format!("`{s}` is not a non-negative integer")))
+        };
         let Some((nr, nc, nnz)) = size else {
             if tok.len() != 3 {
                 return Err(perr(ln, "size line must be `ROWS COLS ENTRIES`".into()));
@@ -108,7 +124,10 @@ pub fn parse_matrix_market<R: Read>(r: BufReader<R>, file: &str) -> Result<MmMat
         };
         let want = 2 + if field == MmField::Pattern { 0 } else { l };
         if tok.len() != want {
-            return Err(perr(ln, format!("expected {want} numbers, found {}", tok.len())));
+            return Err(perr(
+                ln,
+                format!("expected {want} numbers, found {}", tok.len()),
+            ));
         }
         seen += 1;
         if seen > nnz {
@@ -116,10 +135,16 @@ pub fn parse_matrix_market<R: Read>(r: BufReader<R>, file: &str) -> Result<MmMat
         }
         let (i, j) = (num(tok[0])?, num(tok[1])?);
         if i == 0 || j == 0 || i > nr || j > nc {
-            return Err(perr(ln, format!("index ({i}, {j}) outside 1..={nr} x 1..={nc}")));
+            return Err(perr(
+                ln,
+                format!("index ({i}, {j}) outside 1..={nr} x 1..={nc}"),
+            ));
         }
         let fnum = |s: &str| {
-            s.parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| perr(ln, format!("`{s}` is not a finite number")))
+            s.parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| perr(ln, format!("`{s}` is not a finite number")))
         };
         let v: [f64; 2] = match field {
             MmField::Pattern => [1.0, 0.0],
@@ -143,7 +168,10 @@ pub fn parse_matrix_market<R: Read>(r: BufReader<R>, file: &str) -> Result<MmMat
                 vals.extend_from_slice(&m[..l]);
             }
         } else if symmetry == MmSymmetry::SkewSymmetric {
-            return Err(perr(ln, "skew-symmetric matrix with a diagonal entry".into()));
+            return Err(perr(
+                ln,
+                "skew-symmetric matrix with a diagonal entry".into(),
+            ));
         }
     }
     let (nr, nc, nnz) = size.ok_or_else(|| perr(1, "missing size line".into()))?;
@@ -151,7 +179,11 @@ pub fn parse_matrix_market<R: Read>(r: BufReader<R>, file: &str) -> Result<MmMat
         return Err(perr(0, format!("announced {nnz} entries, found {seen}")));
     }
     let csr = csr_from_triplets(nr, nc, l, &rows, &cols, &vals)?;
-    Ok(MmMatrix { field, symmetry, csr })
+    Ok(MmMatrix {
+        field,
+        symmetry,
+        csr,
+    })
 }
 
 #[cfg(test)]
@@ -170,18 +202,31 @@ mod tests {
     }
     #[test]
     fn duplicates_sum_and_pattern() {
-        let m = parse("%%MatrixMarket matrix coordinate pattern general\n2 3 3\n1 3\n1 3\n2 1\n").unwrap();
+        let m = parse("%%MatrixMarket matrix coordinate pattern general\n2 3 3\n1 3\n1 3\n2 1\n")
+            .unwrap();
         assert_eq!(m.csr.col_idx, vec![2, 0]);
         assert_eq!(m.csr.values, vec![2.0, 1.0]);
     }
     #[test]
     fn errors_have_lines() {
         let cases = [
-            ("%%MatrixMarket matrix coordinate real general\n2 2 1\n3 1 1.0\n", ":3:"),
-            ("%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1.0\n", "announced"),
+            (
+                "%%MatrixMarket matrix coordinate real general\n2 2 1\n3 1 1.0\n",
+                ":3:",
+            ),
+            (
+                "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1.0\n",
+                "announced",
+            ),
             ("%%MatrixMarket matrix array real general\n2 2\n", ":1:"),
-            ("%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 abc\n", ":3:"),
-            ("%%MatrixMarket matrix coordinate complex general\n2 2 1\n1 1 1.0\n", ":3:"),
+            (
+                "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 abc\n",
+                ":3:",
+            ),
+            (
+                "%%MatrixMarket matrix coordinate complex general\n2 2 1\n1 1 1.0\n",
+                ":3:",
+            ),
             ("", ":1:"),
         ];
         for (s, want) in cases {
