@@ -8,14 +8,17 @@
 //! The solution vector holds Bernstein-Bézier coefficients (see [`crate::loads`]).
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 use std::time::Instant;
+use tessera_gpu::Gpu;
 
 use tessera_core::{DeviceChoice, Par};
 use tessera_mesh::simplex::SimplexMesh;
 use tessera_mesh::MeshError;
 use tessera_sparse::binbcsr::BinBcsr;
 
-use crate::assemble::{assemble_stiffness, AssembleOptions, AssemblyStats, Summation};
+use crate::assemble::{assemble_stiffness, AssembleOptions, AssemblyStats, Operator, Summation};
+use crate::cuda::{pcg_gpu, DeviceBinBcsr, DeviceHoMesh, FemKernels, GpuAssembler, GpuSolveError};
 use crate::error::FemError;
 use crate::loads::{add_body_force, add_traction, boundary_faces, face_nodes, BoundaryFace};
 use crate::nodes::HoMesh;
@@ -77,43 +80,28 @@ pub struct LoadedMesh {
 /// Load (read or generate) the problem's mesh and convert it to a [`SimplexMesh`].
 pub fn load_mesh(source: &MeshSource, par: Par) -> Result<LoadedMesh, StaticError> {
     use tessera_mesh::generate::{box_mesh, bracket, BoxKind};
-    let (poly, file_groups) = match source {
+    let (mut mesh, groups) = match source {
+        // straight to the simplex form (no polyhedral operators are built)
         MeshSource::File(p) => {
-            let mf = tessera_mesh::io::read_mesh(p)?;
-            (mf.mesh, mf.groups)
+            let mf = tessera_mesh::io::read_simplex_mesh(p)?;
+            let groups = mf
+                .groups
+                .into_iter()
+                .map(|g| SurfaceGroup {
+                    name: g.name,
+                    tag: g.tag,
+                    dim: g.dim,
+                    faces: g.faces.into_iter().collect(),
+                })
+                .collect();
+            (mf.mesh, groups)
         }
-        MeshSource::Bracket(r) => (bracket(*r)?, Vec::new()),
-        MeshSource::Box { cells, size } => (box_mesh(BoxKind::Tet, *cells, *size), Vec::new()),
+        MeshSource::Bracket(r) => (simplex_of(&bracket(*r)?)?, Vec::new()),
+        MeshSource::Box { cells, size } => (
+            simplex_of(&box_mesh(BoxKind::Tet, *cells, *size))?,
+            Vec::new(),
+        ),
     };
-    let mut groups = Vec::new();
-    for g in file_groups {
-        let mut faces = HashSet::new();
-        if g.dim == 2 {
-            let fe = poly.face_edges();
-            let ev = poly.edge_vertices();
-            for &f in &g.entities {
-                let mut vs: Vec<u32> = fe
-                    .row(f as usize)
-                    .iter()
-                    .flat_map(|&e| ev[tessera_sparse::tcsr::col(e) as usize])
-                    .collect();
-                vs.sort_unstable();
-                vs.dedup();
-                if vs.len() == 3 {
-                    faces.insert([vs[0], vs[1], vs[2]]);
-                }
-            }
-        }
-        groups.push(SurfaceGroup {
-            name: g.name,
-            tag: g.tag,
-            dim: g.dim,
-            faces,
-        });
-    }
-    let mut mesh = SimplexMesh::from_poly(&poly).map_err(|e| {
-        StaticError::Unsupported(format!("static solve needs a tetrahedral mesh: {e}"))
-    })?;
     if mesh.dim() != 3 || mesh.num_cells() == 0 {
         return Err(StaticError::Unsupported(
             "static solve needs a tetrahedral mesh with at least one cell".into(),
@@ -121,6 +109,12 @@ pub fn load_mesh(source: &MeshSource, par: Par) -> Result<LoadedMesh, StaticErro
     }
     mesh.set_par(par);
     Ok(LoadedMesh { mesh, groups })
+}
+
+fn simplex_of(poly: &tessera_mesh::PolyMesh) -> Result<SimplexMesh, StaticError> {
+    SimplexMesh::from_poly(poly).map_err(|e| {
+        StaticError::Unsupported(format!("static solve needs a tetrahedral mesh: {e}"))
+    })
 }
 
 /// The boundary faces selected by `sel` (`key` names the selector in messages). Errors for a
@@ -216,8 +210,12 @@ pub fn select_faces(
 #[derive(Clone, Debug)]
 pub struct StaticOptions {
     pub par: Par,
+    /// `cpu`, `cuda[:N]`, or `auto` (CUDA device 0 when usable, else the CPU).
     pub device: DeviceChoice,
     pub summation: Summation,
+    /// An already opened GPU to run on (overrides `device`); otherwise one is opened, in a
+    /// background thread while the mesh loads.
+    pub gpu: Option<Arc<Gpu>>,
 }
 
 impl Default for StaticOptions {
@@ -226,6 +224,7 @@ impl Default for StaticOptions {
             par: Par::auto(),
             device: DeviceChoice::Auto,
             summation: Summation::PerNode,
+            gpu: None,
         }
     }
 }
@@ -240,9 +239,14 @@ pub struct StaticSolution {
     pub constraints: Constraints,
     pub report: SolveReport,
     pub assembly: AssemblyStats,
-    /// The stiffness matrix (kept for checks and the bench).
-    pub matrix: BinBcsr<f64>,
-    /// Milliseconds per stage: load, preprocess, assemble, solve.
+    /// The stiffness matrix in host memory (CPU runs, and GPU runs with the direct solver).
+    pub matrix: Option<BinBcsr<f64>>,
+    /// The stiffness matrix in device memory (GPU runs), with its device.
+    pub device_matrix: Option<(Arc<Gpu>, DeviceBinBcsr<f64>)>,
+    /// Where assembly and solve ran: `cpu` or `cuda:N`.
+    pub device: String,
+    /// Milliseconds per stage: load, preprocess, assemble, solve (GPU runs also `gpu_init`:
+    /// context creation and kernel loading, overlapped with `load`).
     pub stages_ms: BTreeMap<String, f64>,
     /// Scalar stored nonzeros of `K` (diagonal blocks included, padding excluded).
     pub nonzeros: u64,
@@ -295,7 +299,28 @@ pub fn constraints_and_loads(
     Ok((cons, f))
 }
 
-/// Run the whole static simulation. `progress` is called with each stage's name as it starts.
+/// Open the GPU a run asks for: `None` for the CPU (`cpu`, or `auto` without a usable
+/// device), an error when `cuda[:N]` cannot be used.
+pub fn open_gpu(device: DeviceChoice) -> Result<Option<Arc<Gpu>>, StaticError> {
+    match device {
+        DeviceChoice::Cpu => Ok(None),
+        DeviceChoice::Auto => Ok(Gpu::probe().ok().map(Arc::new)),
+        DeviceChoice::Cuda(n) => Gpu::new(n).map(|g| Some(Arc::new(g))).map_err(|e| {
+            StaticError::Fem(FemError::Device {
+                device: format!("cuda:{n}"),
+                reason: e.to_string().replace('\n', " "),
+            })
+        }),
+    }
+}
+
+/// Run the whole static simulation on the CPU or a GPU (see [`StaticOptions::device`]).
+/// `progress` is called with each stage's name as it starts.
+///
+/// On a GPU, the context is created and the FEM kernels are loaded in a background thread
+/// while the mesh file is read; assembly (§4.4) and the filtered block-Jacobi PCG run on the
+/// device, only the load vector goes up and the displacement comes back. The direct solver
+/// (`method = "cholesky"`) runs on the CPU with the downloaded matrix.
 pub fn solve_problem(
     problem: &Problem,
     opts: &StaticOptions,
@@ -303,20 +328,39 @@ pub fn solve_problem(
 ) -> Result<StaticSolution, StaticError> {
     let mut stages = BTreeMap::new();
     let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
-    if let DeviceChoice::Cuda(_) = opts.device {
-        return Err(FemError::Device {
-            device: opts.device.to_string(),
-            reason:
-                "GPU assembly and PCG kernels are not available in this build; use --device cpu"
-                    .into(),
-        }
-        .into());
-    }
     problem.material.validate()?;
 
     progress("load");
     let t = Instant::now();
-    let loaded = load_mesh(&problem.mesh, opts.par)?;
+    // open the device (and load the kernels) while the mesh is read
+    let (loaded, gpu) = std::thread::scope(|s| {
+        let init = (opts.gpu.is_none() && opts.device != DeviceChoice::Cpu).then(|| {
+            s.spawn(|| {
+                let t = Instant::now();
+                let g = open_gpu(opts.device)?;
+                if let Some(g) = &g {
+                    FemKernels::new(g)?;
+                }
+                Ok::<_, StaticError>((g, ms(t)))
+            })
+        });
+        let loaded = load_mesh(&problem.mesh, opts.par);
+        let gpu = match init {
+            Some(h) => match h.join() {
+                Ok(r) => r.map(|(g, t)| (g, Some(t))),
+                Err(_) => Err(StaticError::Unsupported(
+                    "GPU initialisation panicked".into(),
+                )),
+            },
+            None => Ok((opts.gpu.clone(), None)),
+        };
+        (loaded, gpu)
+    });
+    let loaded = loaded?;
+    let (gpu, init_ms) = gpu?;
+    if let Some(t) = init_ms {
+        stages.insert("gpu_init".to_string(), t);
+    }
     stages.insert("load".to_string(), ms(t));
 
     progress("preprocess");
@@ -324,55 +368,117 @@ pub fn solve_problem(
     let ho = HoMesh::new(loaded.mesh, problem.order)?;
     let (constraints, f) = constraints_and_loads(problem, &ho, &loaded.groups)?;
     stages.insert("preprocess".to_string(), ms(t));
+    let params = PcgParams {
+        tolerance: problem.solver.tolerance,
+        max_iterations: problem.solver.max_iterations,
+        ..Default::default()
+    };
+
+    let Some(gpu) = gpu else {
+        progress("assemble");
+        let t = Instant::now();
+        let asm = assemble_stiffness::<f64>(
+            &ho,
+            &problem.material,
+            &AssembleOptions {
+                summation: opts.summation,
+                par: opts.par,
+                device: DeviceChoice::Cpu,
+            },
+        )?;
+        stages.insert("assemble".to_string(), ms(t));
+
+        progress("solve");
+        let t = Instant::now();
+        let mut u = Vec::new();
+        let report = match problem.solver.method {
+            SolverMethod::Pcg => pcg(&asm.matrix, &f, &constraints, &params, &mut u)?,
+            SolverMethod::Cholesky => cholesky_report(&asm.matrix, &f, &constraints, &mut u)?,
+        };
+        stages.insert("solve".to_string(), ms(t));
+        let nonzeros = asm.stats.block_nonzeros * 9;
+        return Ok(StaticSolution {
+            ho,
+            u,
+            f,
+            constraints,
+            report,
+            assembly: asm.stats,
+            matrix: Some(asm.matrix),
+            device_matrix: None,
+            device: "cpu".into(),
+            stages_ms: stages,
+            nonzeros,
+        });
+    };
 
     progress("assemble");
     let t = Instant::now();
-    let asm = assemble_stiffness::<f64>(
-        &ho,
-        &problem.material,
-        &AssembleOptions {
-            summation: opts.summation,
-            par: opts.par,
-            device: opts.device,
-        },
-    )?;
+    let kernels = FemKernels::new(&gpu)?;
+    let lame = problem.material.lame()?;
+    let dm = DeviceHoMesh::upload(&gpu, &ho)?;
+    let (mat, stats) = {
+        let mut asm = GpuAssembler::new(&kernels, &dm, opts.summation)?;
+        let mat = asm.assemble::<f64>(Operator::Stiffness(lame))?;
+        (mat, asm.stats().clone())
+    };
+    drop(dm);
+    gpu.synchronize().map_err(|e| FemError::Device {
+        device: format!("cuda:{}", gpu.ordinal()),
+        reason: e.to_string(),
+    })?;
     stages.insert("assemble".to_string(), ms(t));
 
     progress("solve");
     let t = Instant::now();
     let mut u = Vec::new();
+    let mut host = None;
     let report = match problem.solver.method {
         SolverMethod::Pcg => {
-            let params = PcgParams {
-                tolerance: problem.solver.tolerance,
-                max_iterations: problem.solver.max_iterations,
-                ..Default::default()
-            };
-            pcg(&asm.matrix, &f, &constraints, &params, &mut u)?
+            pcg_gpu(&kernels, &mat, &f, &constraints, &params, &mut u).map_err(|e| match e {
+                GpuSolveError::Solve(e) => StaticError::Solve(e),
+                GpuSolveError::Fem(e) => StaticError::Fem(e),
+            })?
         }
         SolverMethod::Cholesky => {
-            u = crate::cholesky::solve_constrained(&asm.matrix, &f, &constraints)?;
-            let res = relative_residual(&asm.matrix, &f, &constraints, &u);
-            SolveReport {
-                iterations: 1,
-                final_residual: res,
-                history: vec![1.0, res],
-            }
+            let m = mat.download(&gpu)?;
+            let r = cholesky_report(&m, &f, &constraints, &mut u)?;
+            host = Some(m);
+            r
         }
     };
     stages.insert("solve".to_string(), ms(t));
-    let e = 3u64;
-    let nonzeros = asm.stats.block_nonzeros * e * e;
+    drop(kernels);
+    let nonzeros = stats.block_nonzeros * 9;
+    let device = format!("cuda:{}", gpu.ordinal());
     Ok(StaticSolution {
         ho,
         u,
         f,
         constraints,
         report,
-        assembly: asm.stats,
-        matrix: asm.matrix,
+        assembly: stats,
+        matrix: host,
+        device_matrix: Some((gpu, mat)),
+        device,
         stages_ms: stages,
         nonzeros,
+    })
+}
+
+/// The direct solve with its report (one "iteration", the true relative residual).
+fn cholesky_report(
+    k: &BinBcsr<f64>,
+    f: &[f64],
+    cons: &Constraints,
+    u: &mut Vec<f64>,
+) -> Result<SolveReport, StaticError> {
+    *u = crate::cholesky::solve_constrained(k, f, cons)?;
+    let res = relative_residual(k, f, cons, u);
+    Ok(SolveReport {
+        iterations: 1,
+        final_residual: res,
+        history: vec![1.0, res],
     })
 }
 

@@ -1071,3 +1071,130 @@ fn shared_meshes_match_their_readme() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// read_simplex_mesh: the direct path to the compact simplex mesh
+
+/// Signed volume of tetrahedron `t`.
+fn tet_volume(pos: &[[f64; 3]], t: &[u32]) -> f64 {
+    let p = |i: usize| pos[t[i] as usize];
+    let d = |i: usize| [p(i)[0] - p(0)[0], p(i)[1] - p(0)[1], p(i)[2] - p(0)[2]];
+    let (a, b, c) = (d(1), d(2), d(3));
+    a[0] * (b[1] * c[2] - b[2] * c[1]) - a[1] * (b[0] * c[2] - b[2] * c[0])
+        + a[2] * (b[0] * c[1] - b[1] * c[0])
+}
+
+/// The direct simplex read equals the polyhedral read converted with `from_poly`: same
+/// vertices, same cells as vertex sets (in file order), same edges and faces, positive
+/// volumes, and the same groups.
+fn check_simplex_read(p: &Path) {
+    use tessera_mesh::io::read_simplex_mesh;
+    use tessera_mesh::simplex::SimplexMesh;
+    let direct = read_simplex_mesh(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let mf = read(p);
+    let via = SimplexMesh::from_poly(&mf.mesh).unwrap();
+    let (a, b) = (&direct.mesh, &via);
+    assert_eq!(a.num_vertices(), b.num_vertices());
+    assert_eq!(a.positions(), b.positions());
+    assert_eq!(a.num_cells(), b.num_cells());
+    let sorted = |m: &SimplexMesh| -> Vec<[u32; 4]> {
+        let mut v: Vec<[u32; 4]> = (0..m.num_cells())
+            .map(|c| {
+                let mut t: [u32; 4] = m.cell(c).try_into().unwrap();
+                t.sort_unstable();
+                t
+            })
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    assert_eq!(sorted(a), sorted(b), "same cells");
+    for c in 0..a.num_cells() {
+        assert!(
+            tet_volume(a.positions(), a.cell(c)) > 0.0,
+            "cell {c} positive"
+        );
+    }
+    assert_eq!(a.edges(), b.edges());
+    assert_eq!(a.faces(), b.faces());
+    assert_eq!(direct.groups.len(), mf.groups.len());
+    let fv = mf.mesh.face_vertices();
+    for (g, h) in direct.groups.iter().zip(&mf.groups) {
+        assert_eq!((g.dim, g.tag, &g.name), (h.dim, h.tag, &h.name));
+        match g.dim {
+            3 => assert_eq!(g.cells, h.entities),
+            2 => {
+                let mut want: Vec<[u32; 3]> = h
+                    .entities
+                    .iter()
+                    .map(|&f| {
+                        let mut t: Vec<u32> = fv.row(f as usize).iter().map(|&v| col(v)).collect();
+                        t.sort_unstable();
+                        [t[0], t[1], t[2]]
+                    })
+                    .collect();
+                want.sort_unstable();
+                assert_eq!(g.faces, want, "group {}", g.name);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn simplex_read_matches_polyhedral_read() {
+    let dir = tempfile::tempdir().unwrap();
+    // a tet box with an inverted cell, written as MSH 4.1 ASCII, MSH 4.1 binary
+    // (write_mesh), Medit and TetGen
+    let m = box_mesh(BoxKind::Tet, [3, 2, 2], [1.0, 0.5, 0.5]);
+    for name in ["b.msh", "b.mesh", "b.node"] {
+        let p = dir.path().join(name);
+        write_mesh(&m, &p).unwrap();
+        check_simplex_read(&p);
+    }
+    // an inverted tetrahedron in the file is oriented positive by the simplex path too
+    let text = "$MeshFormat\n4.1 0 8\n$EndMeshFormat\n$Nodes\n1 4 1 4\n3 1 0 4\n1\n2\n3\n4\n0 0 0\n1 0 0\n0 1 0\n0 0 1\n$EndNodes\n$Elements\n1 1 1 1\n3 1 4 1\n1 1 3 2 4\n$EndElements\n";
+    let p = dir.path().join("inv.msh");
+    std::fs::write(&p, text).unwrap();
+    check_simplex_read(&p);
+    // a degenerate tetrahedron is an error at its line
+    let flat = text.replace("0 0 1\n$EndNodes", "1 1 0\n$EndNodes");
+    let p = dir.path().join("flat.msh");
+    std::fs::write(&p, flat).unwrap();
+    let e = tessera_mesh::io::read_simplex_mesh(&p)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("flat.msh") && e.contains("line 19") && e.contains("zero volume"),
+        "{e}"
+    );
+    // shared meshes with groups when present
+    for name in ["armadillo-3k.msh.gz", "bracket-7.9k.msh.gz"] {
+        if let Some(p) = shared(name) {
+            check_simplex_read(&p);
+        }
+    }
+    // a mixed mesh is read through the polyhedral path and refused as non-simplicial
+    let e = tessera_mesh::io::read_simplex_mesh(&fixture("mixed-v41.msh"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("not a tetrahedral mesh"), "{e}");
+}
+
+#[test]
+fn simplex_read_rejects_a_group_triangle_that_is_not_a_face() {
+    let dir = tempfile::tempdir().unwrap();
+    // one tet (nodes 1-4) and a tagged triangle (1, 2, 5) whose node 5 is not a tet node
+    let text = "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$Nodes\n5\n1 0 0 0\n2 1 0 0\n3 0 1 0\n4 0 0 1\n5 1 1 1\n$EndNodes\n$Elements\n2\n1 4 2 1 1 1 2 3 4\n2 2 2 7 7 1 2 5\n$EndElements\n";
+    let p = dir.path().join("bad.msh");
+    std::fs::write(&p, text).unwrap();
+    let e = tessera_mesh::io::read_simplex_mesh(&p)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("bad.msh") && e.contains("line 15") && e.contains("is not a face"),
+        "{e}"
+    );
+    let e2 = read_mesh(&p).unwrap_err().to_string();
+    assert!(e2.contains("is not a face"), "{e2}");
+}

@@ -14,11 +14,14 @@ enum BenchCmd {
     Mesh(crate::bench_mesh::BenchMeshArgs),
     /// FEM assembly (dissertation Tables 4.1-4.3).
     Fem(crate::bench_fem::BenchFemArgs),
+    /// The static solve end to end: load, preprocess, assemble, PCG (issue 6, §4.1).
+    FemSolve(crate::bench_fem_solve::BenchFemSolveArgs),
 }
 
 pub fn run(a: BenchArgs) -> anyhow::Result<()> {
     match a.cmd {
         BenchCmd::Mesh(a) => crate::bench_mesh::run(a),
         BenchCmd::Fem(a) => crate::bench_fem::run(a),
+        BenchCmd::FemSolve(a) => crate::bench_fem_solve::run(a),
     }
 }

@@ -244,10 +244,15 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
     // The static simulation to convergence (dissertation §4.1; issue 6): the bracket at p = 2,
     // bolt holes fixed, a downward traction on the rib's load hole; PCG on Bin-BCSR*.
     let fem = st.run("static solve (p = 2)", || {
-        let problem = demo_problem(a.resolution)?;
+        let problem = demo_problem(a.resolution, 2)?;
         let s = crate::cmd_fem::cmd_fem_solve::run_problem(
             &problem,
-            DeviceChoice::Cpu,
+            if device.is_cuda() {
+                a.device
+            } else {
+                DeviceChoice::Cpu
+            },
+            device.gpu().cloned(),
             tessera_core::Par::auto(),
             &a.out,
             true,
@@ -300,11 +305,14 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
 /// The demo's static problem on the bracket at `resolution`: Ti-6Al-4V, p = 2, the four bolt
 /// holes fixed (cylinder selectors, one voxel of tolerance for the staircase walls), and a
 /// 20 MPa downward traction on the load hole's wall in the rib.
-fn demo_problem(resolution: usize) -> anyhow::Result<tessera_fem::problem::Problem> {
+pub(crate) fn demo_problem(
+    resolution: usize,
+    order: usize,
+) -> anyhow::Result<tessera_fem::problem::Problem> {
     let g = tessera_mesh::generate::bracket_geometry(resolution);
     let h = g.voxel_size;
     let mut t = format!(
-        "title = \"bracket-static\"\norder = 2\nunits = \"mm\"\n[mesh]\ngenerate = {{ bracket = {resolution} }}\n[material]\npreset = \"Ti-6Al-4V\"\n"
+        "title = \"bracket-static\"\norder = {order}\nunits = \"mm\"\n[mesh]\ngenerate = {{ bracket = {resolution} }}\n[material]\npreset = \"Ti-6Al-4V\"\n"
     );
     for c in g.bolt_hole_centres {
         t += &format!(

@@ -17,7 +17,7 @@ use tessera_fem::vtk_ho::write_results_vtu;
 pub struct SolveArgs {
     /// Problem description (TOML; see the tessera_fem::problem docs and examples/*.toml).
     pub problem: PathBuf,
-    /// auto, cpu, cuda or cuda:N (the static solve runs on the CPU in this build; auto picks it).
+    /// auto, cpu, cuda or cuda:N (auto: CUDA device 0 when usable, else the CPU).
     #[arg(long, default_value = "auto")]
     pub device: DeviceChoice,
     /// Output directory for the .vtu and summary.json.
@@ -29,12 +29,18 @@ pub struct SolveArgs {
     /// Run single-threaded (identical results).
     #[arg(long)]
     pub serial: bool,
+    /// Print each stage's start time to stderr as it begins.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
 }
 
 pub fn run(a: SolveArgs) -> anyhow::Result<()> {
     let problem = Problem::from_file(&a.problem)?;
     let par = if a.serial { Par::Seq } else { Par::auto() };
-    let summary = run_problem(&problem, a.device, par, &a.out, a.json)?;
+    if a.verbose {
+        VERBOSE.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    let summary = run_problem(&problem, a.device, None, par, &a.out, a.json)?;
     if a.json {
         println!("{summary}");
     } else {
@@ -43,11 +49,15 @@ pub fn run(a: SolveArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `--verbose`: stage start times go to stderr.
+static VERBOSE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Solve, post-process and write results; returns the JSON summary (also written to
 /// `out/summary.json`). Progress goes to stderr unless `quiet`.
 pub fn run_problem(
     problem: &Problem,
     device: DeviceChoice,
+    gpu: Option<std::sync::Arc<tessera_gpu::Gpu>>,
     par: Par,
     out: &Path,
     quiet: bool,
@@ -56,6 +66,7 @@ pub fn run_problem(
     let opts = StaticOptions {
         par,
         device,
+        gpu,
         ..Default::default()
     };
     let pb = if quiet {
@@ -64,6 +75,9 @@ pub fn run_problem(
         Some(crate::util::spinner("load"))
     };
     let mut progress = |stage: &str| {
+        if VERBOSE.load(std::sync::atomic::Ordering::Relaxed) {
+            eprintln!("[{:>9.1} ms] {stage}", t_all.elapsed().as_secs_f64() * 1e3);
+        }
         if let Some(pb) = &pb {
             pb.set_message(stage.to_string());
         }
@@ -94,7 +108,7 @@ pub fn run_problem(
     let mut stages = sol.stages_ms.clone();
     stages.insert("results".into(), results_ms);
     let extra = serde_json::json!({
-        "device": "cpu",
+        "device": sol.device,
         "solver": match problem.solver.method { tessera_fem::problem::SolverMethod::Pcg => "pcg (block Jacobi, filtered constraints)", tessera_fem::problem::SolverMethod::Cholesky => "cholesky (envelope, RCM, elimination)" },
         "fixed_dofs": sol.constraints.num_fixed(),
         "block_nonzeros": sol.assembly.block_nonzeros,

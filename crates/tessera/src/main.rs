@@ -4,6 +4,7 @@
 //! `tessera bench` (`bench_*.rs`).
 
 mod bench_fem;
+mod bench_fem_solve;
 mod bench_mesh;
 mod cmd_bench;
 mod cmd_demo;

@@ -3,7 +3,7 @@
 //! `Triangles`, `Quadrilaterals`, `Edges`, `Corners` (groups by reference number).
 
 use super::text::{show, Cursor};
-use super::{fmt_f64, write_atomic, Collected, GroupElement, MeshFile};
+use super::{fmt_f64, write_atomic, Build, Built, Collected, GroupElement, MeshFile};
 use crate::{CellType, MeshError, PolyMesh};
 use std::path::Path;
 
@@ -11,6 +11,11 @@ const MAX_COUNT: u64 = u32::MAX as u64 - 1;
 
 /// Read a Medit `.mesh` file.
 pub fn read(path: &Path, data: &[u8]) -> Result<MeshFile, MeshError> {
+    read_as(path, data, Build::Poly)?.into_poly()
+}
+
+/// Read a Medit `.mesh` file into the representation `build` asks for.
+pub(crate) fn read_as(path: &Path, data: &[u8], build: Build) -> Result<Built, MeshError> {
     let mut c = Cursor::new(path, data);
     c.comment = Some(b'#');
     let mut col = Collected::default();
@@ -145,7 +150,7 @@ pub fn read(path: &Path, data: &[u8]) -> Result<MeshFile, MeshError> {
         }
     }
     let _ = dim;
-    col.finish(&c)
+    col.finish_as(&c, build)
 }
 
 /// Write a Medit `.mesh` file (version 2, double precision). Medit lists cells by type

@@ -122,6 +122,136 @@ pub fn read_mesh(path: &Path) -> Result<MeshFile, MeshError> {
     }
 }
 
+/// A tetrahedral mesh read straight into the compact simplex representation (dissertation
+/// §3.4.4), with its physical groups as vertex tuples. What a FEM run needs: no polyhedral
+/// boundary operators are built.
+#[derive(Clone, Debug)]
+pub struct SimplexMeshFile {
+    pub mesh: crate::simplex::SimplexMesh,
+    /// Groups sorted by `(dim, tag)`.
+    pub groups: Vec<SimplexGroup>,
+}
+
+/// A physical group of a [`SimplexMeshFile`]: its elements as mesh entities given by their
+/// (sorted) vertices.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SimplexGroup {
+    /// Dimension of the tagged elements: 3 cells, 2 faces, 1 edges, 0 vertices.
+    pub dim: u8,
+    pub tag: i32,
+    /// The name from `$PhysicalNames` (empty when none).
+    pub name: String,
+    /// dim 3: sorted, unique cell indices.
+    pub cells: Vec<u32>,
+    /// dim 2: sorted, unique vertex triples (each a face of the mesh).
+    pub faces: Vec<[u32; 3]>,
+    /// dim 1: sorted, unique vertex pairs (each an edge of the mesh).
+    pub edges: Vec<[u32; 2]>,
+    /// dim 0: sorted, unique vertices.
+    pub vertices: Vec<u32>,
+}
+
+/// Read a tetrahedral mesh as a [`crate::simplex::SimplexMesh`] (formats as [`read_mesh`]).
+///
+/// Files whose volume elements are all tetrahedra go straight to the simplex form: nodes
+/// not used by a tetrahedron are dropped (the others keep their order), tetrahedra keep
+/// the file's order and are oriented to positive volume by swapping their last two
+/// vertices (as [`PolyMeshBuilder`] orients cells), and every tagged triangle, line or point
+/// must be a face, edge or vertex of the mesh (else an error at its line). Other files are
+/// read as polyhedral meshes and converted, which fails for non-simplicial cells.
+pub fn read_simplex_mesh(path: &Path) -> Result<SimplexMeshFile, MeshError> {
+    let fmt = Format::from_path(path).ok_or_else(|| {
+        MeshError::Unsupported(format!(
+            "{}: unknown mesh file extension; readable are {READ_FORMATS}",
+            path.display()
+        ))
+    })?;
+    let built = match fmt {
+        Format::Msh => msh::read_as(path, &read_bytes(path)?, Build::Simplex)?,
+        Format::Medit => medit::read_as(path, &read_bytes(path)?, Build::Simplex)?,
+        Format::TetGen => tetgen::read_as(path, Build::Simplex)?,
+        _ => Built::Poly(read_mesh(path)?),
+    };
+    match built {
+        Built::Simplex(s) => Ok(s),
+        Built::Poly(mf) => simplex_from_poly_file(path, mf),
+    }
+}
+
+/// Convert a polyhedral [`MeshFile`] (tetrahedra only) with its groups.
+fn simplex_from_poly_file(path: &Path, mf: MeshFile) -> Result<SimplexMeshFile, MeshError> {
+    let mesh = crate::simplex::SimplexMesh::from_poly(&mf.mesh).map_err(|e| {
+        MeshError::Unsupported(format!("{}: not a tetrahedral mesh: {e}", path.display()))
+    })?;
+    let poly = &mf.mesh;
+    let groups = mf
+        .groups
+        .into_iter()
+        .map(|g| {
+            let mut out = SimplexGroup {
+                dim: g.dim,
+                tag: g.tag,
+                name: g.name,
+                ..Default::default()
+            };
+            match g.dim {
+                3 => out.cells = g.entities,
+                2 => {
+                    let fv = poly.face_vertices();
+                    for &f in &g.entities {
+                        let row = fv.row(f as usize);
+                        if row.len() == 3 {
+                            let mut t = [0u32; 3];
+                            for (i, &v) in row.iter().enumerate() {
+                                t[i] = tessera_sparse::tcsr::col(v);
+                            }
+                            t.sort_unstable();
+                            out.faces.push(t);
+                        }
+                    }
+                    out.faces.sort_unstable();
+                }
+                1 => {
+                    for &e in &g.entities {
+                        let [a, b] = poly.edge_vertices()[e as usize];
+                        out.edges.push([a.min(b), a.max(b)]);
+                    }
+                    out.edges.sort_unstable();
+                }
+                _ => out.vertices = g.entities,
+            }
+            out
+        })
+        .collect();
+    Ok(SimplexMeshFile { mesh, groups })
+}
+
+/// Which representation a reader builds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Build {
+    Poly,
+    /// The simplex mesh when every volume element is a tetrahedron (else `Poly`).
+    Simplex,
+}
+
+/// What a reader built.
+pub(crate) enum Built {
+    Poly(MeshFile),
+    Simplex(SimplexMeshFile),
+}
+
+impl Built {
+    pub(crate) fn into_poly(self) -> Result<MeshFile, MeshError> {
+        match self {
+            Built::Poly(m) => Ok(m),
+            Built::Simplex(_) => Err(MeshError::Unsupported(
+                "internal: a reader built a simplex mesh where a polyhedral one was asked for"
+                    .into(),
+            )),
+        }
+    }
+}
+
 /// Write a volumetric mesh, choosing the writer by extension (`.gz` compresses).
 /// `.vtu` files are written with base64 binary data arrays.
 pub fn write_mesh(mesh: &PolyMesh, path: &Path) -> Result<(), MeshError> {
@@ -274,6 +404,163 @@ impl Collected {
         self.cell_nodes.extend_from_slice(nodes);
         self.cell_loc.push(loc);
         (self.cell_types.len() - 1) as u32
+    }
+
+    /// Build what `build` asks for: the simplex mesh when asked and every cell is a
+    /// tetrahedron, else the polyhedral mesh.
+    pub fn finish_as(self, cur: &text::Cursor, build: Build) -> Result<Built, MeshError> {
+        let all_tets = !self.cell_types.is_empty()
+            && self
+                .cell_types
+                .iter()
+                .all(|&t| t == crate::CellType::Tetrahedron);
+        if build == Build::Simplex && all_tets {
+            self.finish_simplex(cur).map(Built::Simplex)
+        } else {
+            self.finish(cur).map(Built::Poly)
+        }
+    }
+
+    /// The simplex path of [`read_simplex_mesh`] (every cell a tetrahedron).
+    fn finish_simplex(self, cur: &text::Cursor) -> Result<SimplexMeshFile, MeshError> {
+        use rayon::prelude::*;
+        let mut new_index = vec![u32::MAX; self.nodes.len()];
+        for &n in &self.cell_nodes {
+            new_index[n as usize] = 0;
+        }
+        let mut positions = Vec::with_capacity(self.nodes.len());
+        for (i, p) in self.nodes.iter().enumerate() {
+            if new_index[i] == 0 {
+                new_index[i] = positions.len() as u32;
+                positions.push(*p);
+            }
+        }
+        drop(self.nodes);
+        for (v, p) in positions.iter().enumerate() {
+            if !p.iter().all(|x| x.is_finite()) {
+                return Err(MeshError::NonFinitePosition { vertex: v });
+            }
+        }
+        let mut cv: Vec<u32> = self
+            .cell_nodes
+            .par_iter()
+            .with_min_len(4096)
+            .map(|&n| new_index[n as usize])
+            .collect();
+        drop(self.cell_nodes);
+        // orient to positive volume; zero volume is an error at the element's line
+        let bad = cv
+            .par_chunks_mut(4)
+            .enumerate()
+            .map(|(c, t)| {
+                let p = |i: usize| positions[t[i] as usize];
+                let (a, b, d, e) = (p(0), p(1), p(2), p(3));
+                let u = [b[0] - a[0], b[1] - a[1], b[2] - a[2]];
+                let v = [d[0] - a[0], d[1] - a[1], d[2] - a[2]];
+                let w = [e[0] - a[0], e[1] - a[1], e[2] - a[2]];
+                let vol = u[0] * (v[1] * w[2] - v[2] * w[1]) - u[1] * (v[0] * w[2] - v[2] * w[0])
+                    + u[2] * (v[0] * w[1] - v[1] * w[0]);
+                let repeated = (0..4).any(|i| (0..i).any(|j| t[i] == t[j]));
+                if repeated || vol == 0.0 || !vol.is_finite() {
+                    return Some((c, repeated));
+                }
+                if vol < 0.0 {
+                    t.swap(2, 3);
+                }
+                None
+            })
+            .filter_map(|x| x)
+            .min_by_key(|&(c, _)| c);
+        if let Some((c, repeated)) = bad {
+            return Err(cur.err_at(
+                self.cell_loc[c],
+                if repeated {
+                    "degenerate tetrahedron: it repeats a vertex".to_string()
+                } else {
+                    "degenerate tetrahedron: zero volume".to_string()
+                },
+            ));
+        }
+        let mut mesh = crate::simplex::SimplexMesh::new(3, cv, positions)?;
+        mesh.set_par(tessera_core::Par::auto());
+
+        use std::collections::{BTreeMap, HashMap};
+        let mut groups: BTreeMap<(u8, i32), SimplexGroup> = BTreeMap::new();
+        let names: HashMap<(u8, i32), String> = self.names.iter().cloned().collect();
+        fn group<'a>(
+            groups: &'a mut BTreeMap<(u8, i32), SimplexGroup>,
+            names: &HashMap<(u8, i32), String>,
+            dim: u8,
+            tag: i32,
+        ) -> &'a mut SimplexGroup {
+            groups.entry((dim, tag)).or_insert_with(|| SimplexGroup {
+                dim,
+                tag,
+                name: names.get(&(dim, tag)).cloned().unwrap_or_default(),
+                ..Default::default()
+            })
+        }
+        for ((d, t), _) in &self.names {
+            group(&mut groups, &names, *d, *t);
+        }
+        for &(tag, c) in &self.cell_groups {
+            group(&mut groups, &names, 3, tag).cells.push(c);
+        }
+        let need_faces = self.group_elems.iter().any(|g| g.dim == 2);
+        let need_edges = self.group_elems.iter().any(|g| g.dim == 1);
+        let faces = if need_faces { mesh.faces() } else { &[][..] };
+        let edges = if need_edges { mesh.edges() } else { &[][..] };
+        for g in &self.group_elems {
+            let what = ["point", "line", "surface element", "cell"][g.dim.min(3) as usize];
+            let not_found = || {
+                cur.err_at(
+                    g.loc,
+                    format!(
+                        "{what} of group ({}, {}) is not {} of the volume mesh",
+                        g.dim,
+                        g.tag,
+                        ["a vertex", "an edge", "a face"][g.dim.min(2) as usize]
+                    ),
+                )
+            };
+            let mut k = [0u32; 4];
+            for i in 0..g.n as usize {
+                k[i] = new_index[g.verts[i] as usize];
+                if k[i] == u32::MAX {
+                    return Err(not_found());
+                }
+            }
+            k[..g.n as usize].sort_unstable();
+            match (g.dim, g.n) {
+                (2, 3) => {
+                    let t = [k[0], k[1], k[2]];
+                    faces.binary_search(&t).map_err(|_| not_found())?;
+                    group(&mut groups, &names, 2, g.tag).faces.push(t);
+                }
+                (1, 2) => {
+                    let e = [k[0], k[1]];
+                    edges.binary_search(&e).map_err(|_| not_found())?;
+                    group(&mut groups, &names, 1, g.tag).edges.push(e);
+                }
+                (0, 1) => group(&mut groups, &names, 0, g.tag).vertices.push(k[0]),
+                _ => return Err(not_found()),
+            }
+        }
+        let groups = groups
+            .into_values()
+            .map(|mut g| {
+                g.cells.sort_unstable();
+                g.cells.dedup();
+                g.faces.sort_unstable();
+                g.faces.dedup();
+                g.edges.sort_unstable();
+                g.edges.dedup();
+                g.vertices.sort_unstable();
+                g.vertices.dedup();
+                g
+            })
+            .collect();
+        Ok(SimplexMeshFile { mesh, groups })
     }
 
     /// Build the mesh (nodes not used by any cell are dropped; the others keep their

@@ -7,7 +7,7 @@
 //! many entity blocks.
 
 use super::text::{show, Cursor, TagMap};
-use super::{fmt_f64, write_atomic, Collected, GroupElement, MeshFile};
+use super::{fmt_f64, write_atomic, Build, Built, Collected, GroupElement, MeshFile};
 use crate::{CellType, MeshError, PolyMesh};
 use std::collections::HashMap;
 use std::path::Path;
@@ -71,6 +71,11 @@ struct State {
 
 /// Read an MSH 2.2 or 4.1 file (ASCII or binary).
 pub fn read(path: &Path, data: &[u8]) -> Result<MeshFile, MeshError> {
+    read_as(path, data, Build::Poly)?.into_poly()
+}
+
+/// Read an MSH 2.2 or 4.1 file into the representation `build` asks for.
+pub(crate) fn read_as(path: &Path, data: &[u8], build: Build) -> Result<Built, MeshError> {
     let mut c = Cursor::new(path, data);
     let first = c.expect_token("`$MeshFormat`")?;
     if first != b"$MeshFormat" {
@@ -166,7 +171,7 @@ pub fn read(path: &Path, data: &[u8]) -> Result<MeshFile, MeshError> {
             if st.have_nodes { "$Elements" } else { "$Nodes" }
         )));
     }
-    st.col.finish(&c)
+    st.col.finish_as(&c, build)
 }
 
 fn section_end(c: &mut Cursor, name: &str) -> Result<(), MeshError> {

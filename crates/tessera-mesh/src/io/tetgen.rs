@@ -4,7 +4,7 @@
 //! corners; the first region attribute of `.ele` becomes a dim-3 group.
 
 use super::text::Cursor;
-use super::{fmt_f64, read_bytes, write_atomic, Collected, MeshFile};
+use super::{fmt_f64, read_bytes, write_atomic, Build, Built, Collected, MeshFile};
 use crate::{CellType, MeshError, PolyMesh};
 use std::path::{Path, PathBuf};
 
@@ -43,6 +43,11 @@ fn pair(path: &Path) -> (PathBuf, PathBuf) {
 
 /// Read a TetGen mesh from `name.node` and `name.ele`.
 pub fn read(path: &Path) -> Result<MeshFile, MeshError> {
+    read_as(path, Build::Poly)?.into_poly()
+}
+
+/// Read a TetGen mesh into the representation `build` asks for.
+pub(crate) fn read_as(path: &Path, build: Build) -> Result<Built, MeshError> {
     let (node_path, ele_path) = pair(path);
     let node_data = read_bytes(&node_path)?;
     let ele_data = read_bytes(&ele_path)?;
@@ -139,7 +144,7 @@ pub fn read(path: &Path) -> Result<MeshFile, MeshError> {
             "extra data after the {nt} tetrahedra announced in the header (wrong count?)"
         )));
     }
-    col.finish(&c)
+    col.finish_as(&c, build)
 }
 
 /// Write `name.node` and `name.ele` (0-based numbering). TetGen stores tetrahedra only.
