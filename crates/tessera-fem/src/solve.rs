@@ -102,6 +102,9 @@ pub enum SolveError {
     Dimension { expected: usize, found: usize },
     #[error("the problem is unconstrained: no Dirichlet DOF is fixed, so the stiffness matrix is singular (rigid-body modes); fix some boundary region")]
     Unconstrained,
+    /// The fixed DOFs leave rigid-body motions of the body unconstrained.
+    #[error("the stiffness matrix is singular: the constraints leave rigid-body modes free ({free}: {modes}); fix more components or regions")]
+    RigidModesFree { free: usize, modes: String },
     #[error("the system is singular on the free DOFs (cᵀAc = {value:e} at iteration {iteration}): the constraints do not remove all rigid-body modes, or the material is invalid")]
     Singular { iteration: usize, value: f64 },
     #[error("the stiffness matrix on the free DOFs is not positive definite (Cholesky pivot {index}): the constraints do not remove all rigid-body modes")]

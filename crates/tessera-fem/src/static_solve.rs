@@ -252,6 +252,137 @@ pub struct StaticSolution {
     pub nonzeros: u64,
 }
 
+/// Check that the fixed DOFs remove every rigid-body motion of a 3D body (3 translations,
+/// 3 rotations): with `R` the 6 rigid modes sampled at the fixed DOFs (a linear field's BB
+/// coefficients are its values at the nodes), `K` restricted to the free DOFs of a connected
+/// body is singular exactly when `Rᵀ R` is. Positions are centred and scaled first; an
+/// eigenvalue below 1e-12 of the largest counts as zero. The error names the free modes.
+pub fn check_rigid_modes(ho: &HoMesh, cons: &Constraints) -> Result<(), SolveError> {
+    if cons.num_fixed() == 0 {
+        return Err(SolveError::Unconstrained);
+    }
+    let x = ho.node_positions();
+    let n = x.len() as f64;
+    let mut c = [0.0; 3];
+    for p in &x {
+        for k in 0..3 {
+            c[k] += p[k] / n;
+        }
+    }
+    let scale = x
+        .iter()
+        .flat_map(|p| (0..3).map(move |k| (p[k] - c[k]).abs()))
+        .fold(0.0f64, f64::max)
+        .max(f64::MIN_POSITIVE);
+    let mut g = [[0.0f64; 6]; 6];
+    for (i, p) in x.iter().enumerate() {
+        let q = [
+            (p[0] - c[0]) / scale,
+            (p[1] - c[1]) / scale,
+            (p[2] - c[2]) / scale,
+        ];
+        for k in 0..3 {
+            if !cons.fixed[i * 3 + k] {
+                continue;
+            }
+            // component k of the modes: translations e_j, rotations e_j × q
+            let mut r = [0.0; 6];
+            r[k] = 1.0;
+            let rot = [[0.0, -q[2], q[1]], [q[2], 0.0, -q[0]], [-q[1], q[0], 0.0]];
+            for j in 0..3 {
+                // (e_j × q)_k
+                r[3 + j] = -rot[k][j];
+            }
+            for a in 0..6 {
+                for b in 0..6 {
+                    g[a][b] += r[a] * r[b];
+                }
+            }
+        }
+    }
+    let (vals, vecs) = jacobi_eigen6(g);
+    let max = vals.iter().cloned().fold(0.0f64, f64::max);
+    let names = [
+        "translation x",
+        "translation y",
+        "translation z",
+        "rotation about x",
+        "rotation about y",
+        "rotation about z",
+    ];
+    let mut free = Vec::new();
+    for (m, &v) in vals.iter().enumerate() {
+        if v <= 1e-12 * max.max(f64::MIN_POSITIVE) {
+            // describe the null vector by its dominant components
+            let w: Vec<f64> = (0..6).map(|a| vecs[a][m]).collect();
+            let big = w.iter().fold(0.0f64, |a, b| a.max(b.abs()));
+            let parts: Vec<&str> = (0..6)
+                .filter(|&a| w[a].abs() >= 0.3 * big)
+                .map(|a| names[a])
+                .collect();
+            free.push(parts.join(" + "));
+        }
+    }
+    if free.is_empty() {
+        Ok(())
+    } else {
+        Err(SolveError::RigidModesFree {
+            free: free.len(),
+            modes: free.join("; "),
+        })
+    }
+}
+
+/// Eigenvalues and eigenvectors (columns) of a symmetric 6 × 6 matrix by cyclic Jacobi.
+fn jacobi_eigen6(mut a: [[f64; 6]; 6]) -> ([f64; 6], [[f64; 6]; 6]) {
+    let mut v = [[0.0; 6]; 6];
+    for (i, row) in v.iter_mut().enumerate() {
+        row[i] = 1.0;
+    }
+    for _ in 0..100 {
+        let off: f64 = (0..6)
+            .flat_map(|i| (0..6).filter(move |&j| j != i).map(move |j| (i, j)))
+            .map(|(i, j)| a[i][j] * a[i][j])
+            .sum();
+        let diag: f64 = (0..6).map(|i| a[i][i] * a[i][i]).sum();
+        if off <= 1e-30 * diag.max(f64::MIN_POSITIVE) {
+            break;
+        }
+        for p in 0..6 {
+            for q in p + 1..6 {
+                if a[p][q] == 0.0 {
+                    continue;
+                }
+                let theta = (a[q][q] - a[p][p]) / (2.0 * a[p][q]);
+                let t = theta.signum() / (theta.abs() + (theta * theta + 1.0).sqrt());
+                let t = if theta == 0.0 { 1.0 } else { t };
+                let cs = 1.0 / (t * t + 1.0).sqrt();
+                let sn = t * cs;
+                for k in 0..6 {
+                    let (akp, akq) = (a[k][p], a[k][q]);
+                    a[k][p] = cs * akp - sn * akq;
+                    a[k][q] = sn * akp + cs * akq;
+                }
+                for k in 0..6 {
+                    let (apk, aqk) = (a[p][k], a[q][k]);
+                    a[p][k] = cs * apk - sn * aqk;
+                    a[q][k] = sn * apk + cs * aqk;
+                }
+                for row in v.iter_mut() {
+                    let (vkp, vkq) = (row[p], row[q]);
+                    row[p] = cs * vkp - sn * vkq;
+                    row[q] = sn * vkp + cs * vkq;
+                }
+            }
+        }
+    }
+    let mut vals = [0.0; 6];
+    for i in 0..6 {
+        vals[i] = a[i][i];
+    }
+    (vals, v)
+}
+
 /// Constraints and load vector of a problem on an order-`p` mesh.
 pub fn constraints_and_loads(
     problem: &Problem,
@@ -367,6 +498,7 @@ pub fn solve_problem(
     let t = Instant::now();
     let ho = HoMesh::new(loaded.mesh, problem.order)?;
     let (constraints, f) = constraints_and_loads(problem, &ho, &loaded.groups)?;
+    check_rigid_modes(&ho, &constraints)?;
     stages.insert("preprocess".to_string(), ms(t));
     let params = PcgParams {
         tolerance: problem.solver.tolerance,

@@ -434,6 +434,7 @@ generate = {{ box = {{ cells = [12, 3, 3], size = [10.0, 1.0, 1.0] }} }}
 [material]
 youngs = 200000.0
 poisson = 0.3
+density = 7.8e-9
 [[fixed]]
 selector = {{ type = "plane", point = [0, 0, 0], normal = [1, 0, 0] }}
 [[loads]]

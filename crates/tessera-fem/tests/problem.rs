@@ -204,3 +204,62 @@ fn gmsh_groups_select_faces_and_missing_tags_are_errors() {
     assert!(e.contains("dimension 3"), "{e}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The rigid-mode check names what the constraints leave free, independent of the solver.
+#[test]
+fn rigid_mode_check_names_the_free_modes() {
+    use tessera_fem::nodes::HoMesh;
+    use tessera_fem::solve::{Constraints, SolveError};
+    use tessera_fem::static_solve::check_rigid_modes;
+    use tessera_mesh::generate::{box_mesh, BoxKind};
+    use tessera_mesh::simplex::SimplexMesh;
+    let sm = SimplexMesh::from_poly(&box_mesh(BoxKind::Tet, [3, 2, 2], [3.0, 1.0, 1.0])).unwrap();
+    for p in 1..=2 {
+        let ho = HoMesh::new(sm.clone(), p).unwrap();
+        let x = ho.node_positions();
+        let plane: Vec<usize> = (0..x.len()).filter(|&i| x[i][0].abs() < 1e-12).collect();
+        let fix = |comps: &[usize], nodes: &[usize]| {
+            let mut c = Constraints::none(x.len() * 3);
+            for &i in nodes {
+                for &k in comps {
+                    c.fix(i, 3, k, 0.0);
+                }
+            }
+            check_rigid_modes(&ho, &c)
+        };
+        // a clamped end: nothing free
+        assert!(fix(&[0, 1, 2], &plane).is_ok());
+        // u_x on a plane x = 0: translations y, z and the rotation about x are free
+        match fix(&[0], &plane) {
+            Err(SolveError::RigidModesFree { free, modes }) => {
+                assert_eq!(free, 3, "{modes}");
+                assert!(modes.contains("rotation about x"), "{modes}");
+            }
+            r => panic!("p = {p}: {r:?}"),
+        }
+        // one node fully fixed: the three rotations about it are free
+        match fix(&[0, 1, 2], &plane[..1]) {
+            Err(SolveError::RigidModesFree { free, .. }) => assert_eq!(free, 3),
+            r => panic!("p = {p}: {r:?}"),
+        }
+        // two nodes: the rotation about the line through them is free
+        let two = [plane[0], *plane.last().unwrap()];
+        match fix(&[0, 1, 2], &two) {
+            Err(SolveError::RigidModesFree { free, .. }) => assert_eq!(free, 1),
+            r => panic!("p = {p}: {r:?}"),
+        }
+        // three non-collinear nodes fix the body
+        let i3 = plane
+            .iter()
+            .copied()
+            .find(|&i| {
+                let (a, b, c) = (x[two[0]], x[two[1]], x[i]);
+                let u = [b[1] - a[1], b[2] - a[2]];
+                let v = [c[1] - a[1], c[2] - a[2]];
+                (u[0] * v[1] - u[1] * v[0]).abs() > 1e-6
+            })
+            .unwrap();
+        assert!(fix(&[0, 1, 2], &[two[0], two[1], i3]).is_ok());
+        assert!(matches!(fix(&[], &[]), Err(SolveError::Unconstrained)));
+    }
+}
