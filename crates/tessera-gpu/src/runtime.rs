@@ -235,6 +235,70 @@ impl Gpu {
         })
     }
 
+    /// Copy a device buffer into an existing host slice of the same length (waits for earlier
+    /// work on the stream and for the copy). Reusing one host buffer from frame to frame avoids
+    /// the page faults that a fresh allocation ([`Gpu::download`]) takes during every copy.
+    pub fn download_into<T: Element>(&self, buf: &DeviceBuffer<T>, dst: &mut [T]) -> GpuResult<()> {
+        if dst.len() != buf.len {
+            return Err(GpuError::InvalidArgument(format!(
+                "a buffer of {} into {} host elements",
+                buf.len,
+                dst.len()
+            )));
+        }
+        if dst.is_empty() {
+            return Ok(());
+        }
+        guard("download", || {
+            self.stream
+                .memcpy_dtoh(&buf.slice.slice(0..buf.len), dst)
+                .map_err(|e| GpuError::driver("cuMemcpyDtoH", e))?;
+            self.stream
+                .synchronize()
+                .map_err(|e| GpuError::driver("cuStreamSynchronize", e))
+        })
+    }
+
+    /// A page-locked (pinned) host buffer of `n` zeros: the destination of the fastest
+    /// downloads ([`Gpu::download_pinned`]), reused from frame to frame.
+    pub fn alloc_pinned<T: Element>(&self, n: usize) -> GpuResult<PinnedBuffer<T>> {
+        guard("alloc", || {
+            // SAFETY: the memory is filled with zeros (valid for every `Element`) before use
+            let mut host = unsafe { self.ctx.alloc_pinned_with_flags::<T>(n.max(1), 0) }
+                .map_err(|e| GpuError::driver("cuMemHostAlloc", e))?;
+            host.as_mut_slice()
+                .map_err(|e| GpuError::driver("cuEventSynchronize", e))?
+                .fill(T::default());
+            Ok(PinnedBuffer { host, len: n })
+        })
+    }
+
+    /// Copy a device buffer into a pinned host buffer of the same length (waits for earlier
+    /// work on the stream and for the copy).
+    pub fn download_pinned<T: Element>(
+        &self,
+        buf: &DeviceBuffer<T>,
+        dst: &mut PinnedBuffer<T>,
+    ) -> GpuResult<()> {
+        if dst.len != buf.len {
+            return Err(GpuError::InvalidArgument(format!(
+                "a buffer of {} into a pinned buffer of {}",
+                buf.len, dst.len
+            )));
+        }
+        if buf.len == 0 {
+            return Ok(());
+        }
+        guard("download", || {
+            self.stream
+                .memcpy_dtoh(&buf.slice.slice(0..buf.len), &mut dst.host)
+                .map_err(|e| GpuError::driver("cuMemcpyDtoH", e))?;
+            self.stream
+                .synchronize()
+                .map_err(|e| GpuError::driver("cuStreamSynchronize", e))
+        })
+    }
+
     /// One element of a device buffer.
     pub fn download_at<T: Element>(&self, buf: &DeviceBuffer<T>, i: usize) -> GpuResult<T> {
         Ok(self.download_range(buf, i..i + 1)?[0])
@@ -523,6 +587,38 @@ impl<T: Element> DeviceBuffer<T> {
     /// Capacity of the allocation in elements (at least 1).
     pub fn capacity(&self) -> usize {
         self.slice.len()
+    }
+}
+
+/// Page-locked host memory of `len` elements (from [`Gpu::alloc_pinned`]), the destination of
+/// [`Gpu::download_pinned`]: the copy engine writes it directly, without the driver's staging
+/// copy that pageable memory needs.
+pub struct PinnedBuffer<T: Element> {
+    host: cudarc::driver::PinnedHostSlice<T>,
+    len: usize,
+}
+
+impl<T: Element> PinnedBuffer<T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// The host data (waits for a copy into it that is still in flight).
+    pub fn as_slice(&self) -> GpuResult<&[T]> {
+        let s = self
+            .host
+            .as_slice()
+            .map_err(|e| GpuError::driver("cuEventSynchronize", e))?;
+        Ok(&s[..self.len])
+    }
+}
+
+impl<T: Element> std::fmt::Debug for PinnedBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PinnedBuffer<{}>({})", std::any::type_name::<T>(), self.len)
     }
 }
 

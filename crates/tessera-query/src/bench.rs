@@ -112,6 +112,32 @@ fn fields(n: usize) -> Vec<Vec<f32>> {
     vec![vx, vy, p]
 }
 
+/// GPU->host download rates [GB/s] of one buffer, median of `reps`: into a freshly allocated
+/// `Vec` ([`tessera_gpu::Gpu::download`]: the pages of a new allocation fault during the copy),
+/// into a reused `Vec` (`download_into`) and into a reused pinned buffer (`download_pinned`).
+fn copy_rates(
+    g: &tessera_gpu::Gpu,
+    buf: &tessera_gpu::DeviceBuffer<f32>,
+    reps: usize,
+) -> Result<[f64; 3], tessera_gpu::GpuError> {
+    let gb = buf.bytes() as f64 / 1e9;
+    let mut err = None;
+    let mut keep = |r: Result<(), tessera_gpu::GpuError>| {
+        if let Err(x) = r {
+            err = Some(x);
+        }
+    };
+    let fresh = time_ms(reps, || keep(g.download(buf).map(|_| ())));
+    let mut host = vec![0.0f32; buf.len()];
+    let reused = time_ms(reps, || keep(g.download_into(buf, &mut host)));
+    let mut pin = g.alloc_pinned::<f32>(buf.len())?;
+    let pinned = time_ms(reps, || keep(g.download_pinned(buf, &mut pin)));
+    if let Some(x) = err {
+        return Err(x);
+    }
+    Ok([fresh, reused, pinned].map(|ms| gb / (ms * 1e-3)))
+}
+
 /// Runs the benchmark and returns the report (markdown tables).
 pub fn run(opts: &BenchOptions) -> Result<String, QueryError> {
     let mut out = String::new();
@@ -167,8 +193,13 @@ pub fn run(opts: &BenchOptions) -> Result<String, QueryError> {
             None => None,
         };
         if let Some(b) = bw {
-            let _ = writeln!(out, "measured device bandwidth (256 MiB device-to-device copy, read+write): {b:.0} GB/s\n");
+            let _ = writeln!(out, "measured device bandwidth (256 MiB device-to-device copy, read+write): {b:.0} GB/s");
         }
+        if let (Some(g), Some(d)) = (&gpu, &dev) {
+            let [fresh, reused, pinned] = copy_rates(g, &d[0], reps).map_err(ge)?;
+            let _ = writeln!(out, "GPU->host download of one field ({:.1} MB): into a fresh Vec {fresh:.1} GB/s, into a reused Vec {reused:.1} GB/s, into pinned memory {pinned:.1} GB/s (the tables use pinned buffers allocated once)", (n * 4) as f64 / 1e6);
+        }
+        let _ = writeln!(out);
         let mut rows = Vec::new();
         for (ei, e) in EXPRESSIONS.iter().enumerate() {
             let q = Query::compile(e, &FIELDS)?;
@@ -253,15 +284,34 @@ pub fn run(opts: &BenchOptions) -> Result<String, QueryError> {
                         "bench: GPU result differs from the CPU in {bad} cells for `{e}`"
                     )));
                 }
-                // copies: CPU back ends download every field they read; GPU only the result
+                // copies: CPU back ends download every field they read; GPU only the result.
+                // Into page-locked host buffers allocated once, as a frame loop would reuse
+                // them (a fresh Vec per copy page-faults during the copy: see `copy_rates`).
+                let mut pins = Vec::new();
+                for _ in 0..d.len() {
+                    pins.push(g.alloc_pinned::<f32>(n).map_err(ge)?);
+                }
+                let mut pout = g.alloc_pinned::<f32>(n).map_err(ge)?;
+                g.download_pinned(&dout, &mut pout).map_err(ge)?;
+                if pout.as_slice().map_err(ge)? != got.as_slice() {
+                    return Err(QueryError::Gpu("bench: pinned download differs".into()));
+                }
+                let mut err = None;
                 copy_cpu = time_ms(reps, || {
                     for &f in &used {
-                        let _ = g.download(&d[f]);
+                        if let Err(x) = g.download_pinned(&d[f], &mut pins[f]) {
+                            err = Some(x);
+                        }
                     }
                 });
                 copy_gpu = time_ms(reps, || {
-                    let _ = g.download(&dout);
+                    if let Err(x) = g.download_pinned(&dout, &mut pout) {
+                        err = Some(x);
+                    }
                 });
+                if let Some(x) = err {
+                    return Err(ge(x));
+                }
                 if let Some(b) = bw {
                     let floor = (used.len() + 1) as f64 * (n * 4) as f64 / (b * 1e9) * 1e3;
                     let _ = writeln!(out, "Expr. {}: GPU calculation {e_gpu:.3} ms, bandwidth floor {floor:.3} ms ({} fields read + 1 written) -> {:.2}x the floor", ei + 1, used.len(), e_gpu / floor);
