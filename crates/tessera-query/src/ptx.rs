@@ -15,7 +15,7 @@
 //! | `exp` | Cody-Waite reduction `x = n ln2 + r`, `ex2.approx(r log2e) * 2^n`: ≤ 4 ulp (measured 3.7 on H100) | reduction + degree-13 Taylor polynomial, scale by exponent bits: ≤ 4 ulp (measured 1.0) |
 //! | `log`, `log2` | `lg2.approx` (abs. error 2^-22) with a log1p series for `|x-1| < 1/16`: ≤ 4 ulp or 2^-21 absolute (measured up to 26 ulp where the absolute bound applies) | exponent split, `atanh` series in `(m-1)/(m+1)`: ≤ 4 ulp (measured 3.0) |
 //! | `sin`, `cos` | `\|x\| <= 1e4`: reduction by 2π (3 constants), `sin.approx`/`cos.approx`: absolute error ≤ 2^-19 (sine: Taylor polynomial for reduced `\|r\| < 1/4`, relative accuracy near 0); `\|x\| > 1e4`: the f64 sequence rounded to f32: ≤ 1 ulp | reduction by π/2: Cody-Waite (3-part constant, FMA) for `\|x\| <= 2^31`, Payne-Hanek above (a `.global` table of 2/π bits, four 64×64-bit products, quadrant from the top bits; a branch around the block), Taylor polynomials: ≤ 4 ulp + 2e-16 absolute for **all** finite `x` (host model of the same integer algorithm: ≤ 2 ulp, also for results near 0 such as `cos(6381956970095103·2^797)`) |
-//! | `tan` | `sin / cos` of the above: absolute error ≤ 2^-19 (1 + tan²) for `\|x\| <= 1e4`, ≤ 1 ulp + (4 ulp(f64) + 2e-16)(1 + tan²) above | ≤ (4 ulp + 2e-16)(1 + tan²) |
+//! | `tan` | the f64 sequence rounded to f32 (`sin.approx / cos.approx` has no bound near the poles): ≤ 1 ulp + (4 ulp(f64) + 2e-16)(1 + tan²) | `sin / cos` of the above: ≤ (4 ulp + 2e-16)(1 + tan²) |
 //! | `atan`, `atan2`, `asin`, `acos` | two-step reduction to `|t| ≤ tan(π/12)`, odd Taylor polynomial; `asin = atan2(x, sqrt((1-x)(1+x)))`: ≤ 4 ulp (measured 2.7) | same with more terms: ≤ 8 ulp (measured 3.0) |
 //! | `pow` (non-constant exponent) | evaluated in f64 (`exp(y log|x|)` with C99 special cases) and rounded: ≤ 1 ulp (measured 0.5) | `exp(y log|x|)`: relative error ≤ 4e-16·(2 + |y ln x|) (measured 84 ulp at `y ln x ≈ 78`) |
 //!
@@ -181,6 +181,7 @@ pub fn sincos64_model(x: f64) -> (f64, f64) {
         let r = k.mul_add(c1, x);
         let r = k.mul_add(c2, r);
         let r = k.mul_add(c3, r);
+        let r = if x == 0.0 { x } else { r };
         (if k.is_nan() { 0 } else { k as i64 }, r)
     };
     let horner = |x: f64, c: &[f64]| {
@@ -767,11 +768,20 @@ impl Emitter {
         }
     }
 
-    /// f32 `sin`, `cos` or `tan`: for `|x| <= 1e4` reduction by 2π (three f32 constants) and
+    /// f32 `sin` or `cos`: for `|x| <= 1e4` reduction by 2π (three f32 constants) and
     /// `sin.approx`/`cos.approx`; for larger finite `|x|` the f64 sequence ([`Self::trig64`],
-    /// full range) rounded to f32. The wide path is a branch around a block.
+    /// full range) rounded to f32 (a branch around a block). f32 `tan`: the f64 sequence.
     fn trig32(&mut self, op: Un, a: &str) -> String {
         let d = self.f32r();
+        if op == Un::Tan {
+            // tan = sin/cos amplifies the absolute error of `cos.approx` near the poles
+            // without bound (it can return 0 there): always the f64 sequence
+            let xd = self.f64r();
+            self.i(format!("cvt.f64.f32 {xd}, {a}"));
+            let v = self.in_f64(|e| e.trig64(op, &xd));
+            self.i(format!("cvt.rn.f32.f64 {d}, {v}"));
+            return d;
+        }
         let n = self.label_id();
         let ax = self.op1("abs", a);
         let lim = self.c(F32_TRIG_FAST_MAX as f64);
@@ -781,14 +791,13 @@ impl Emitter {
         self.i(format!("and.pred {pw}, {p1}, {p2}"));
         self.i(format!("@{pw} bra $L_trig{n}_wide"));
         let r = self.reduce_2pi_32(a);
+        // ±0 keeps its sign (sin(-0) = -0)
+        let zero = self.c(0.0);
+        let pz = self.setp("eq", a, &zero);
+        let r = self.sel(&pz, a, &r);
         let v = match op {
             Un::Sin => self.sin32(&r),
-            Un::Cos => self.op1("cos.approx", &r),
-            _ => {
-                let s = self.sin32(&r);
-                let c = self.op1("cos.approx", &r);
-                self.op2("div.rn", &s, &c)
-            }
+            _ => self.op1("cos.approx", &r),
         };
         self.i(format!("mov.f32 {d}, {v}"));
         self.i(format!("bra $L_trig{n}_join"));
@@ -824,7 +833,10 @@ impl Emitter {
         let r1 = self.fma(&k, &c1, x);
         let r2 = self.fma(&k, &c2, &r1);
         let r3 = self.fma(&k, &c3, &r2);
-        self.i(format!("mov.f64 {r}, {r3}"));
+        // ±0 keeps its sign (sin(-0) = tan(-0) = -0; the FMAs would give +0)
+        let zero = self.c(0.0);
+        let pz = self.setp("eq", x, &zero);
+        self.i(format!("selp.f64 {r}, {x}, {r3}, {pz}"));
         // |k| <= 2^31 here (NaN converts to 0; r is NaN then anyway)
         self.i(format!("cvt.rni.s64.f64 {qi}, {k}"));
         self.i(format!("bra $L_trig{n}_join"));
@@ -1290,6 +1302,18 @@ mod tests {
         assert_eq!((s, c), (1.0, -4.687165924254628e-19));
         let (s, c) = sincos64_model(-x);
         assert_eq!((s, c), (-1.0, -4.687165924254628e-19));
+    }
+
+    #[test]
+    fn sincos_model_keeps_signed_zero_and_gives_nan_for_non_finite() {
+        let (s, c) = sincos64_model(-0.0);
+        assert_eq!((s.to_bits(), c), ((-0.0f64).to_bits(), 1.0));
+        let (s, c) = sincos64_model(0.0);
+        assert_eq!((s.to_bits(), c), (0, 1.0));
+        for x in [f64::INFINITY, f64::NEG_INFINITY, f64::NAN] {
+            let (s, c) = sincos64_model(x);
+            assert!(s.is_nan() && c.is_nan(), "{x}");
+        }
     }
 
     #[test]

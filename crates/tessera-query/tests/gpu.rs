@@ -178,6 +178,7 @@ fn conformance(g: &Gpu, path: Path) {
     let (mut checked, mut skipped, mut bad_total) = (0usize, 0usize, 0usize);
     let (mut checked32, mut bad32) = (0usize, 0usize);
     let mut first_bad = None;
+    let mut bad_list: Vec<String> = Vec::new();
     for (i, q) in tr.iter().enumerate() {
         let c64 = inputs(5000 + i as u64, 3, n);
         let c32: Vec<Vec<f32>> = c64
@@ -237,12 +238,17 @@ fn conformance(g: &Gpu, path: Path) {
                 if !ok(gv, rv, t) {
                     bad_total += 1;
                     bad32 += is32 as usize;
+                    let msg = format!(
+                        "{} `{}` at {:?}: {gv:e} vs {rv:e}",
+                        if is32 { "f32" } else { "f64" },
+                        q.source(),
+                        (c64[0][k], c64[1][k], c64[2][k])
+                    );
+                    if bad_list.len() < 16 && !bad_list.contains(&msg) {
+                        bad_list.push(msg.clone());
+                    }
                     if first_bad.is_none() {
-                        first_bad = Some(format!(
-                            "`{}` at {:?}: {gv} vs {rv}",
-                            q.source(),
-                            (c64[0][k], c64[1][k], c64[2][k])
-                        ));
+                        first_bad = Some(msg);
                     }
                 }
             }
@@ -253,6 +259,9 @@ fn conformance(g: &Gpu, path: Path) {
         exact.len(),
         tr.len()
     );
+    for b in &bad_list {
+        eprintln!("{name} outside tolerance: {b}");
+    }
     // f64: at most 1e-5 of the values; f32 (approximate PTX sin/cos/ex2/lg2 whose absolute
     // errors can flip a later comparison without the input perturbation showing it): 1e-3
     let (bad64, checked64) = (bad_total - bad32, checked - checked32);
@@ -431,14 +440,7 @@ fn ptx_math_accuracy_matches_reference() {
             expr: "tan(a)",
             xs: huge.clone(),
             ys: vec![0.0; n],
-            b32: |g, w, u, x| {
-                (g - w).abs()
-                    <= if x.abs() <= 1e4 {
-                        2f64.powi(-19) * (1.0 + w * w)
-                    } else {
-                        u + (4.0 * ulp64(w) + 2e-16) * (1.0 + w * w)
-                    }
-            },
+            b32: |g, w, u, _| (g - w).abs() <= u + (4.0 * ulp64(w) + 2e-16) * (1.0 + w * w),
             b64: |g, w, u, _| (g - w).abs() <= (4.0 * u + 2e-16) * (1.0 + w * w),
             want: |x, _| x.tan(),
         },
@@ -446,7 +448,7 @@ fn ptx_math_accuracy_matches_reference() {
             expr: "tan(a)",
             xs: lin(-1.5, 1.5),
             ys: vec![0.0; n],
-            b32: |g, w, _, _| (g - w).abs() <= 2f64.powi(-19) * (1.0 + w * w),
+            b32: |g, w, u, _| (g - w).abs() <= u + (4.0 * ulp64(w) + 2e-16) * (1.0 + w * w),
             b64: |g, w, u, _| (g - w).abs() <= (4.0 * u + 2e-16) * (1.0 + w * w),
             want: |x, _| x.tan(),
         },
