@@ -618,7 +618,12 @@ impl<T: Element> PinnedBuffer<T> {
 
 impl<T: Element> std::fmt::Debug for PinnedBuffer<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "PinnedBuffer<{}>({})", std::any::type_name::<T>(), self.len)
+        write!(
+            f,
+            "PinnedBuffer<{}>({})",
+            std::any::type_name::<T>(),
+            self.len
+        )
     }
 }
 
