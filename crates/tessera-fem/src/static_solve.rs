@@ -246,7 +246,8 @@ pub struct StaticSolution {
     /// Where assembly and solve ran: `cpu` or `cuda:N`.
     pub device: String,
     /// Milliseconds per stage: load, preprocess, assemble, solve (GPU runs also `gpu_init`:
-    /// context creation and kernel loading, overlapped with `load`).
+    /// context creation and kernel loading, overlapped with `load`; and `upload`: the
+    /// device mesh, with its host-side cell -> node and node -> cells arrays).
     pub stages_ms: BTreeMap<String, f64>,
     /// Scalar stored nonzeros of `K` (diagonal blocks included, padding excluded).
     pub nonzeros: u64,
@@ -496,9 +497,13 @@ pub fn solve_problem(
 
     progress("preprocess");
     let t = Instant::now();
+    let mut tr = tessera_core::trace::Tracer::new("preprocess");
     let ho = HoMesh::new(loaded.mesh, problem.order)?;
+    tr.mark("HoMesh::new");
     let (constraints, f) = constraints_and_loads(problem, &ho, &loaded.groups)?;
+    tr.mark("constraints + loads");
     check_rigid_modes(&ho, &constraints)?;
+    tr.mark("rigid-mode check");
     stages.insert("preprocess".to_string(), ms(t));
     let params = PcgParams {
         tolerance: problem.solver.tolerance,
@@ -544,11 +549,14 @@ pub fn solve_problem(
         });
     };
 
-    progress("assemble");
+    progress("upload");
     let t = Instant::now();
     let kernels = FemKernels::new(&gpu)?;
     let lame = problem.material.lame()?;
     let dm = DeviceHoMesh::upload(&gpu, &ho)?;
+    stages.insert("upload".to_string(), ms(t));
+    progress("assemble");
+    let t = Instant::now();
     let (mat, stats) = {
         let mut asm = GpuAssembler::new(&kernels, &dm, opts.summation)?;
         let mat = asm.assemble::<f64>(Operator::Stiffness(lame))?;

@@ -388,21 +388,63 @@ impl SimplexMesh {
             if self.dim != 3 {
                 return Vec::new();
             }
-            // sorted triples packed as u128 keys (a << 64 | b << 32 | c)
-            let mut keys = vec![0u128; self.num_cells() * 4];
+            let nc = self.num_cells();
+            if nc * 4 > u32::MAX as usize {
+                // sorted triples packed as u128 keys (a << 64 | b << 32 | c)
+                let mut keys = vec![0u128; nc * 4];
+                fill_rows(self.par, &mut keys, 4, |c, out| {
+                    let cv = self.cell(c);
+                    for (k, f) in TET_FACES.iter().enumerate() {
+                        let mut t = [cv[f[0]], cv[f[1]], cv[f[2]]];
+                        t.sort_unstable();
+                        out[k] = ((t[0] as u128) << 64) | ((t[1] as u128) << 32) | t[2] as u128;
+                    }
+                });
+                par_sort(self.par, &mut keys);
+                keys.dedup();
+                return keys
+                    .iter()
+                    .map(|&k| [(k >> 64) as u32, (k >> 32) as u32, k as u32])
+                    .collect();
+            }
+            // sorted triple and the slot `4 c + i` of the cell's facet in one u128
+            // (a << 96 | b << 64 | c << 32 | slot): one sort gives the faces in lexicographic
+            // order and, on the scan, the facet -> face map, so `cell_facets` needs no search
+            let mut keys = vec![0u128; nc * 4];
             fill_rows(self.par, &mut keys, 4, |c, out| {
                 let cv = self.cell(c);
                 for (k, f) in TET_FACES.iter().enumerate() {
                     let mut t = [cv[f[0]], cv[f[1]], cv[f[2]]];
                     t.sort_unstable();
-                    out[k] = ((t[0] as u128) << 64) | ((t[1] as u128) << 32) | t[2] as u128;
+                    out[k] = ((t[0] as u128) << 96)
+                        | ((t[1] as u128) << 64)
+                        | ((t[2] as u128) << 32)
+                        | (4 * c + k) as u128;
                 }
             });
             par_sort(self.par, &mut keys);
-            keys.dedup();
-            keys.iter()
-                .map(|&k| [(k >> 64) as u32, (k >> 32) as u32, k as u32])
-                .collect()
+            let mut faces = Vec::with_capacity(nc * 2 + 16);
+            let mut slot_face = vec![0u32; nc * 4];
+            let mut prev = u128::MAX;
+            for &k in &keys {
+                let f = k >> 32;
+                if f != prev {
+                    faces.push([(k >> 96) as u32, (k >> 64) as u32, (k >> 32) as u32]);
+                    prev = f;
+                }
+                slot_face[k as u32 as usize] = (faces.len() - 1) as u32;
+            }
+            drop(keys);
+            let mut facets = vec![0i32; nc * 4];
+            fill_rows(self.par, &mut facets, 4, |c, row| {
+                let cv = self.cell(c);
+                for (i, f) in TET_FACES.iter().enumerate() {
+                    let g = [cv[f[0]], cv[f[1]], cv[f[2]]];
+                    row[i] = encode(slot_face[4 * c + i], facet_orientation(i, &g) < 0);
+                }
+            });
+            let _ = self.cache.cell_facets.set(facets);
+            faces
         })
     }
 
@@ -486,6 +528,10 @@ impl SimplexMesh {
     /// offsets, Eq. 3.12), facet `i` = combination `i` with orientation `(-1)^(i+s)`
     /// (Eq. 3.14). Facets are faces for d = 3 and edges for d = 2.
     pub fn cell_facets(&self) -> &[i32] {
+        if self.dim == 3 {
+            // deriving the faces sets the facets too (one sort, no searches)
+            self.faces();
+        }
         self.cache.cell_facets.get_or_init(|| {
             let m = self.dim + 1;
             let mut out = vec![0i32; self.num_cells() * m];

@@ -295,7 +295,7 @@ pub fn run(a: BenchFemSolveArgs) -> anyhow::Result<()> {
         let g = |k: &str| r.stages_ms.get(k).copied();
         let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
         println!(
-            "{:<26} {:>6} {:>9} {:>9} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9.1} {:>9}",
+            "{:<26} {:>6} {:>9} {:>9} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9.1} {:>9}",
             r.case,
             r.device,
             r.cells,
@@ -304,6 +304,7 @@ pub fn run(a: BenchFemSolveArgs) -> anyhow::Result<()> {
             f(g("load")),
             f(g("gpu_init")),
             f(g("preprocess")),
+            f(g("upload")),
             f(g("assemble")),
             f(g("solve")),
             r.end_to_end_ms,

@@ -335,6 +335,7 @@ impl DeviceHoMesh {
                 "cell -> node arrays need more than 32-bit indices".into(),
             ));
         }
+        let mut tr = tessera_core::trace::Tracer::new("DeviceHoMesh::upload");
         let pos: Vec<f64> = sm
             .positions()
             .iter()
@@ -345,9 +346,12 @@ impl DeviceHoMesh {
             .enumerate()
             .with_min_len(256)
             .for_each(|(c, out)| ho.cell_nodes(c, out));
+        tr.mark("positions + cell nodes");
         let ncm = ho.node_cells_tcsr();
+        tr.mark("node -> cells");
         let empty_u32: &[u32] = &[];
         let edges: &[u32] = sm.edges().as_flattened();
+        tr.mark("edges");
         let faces: &[u32] = if d == 3 && p >= 2 {
             sm.faces().as_flattened()
         } else {
@@ -389,7 +393,12 @@ impl DeviceHoMesh {
             cell_edges.len(),
             cell_faces.len(),
         ];
-        Ok(DeviceHoMesh {
+        if p >= 2 {
+            sm.cell_edges_array();
+            sm.face_edges();
+        }
+        tr.mark("cell edges + face edges");
+        let r = Ok(DeviceHoMesh {
             d,
             p,
             m,
@@ -408,7 +417,9 @@ impl DeviceHoMesh {
             cell_nodes: up(gpu, &cn)?,
             nc_offsets: up(gpu, ncm.offsets())?,
             nc_cells: up(gpu, ncm.columns())?,
-        })
+        });
+        tr.mark("copies");
+        r
     }
     pub fn num_nodes(&self) -> usize {
         self.nnodes
@@ -1224,91 +1235,158 @@ pub fn pcg_gpu(
         .arg(&c)
         .run()?;
     dot_into(k, n32, &r, &c, &out, 0)?;
-    let mut delta = g.download_at(&out, 0)?;
+    let delta = g.download_at(&out, 0)?;
+    // The iterations run without host synchronisation: α, β and the checks are computed on
+    // the device (pcg_alpha, pcg_beta), every vector kernel returns at once after the solve
+    // has ended, and the host polls the status every POLL iterations. The arithmetic is
+    // the same as the CPU solver's, iteration for iteration.
+    const POLL: usize = 16;
+    let st = up(
+        g,
+        &[
+            delta,
+            0.0,
+            0.0,
+            r0,
+            params.tolerance,
+            params.divergence_factor,
+            0.0,
+            0.0,
+        ],
+    )?;
+    let status = g.zeros::<u32>(2)?;
+    let hist = g.zeros::<f64>(params.max_iterations + 1)?;
+    let out3 = g.zeros::<f64>(3)?;
     let filt = k.k("pcg_filter")?;
-    let upd = k.k("pcg_update")?;
-    let dirk = k.k("pcg_direction")?;
+    let upd = k.k("pcg_update_dev")?;
+    let jacd = k.k("pcg_jacobi_dev")?;
+    let dirk = k.k("pcg_direction_dev")?;
+    let alphak = k.k("pcg_alpha")?;
+    let betak = k.k("pcg_beta")?;
+    let dp = k.k("dot_partial_dev")?;
+    let df = k.k("dot_final_dev")?;
+    let partial = k.dot_partial.lock().unwrap_or_else(|e| e.into_inner());
+    let dot = |a: &DeviceBuffer<f64>, b: &DeviceBuffer<f64>, slot: u32| -> Result<(), GpuError> {
+        g.launch(&dp, LaunchConfig::blocks(DOT_BLOCKS, 256))
+            .arg(&n32)
+            .arg(a)
+            .arg(b)
+            .arg(&*partial)
+            .arg(&status)
+            .run()?;
+        g.launch(&df, LaunchConfig::blocks(1, 256))
+            .arg(&DOT_BLOCKS)
+            .arg(&*partial)
+            .arg(&out3)
+            .arg(&slot)
+            .arg(&status)
+            .run()
+    };
+    let mut ended: Option<(u32, usize)> = None;
+    let mut last = 0usize;
     for it in 1..=params.max_iterations {
+        let it32 = it as u32;
         a.spmv(k, &c, &mut q)?;
         g.launch(&filt, vcfg).arg(&n32).arg(&fixed).arg(&q).run()?;
-        dot_into(k, n32, &c, &q, &out, 0)?;
-        let cq = g.download_at(&out, 0)?;
-        if !cq.is_finite() {
-            return Err(SolveError::NonFinite {
-                what: "search direction",
-                iteration: it,
-            }
-            .into());
-        }
-        if cq <= 0.0 {
-            return Err(SolveError::Singular {
-                iteration: it,
-                value: cq,
-            }
-            .into());
-        }
-        let alpha = delta / cq;
+        dot(&c, &q, 0)?;
+        g.launch(&alphak, LaunchConfig::blocks(1, 1))
+            .arg(&out3)
+            .arg(&st)
+            .arg(&status)
+            .arg(&it32)
+            .run()?;
         g.launch(&upd, vcfg)
             .arg(&n32)
-            .arg(&alpha)
+            .arg(&st)
+            .arg(&status)
             .arg(&c)
             .arg(&q)
             .arg(&xd)
             .arg(&r)
             .run()?;
-        g.launch(&jac, ncfg)
+        g.launch(&jacd, ncfg)
             .arg(&nb32)
             .arg(&e32)
             .arg(&inv)
             .arg(&fixed)
             .arg(&r)
             .arg(&s)
+            .arg(&status)
             .run()?;
-        dot_into(k, n32, &r, &r, &out, 0)?;
-        dot_into(k, n32, &r, &s, &out, 1)?;
-        let two = g.download_range(&out, 0..2)?;
-        let rel = two[0].sqrt() / r0;
-        history.push(rel);
-        if !rel.is_finite() {
-            return Err(SolveError::NonFinite {
-                what: "residual",
-                iteration: it,
-            }
-            .into());
-        }
-        if rel <= params.tolerance {
-            fetch(&xd, x)?;
-            return Ok(SolveReport {
-                iterations: it,
-                final_residual: rel,
-                history,
-            });
-        }
-        if rel > params.divergence_factor {
-            return Err(SolveError::Diverged {
-                iteration: it,
-                residual: rel,
-            }
-            .into());
-        }
-        let delta_new = two[1];
-        let beta = delta_new / delta;
-        delta = delta_new;
+        dot(&r, &r, 1)?;
+        dot(&r, &s, 2)?;
+        g.launch(&betak, LaunchConfig::blocks(1, 1))
+            .arg(&out3)
+            .arg(&st)
+            .arg(&status)
+            .arg(&hist)
+            .arg(&it32)
+            .run()?;
         g.launch(&dirk, vcfg)
             .arg(&n32)
-            .arg(&beta)
+            .arg(&st)
+            .arg(&status)
             .arg(&s)
             .arg(&c)
             .run()?;
+        last = it;
+        if it % POLL == 0 || it == params.max_iterations {
+            let sv = g.download_range(&status, 0..2)?;
+            if sv[0] != 0 {
+                ended = Some((sv[0], sv[1] as usize));
+                break;
+            }
+        }
     }
-    let _ = &mut xd;
-    let residual = *history.last().unwrap_or(&1.0);
-    Err(SolveError::NotConverged {
-        iterations: params.max_iterations,
-        residual,
-        tolerance: params.tolerance,
+    drop(partial);
+    let upto = ended.map_or(last, |(_, i)| i);
+    if upto > 0 {
+        history.extend(g.download_range(&hist, 1..upto + 1)?);
     }
-    .into())
+    let at = |i: usize| history.get(i).copied().unwrap_or(f64::NAN);
+    match ended {
+        Some((1, it)) => {
+            fetch(&xd, x)?;
+            Ok(SolveReport {
+                iterations: it,
+                final_residual: at(it),
+                history,
+            })
+        }
+        Some((2, it)) => Err(SolveError::NonFinite {
+            what: "search direction",
+            iteration: it,
+        }
+        .into()),
+        Some((3, it)) => Err(SolveError::Singular {
+            iteration: it,
+            value: g.download_at(&st, 6)?,
+        }
+        .into()),
+        Some((4, it)) => Err(SolveError::NonFinite {
+            what: "residual",
+            iteration: it,
+        }
+        .into()),
+        Some((5, it)) => Err(SolveError::Diverged {
+            iteration: it,
+            residual: at(it),
+        }
+        .into()),
+        Some((code, _)) => Err(GpuSolveError::Fem(FemError::Device {
+            device: "cuda".into(),
+            reason: format!("PCG status {code} is unknown"),
+        })),
+        None => {
+            let _ = &mut xd;
+            Err(SolveError::NotConverged {
+                iterations: params.max_iterations,
+                residual: at(params.max_iterations),
+                tolerance: params.tolerance,
+            }
+            .into())
+        }
+    }
 }
 
 // ============================================================================ bench

@@ -166,12 +166,18 @@ pub fn read_simplex_mesh(path: &Path) -> Result<SimplexMeshFile, MeshError> {
             path.display()
         ))
     })?;
+    let mut tr = tessera_core::trace::Tracer::new("read_simplex_mesh");
     let built = match fmt {
-        Format::Msh => msh::read_as(path, &read_bytes(path)?, Build::Simplex)?,
+        Format::Msh => {
+            let bytes = read_bytes(path)?;
+            tr.mark("read + gunzip");
+            msh::read_as(path, &bytes, Build::Simplex)?
+        }
         Format::Medit => medit::read_as(path, &read_bytes(path)?, Build::Simplex)?,
         Format::TetGen => tetgen::read_as(path, Build::Simplex)?,
         _ => Built::Poly(read_mesh(path)?),
     };
+    tr.mark("parse + simplex mesh + groups");
     match built {
         Built::Simplex(s) => Ok(s),
         Built::Poly(mf) => simplex_from_poly_file(path, mf),
@@ -424,6 +430,7 @@ impl Collected {
     /// The simplex path of [`read_simplex_mesh`] (every cell a tetrahedron).
     fn finish_simplex(self, cur: &text::Cursor) -> Result<SimplexMeshFile, MeshError> {
         use rayon::prelude::*;
+        let mut tr = tessera_core::trace::Tracer::new("finish_simplex");
         let mut new_index = vec![u32::MAX; self.nodes.len()];
         for &n in &self.cell_nodes {
             new_index[n as usize] = 0;
@@ -483,6 +490,7 @@ impl Collected {
         }
         let mut mesh = crate::simplex::SimplexMesh::new(3, cv, positions)?;
         mesh.set_par(tessera_core::Par::auto());
+        tr.mark("compact + orient + SimplexMesh::new");
 
         use std::collections::{BTreeMap, HashMap};
         let mut groups: BTreeMap<(u8, i32), SimplexGroup> = BTreeMap::new();
@@ -510,6 +518,7 @@ impl Collected {
         let need_edges = self.group_elems.iter().any(|g| g.dim == 1);
         let faces = if need_faces { mesh.faces() } else { &[][..] };
         let edges = if need_edges { mesh.edges() } else { &[][..] };
+        tr.mark("faces for the groups");
         for g in &self.group_elems {
             let what = ["point", "line", "surface element", "cell"][g.dim.min(3) as usize];
             let not_found = || {

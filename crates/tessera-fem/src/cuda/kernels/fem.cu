@@ -439,19 +439,6 @@ extern "C" __global__ void pcg_filter(u32 len, const u32* fixed, double* v) {
     u32 t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t < len && fixed[t]) v[t] = 0.0;
 }
-// x += α c; r -= α q
-extern "C" __global__ void pcg_update(u32 len, double alpha, const double* c, const double* q, double* x, double* r) {
-    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t < len) {
-        x[t] += alpha * c[t];
-        r[t] -= alpha * q[t];
-    }
-}
-// c = s + β c
-extern "C" __global__ void pcg_direction(u32 len, double beta, const double* s, double* c) {
-    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t < len) c[t] = s[t] + beta * c[t];
-}
 // y = S(P⁻¹ x): block-Jacobi with the inverted diagonal blocks, then the filter.
 extern "C" __global__ void pcg_jacobi(u32 nodes, u32 e, const double* inv, const u32* fixed, const double* x, double* y) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -478,6 +465,83 @@ extern "C" __global__ void dot_partial(u32 len, const double* a, const double* b
 }
 // pass 2: one block of 256 threads sums the partials in a fixed order into out[slot].
 extern "C" __global__ void dot_final(u32 nparts, const double* partial, double* out, u32 slot) {
+    __shared__ double sh[256];
+    double s = 0.0;
+    for (u32 t = threadIdx.x; t < nparts; t += 256) s += partial[t];
+    sh[threadIdx.x] = s;
+    __syncthreads();
+    for (u32 o = 128; o > 0; o >>= 1) {
+        if (threadIdx.x < o) sh[threadIdx.x] += sh[threadIdx.x + o];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) out[slot] = sh[0];
+}
+
+// ------------------------------------------------------------------ PCG without host syncs
+// The scalars of the iteration live on the device: st = [δ, α, β, r0, tol, divergence],
+// out = dot results [cᵀq, rᵀr, rᵀs], status = [state, iteration] (state 0 running,
+// 1 converged, 2 non-finite direction, 3 cᵀq <= 0, 4 non-finite residual, 5 diverged).
+// Once state != 0 every vector kernel returns at once, so the iterate freezes at the
+// iteration that ended the solve; the host polls the status every few iterations.
+extern "C" __global__ void pcg_alpha(const double* out, double* st, u32* status, u32 it) {
+    if (status[0]) return;
+    double cq = out[0];
+    if (!isfinite(cq)) { status[0] = 2; status[1] = it; return; }
+    if (cq <= 0.0) { status[0] = 3; status[1] = it; st[6] = cq; return; }
+    st[1] = st[0] / cq;
+}
+extern "C" __global__ void pcg_update_dev(u32 len, const double* st, const u32* status, const double* c, const double* q, double* x, double* r) {
+    if (status[0]) return;
+    double alpha = st[1];
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < len) {
+        x[t] += alpha * c[t];
+        r[t] -= alpha * q[t];
+    }
+}
+extern "C" __global__ void pcg_jacobi_dev(u32 nodes, u32 e, const double* inv, const u32* fixed, const double* x, double* y, const u32* status) {
+    if (status[0]) return;
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= nodes) return;
+    for (u32 r = 0; r < e; ++r) {
+        double s = 0.0;
+        for (u32 c = 0; c < e; ++c) s += inv[(u64)i * e * e + r * e + c] * x[(u64)i * e + c];
+        y[(u64)i * e + r] = fixed[(u64)i * e + r] ? 0.0 : s;
+    }
+}
+// relative residual into hist[it], convergence / divergence checks, β = δ'/δ, δ = δ'
+extern "C" __global__ void pcg_beta(const double* out, double* st, u32* status, double* hist, u32 it) {
+    if (status[0]) return;
+    double rel = sqrt(out[1]) / st[3];
+    hist[it] = rel;
+    if (!isfinite(rel)) { status[0] = 4; status[1] = it; return; }
+    if (rel <= st[4]) { status[0] = 1; status[1] = it; return; }
+    if (rel > st[5]) { status[0] = 5; status[1] = it; return; }
+    double dn = out[2];
+    st[2] = dn / st[0];
+    st[0] = dn;
+}
+extern "C" __global__ void pcg_direction_dev(u32 len, const double* st, const u32* status, const double* s, double* c) {
+    if (status[0]) return;
+    double beta = st[2];
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < len) c[t] = s[t] + beta * c[t];
+}
+extern "C" __global__ void dot_partial_dev(u32 len, const double* a, const double* b, double* partial, const u32* status) {
+    if (status[0]) return;
+    __shared__ double sh[256];
+    double s = 0.0;
+    for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < len; t += gridDim.x * blockDim.x) s += a[t] * b[t];
+    sh[threadIdx.x] = s;
+    __syncthreads();
+    for (u32 o = 128; o > 0; o >>= 1) {
+        if (threadIdx.x < o) sh[threadIdx.x] += sh[threadIdx.x + o];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) partial[blockIdx.x] = sh[0];
+}
+extern "C" __global__ void dot_final_dev(u32 nparts, const double* partial, double* out, u32 slot, const u32* status) {
+    if (status[0]) return;
     __shared__ double sh[256];
     double s = 0.0;
     for (u32 t = threadIdx.x; t < nparts; t += 256) s += partial[t];
