@@ -536,9 +536,10 @@ tolerance = 1e-10
         assert_eq!(cpu.assembly.block_nonzeros, gsol.assembly.block_nonzeros);
     }
     // an under-constrained problem (only u_x fixed) fails with the same clear error
-    let free = cantilever(1, "pcg").replace(
+    let free = cantilever(1, "pcg").replacen(
         "normal = [1, 0, 0] }\n",
         "normal = [1, 0, 0] }\ncomponents = [\"x\"]\n",
+        1,
     );
     let pr = Problem::parse(&free, "free.toml", std::path::Path::new(".")).unwrap();
     let e = solve_problem(
