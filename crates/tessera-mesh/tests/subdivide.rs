@@ -795,11 +795,11 @@ fn tet_levels_from_counts(v: usize, e: usize, f: usize, t: usize) -> [Subdivisio
 /// Issue 3: for EVERY mesh in `../shared/meshes` (or `$TESSERA_SHARED_MESHES`), the counts
 /// of subdivision levels 1 and 2 equal Eqs. 3.1-3.4 computed from the level-0 counts, and
 /// from the operators of the level before (`subdivision_counts`); level 1 validates.
-/// Release only (level 2 of the 1.69M-tet bracket has 54M hexahedra and needs ~20 GB):
+/// Release only (level 2 of the 1.69M-tet bracket has 54M hexahedra; 11 GB peak, 2 min on 2 cores):
 /// `cargo test --release -p tessera-mesh --test subdivide -- --ignored --nocapture every_shared_mesh`
 /// (scripts/check-shared-subdivision.sh; it fails when the folder is missing).
 #[test]
-#[ignore = "release only: subdivides every shared mesh twice (minutes, ~20 GB)"]
+#[ignore = "release only: subdivides every shared mesh twice (2 min, 11 GB)"]
 fn every_shared_mesh_counts_match_eqs_3_1_to_3_4() {
     let dir = std::env::var_os("TESSERA_SHARED_MESHES")
         .map(std::path::PathBuf::from)
