@@ -801,9 +801,18 @@ fn tet_levels_from_counts(v: usize, e: usize, f: usize, t: usize) -> [Subdivisio
 #[test]
 #[ignore = "release only: subdivides every shared mesh twice (2 min, 11 GB)"]
 fn every_shared_mesh_counts_match_eqs_3_1_to_3_4() {
-    let dir = std::env::var_os("TESSERA_SHARED_MESHES")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(shared_meshes);
+    let dir = match std::env::var_os("TESSERA_SHARED_MESHES") {
+        Some(d) => std::path::PathBuf::from(d),
+        None if !shared_meshes().is_dir() => {
+            // GPU runners include ignored tests on machines without the shared folder
+            eprintln!(
+                "skipping: {} is absent and TESSERA_SHARED_MESHES is unset",
+                shared_meshes().display()
+            );
+            return;
+        }
+        None => shared_meshes(),
+    };
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))
