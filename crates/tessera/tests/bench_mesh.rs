@@ -12,26 +12,28 @@ fn num(v: &serde_json::Value, k: &str) -> f64 {
 #[test]
 fn bench_mesh_json_on_a_small_bracket() {
     const MAX_ENTITIES: u64 = 200_000;
-    let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args([
-            "bench",
-            "mesh",
-            "--device",
-            "cpu",
-            "--runs",
-            "5",
-            "--resolution",
-            "12",
-            "--json",
-        ])
-        .args([
-            "--max-entities",
-            &MAX_ENTITIES.to_string(),
-            "--subdivision-runs",
-            "1",
-        ])
-        .output()
-        .expect("run tessera");
+    let o = Command::new(
+        std::env::var_os("TESSERA_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_tessera").into()),
+    )
+    .args([
+        "bench",
+        "mesh",
+        "--device",
+        "cpu",
+        "--runs",
+        "5",
+        "--resolution",
+        "12",
+        "--json",
+    ])
+    .args([
+        "--max-entities",
+        &MAX_ENTITIES.to_string(),
+        "--subdivision-runs",
+        "1",
+    ])
+    .output()
+    .expect("run tessera");
     assert!(
         o.status.success(),
         "tessera bench mesh failed: {}",

@@ -4,10 +4,12 @@
 use std::process::{Command, Output};
 
 fn tessera(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("run tessera")
+    Command::new(
+        std::env::var_os("TESSERA_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_tessera").into()),
+    )
+    .args(args)
+    .output()
+    .expect("run tessera")
 }
 
 fn assemble_json(args: &[&str]) -> serde_json::Value {
