@@ -146,6 +146,17 @@ impl PartialEq for SimplexMesh {
     }
 }
 
+/// Spread the low 21 bits of `x` to every third bit (Morton codes).
+fn spread21(x: u64) -> u64 {
+    let mut x = x & 0x1f_ffff;
+    x = (x | x << 32) & 0x1f_0000_0000_ffff;
+    x = (x | x << 16) & 0x1f_0000_ff00_00ff;
+    x = (x | x << 8) & 0x100f_00f0_0f00_f00f;
+    x = (x | x << 4) & 0x10c3_0c30_c30c_30c3;
+    x = (x | x << 2) & 0x1249_2492_4924_9249;
+    x
+}
+
 fn par_sort<T: Ord + Send>(par: Par, v: &mut [T]) {
     match par {
         Par::Seq => v.sort_unstable(),
@@ -321,6 +332,96 @@ impl SimplexMesh {
     /// Take `(dim, cell_vertices, positions)`.
     pub fn into_parts(self) -> (usize, Vec<u32>, Vec<Point>) {
         (self.dim, self.cell_vertices, self.positions)
+    }
+
+    /// Renumber for memory locality: vertices in the order of a Morton (Z-order) curve
+    /// through their positions, cells in the Morton order of their centroids (ties by the
+    /// old index). Each cell keeps its vertex order, so orientations are unchanged; derived
+    /// relations are recomputed on demand. Returns `new_of_old` for the vertices. Meshes
+    /// written by mesh generators often number vertices with little locality (the shared
+    /// benchmark meshes: median |i - j| over edges 0.14-0.26 |V|), which makes every
+    /// gather of a sparse matrix-vector product a cache miss (dissertation §4.5).
+    pub fn renumber_morton(&mut self) -> Vec<u32> {
+        let nv = self.positions.len();
+        let m = self.dim + 1;
+        if nv == 0 {
+            return Vec::new();
+        }
+        let mut lo = [f64::INFINITY; 3];
+        let mut hi = [f64::NEG_INFINITY; 3];
+        for p in &self.positions {
+            for k in 0..3 {
+                lo[k] = lo[k].min(p[k]);
+                hi[k] = hi[k].max(p[k]);
+            }
+        }
+        let ext = (0..3).map(|k| hi[k] - lo[k]).fold(0.0f64, f64::max);
+        let scale = if ext > 0.0 {
+            ((1u64 << 21) - 1) as f64 / ext
+        } else {
+            0.0
+        };
+        let code = |p: &Point| -> u64 {
+            let mut c = 0u64;
+            for k in 0..3 {
+                let q = (((p[k] - lo[k]) * scale) as u64).min((1 << 21) - 1);
+                c |= spread21(q) << k;
+            }
+            c
+        };
+        let par = self.par;
+        let mut order: Vec<(u64, u32)> = match par {
+            Par::Seq => self
+                .positions
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (code(p), i as u32))
+                .collect(),
+            Par::Rayon => self
+                .positions
+                .par_iter()
+                .enumerate()
+                .map(|(i, p)| (code(p), i as u32))
+                .collect(),
+        };
+        par_sort(par, &mut order);
+        let mut new_of_old = vec![0u32; nv];
+        for (new, &(_, old)) in order.iter().enumerate() {
+            new_of_old[old as usize] = new as u32;
+        }
+        self.positions = order
+            .iter()
+            .map(|&(_, old)| self.positions[old as usize])
+            .collect();
+        drop(order);
+        let nc = self.num_cells();
+        let pos = &self.positions;
+        let cv = &self.cell_vertices;
+        let cell_code = |c: usize| -> (u64, u32) {
+            let mut g = [0.0; 3];
+            for &v in &cv[c * m..(c + 1) * m] {
+                let p = pos[new_of_old[v as usize] as usize];
+                for k in 0..3 {
+                    g[k] += p[k] / m as f64;
+                }
+            }
+            (code(&g), c as u32)
+        };
+        let mut corder: Vec<(u64, u32)> = match par {
+            Par::Seq => (0..nc).map(cell_code).collect(),
+            Par::Rayon => (0..nc).into_par_iter().map(cell_code).collect(),
+        };
+        par_sort(par, &mut corder);
+        let mut out = vec![0u32; nc * m];
+        fill_rows(par, &mut out, m, |c, row| {
+            let old = corder[c].1 as usize;
+            for (slot, &v) in row.iter_mut().zip(&cv[old * m..(old + 1) * m]) {
+                *slot = new_of_old[v as usize];
+            }
+        });
+        self.cell_vertices = out;
+        self.cache = SimplexCache::default();
+        new_of_old
     }
 
     /// Bytes of the always-stored topology: `cellVertices` only, 4 bytes per entry

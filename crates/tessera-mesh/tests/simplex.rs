@@ -560,3 +560,73 @@ fn shared_meshes_convert_losslessly() {
         assert_eq!(back, m);
     }
 }
+
+/// Morton renumbering permutes vertices and cells only: every cell keeps its vertex
+/// positions in order (so orientations are unchanged), the derived edges and faces are the
+/// renamed originals, and neighbouring vertices end up closer in index.
+#[test]
+fn renumber_morton_is_a_permutation_that_improves_locality() {
+    use tessera_mesh::generate::{box_mesh, BoxKind};
+    use tessera_mesh::simplex::SimplexMesh;
+    let sm = SimplexMesh::from_poly(&box_mesh(BoxKind::Tet, [6, 5, 4], [1.0, 0.8, 0.7])).unwrap();
+    // scramble the vertex numbering the way generators leave it: a fixed pseudo-random permutation
+    let nv = sm.num_vertices();
+    let mut perm: Vec<u32> = (0..nv as u32).collect();
+    let mut state = 12345u64;
+    for i in (1..nv).rev() {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        perm.swap(i, (state >> 33) as usize % (i + 1));
+    }
+    let mut pos = vec![[0.0; 3]; nv];
+    for (old, &new) in perm.iter().enumerate() {
+        pos[new as usize] = sm.positions()[old];
+    }
+    let cv: Vec<u32> = sm
+        .cell_vertices()
+        .iter()
+        .map(|&v| perm[v as usize])
+        .collect();
+    let scrambled = SimplexMesh::new(3, cv, pos).unwrap();
+    let spread = |m: &SimplexMesh| -> f64 {
+        let e = m.edges();
+        e.iter().map(|e| (e[1] - e[0]) as f64).sum::<f64>() / e.len() as f64
+    };
+    for par in [tessera_core::Par::Seq, tessera_core::Par::Rayon] {
+        let mut r = scrambled.clone().with_par(par);
+        let new_of_old = r.renumber_morton();
+        assert_eq!(new_of_old.len(), nv);
+        let mut seen = vec![false; nv];
+        for &n in &new_of_old {
+            assert!(!seen[n as usize]);
+            seen[n as usize] = true;
+        }
+        for (old, &new) in new_of_old.iter().enumerate() {
+            assert_eq!(r.positions()[new as usize], scrambled.positions()[old]);
+        }
+        // cells: the same set, each with its vertex order
+        let mut a: Vec<Vec<u32>> = (0..scrambled.num_cells())
+            .map(|c| {
+                scrambled
+                    .cell(c)
+                    .iter()
+                    .map(|&v| new_of_old[v as usize])
+                    .collect()
+            })
+            .collect();
+        let mut b: Vec<Vec<u32>> = (0..r.num_cells()).map(|c| r.cell(c).to_vec()).collect();
+        a.sort();
+        b.sort();
+        assert_eq!(a, b);
+        assert_eq!(r.num_edges(), scrambled.num_edges());
+        assert_eq!(r.num_faces(), scrambled.num_faces());
+        assert_eq!(r.euler_characteristic(), scrambled.euler_characteristic());
+        assert!(
+            spread(&r) < 0.5 * spread(&scrambled),
+            "mean edge index span {} vs {}",
+            spread(&r),
+            spread(&scrambled)
+        );
+    }
+}

@@ -42,6 +42,8 @@ const FILL_BLOCK: u32 = 128;
 /// Blocks of the first pass of the deterministic dot product (fixed, so sums do not depend
 /// on the device).
 const DOT_BLOCKS: u32 = 256;
+/// Blocks of the fused PCG update pass (fixed, so its sums are deterministic too).
+const UPDATE_BLOCKS: u32 = 1024;
 
 fn gpu_err(e: GpuError) -> FemError {
     FemError::Device {
@@ -1257,20 +1259,26 @@ pub fn pcg_gpu(
     let status = g.zeros::<u32>(2)?;
     let hist = g.zeros::<f64>(params.max_iterations + 1)?;
     let out3 = g.zeros::<f64>(3)?;
-    let filt = k.k("pcg_filter")?;
-    let upd = k.k("pcg_update_dev")?;
-    let jacd = k.k("pcg_jacobi_dev")?;
+    let fdot = k.k("pcg_filter_dot_partial")?;
+    let upj = k.k("pcg_update_precond_partial")?;
     let dirk = k.k("pcg_direction_dev")?;
     let alphak = k.k("pcg_alpha")?;
     let betak = k.k("pcg_beta")?;
-    let dp = k.k("dot_partial_dev")?;
     let df = k.k("dot_final_dev")?;
+    let df2 = k.k("dot_final2_dev")?;
     let partial = k.dot_partial.lock().unwrap_or_else(|e| e.into_inner());
-    let dot = |a: &DeviceBuffer<f64>, b: &DeviceBuffer<f64>, slot: u32| -> Result<(), GpuError> {
-        g.launch(&dp, LaunchConfig::blocks(DOT_BLOCKS, 256))
+    let partial2 = g.zeros::<f64>(2 * UPDATE_BLOCKS as usize)?;
+    let mut ended: Option<(u32, usize)> = None;
+    let mut last = 0usize;
+    for it in 1..=params.max_iterations {
+        let it32 = it as u32;
+        a.spmv(k, &c, &mut q)?;
+        // q = S(A c) and cᵀq
+        g.launch(&fdot, LaunchConfig::blocks(DOT_BLOCKS, 256))
             .arg(&n32)
-            .arg(a)
-            .arg(b)
+            .arg(&fixed)
+            .arg(&q)
+            .arg(&c)
             .arg(&*partial)
             .arg(&status)
             .run()?;
@@ -1278,43 +1286,37 @@ pub fn pcg_gpu(
             .arg(&DOT_BLOCKS)
             .arg(&*partial)
             .arg(&out3)
-            .arg(&slot)
+            .arg(&0u32)
             .arg(&status)
-            .run()
-    };
-    let mut ended: Option<(u32, usize)> = None;
-    let mut last = 0usize;
-    for it in 1..=params.max_iterations {
-        let it32 = it as u32;
-        a.spmv(k, &c, &mut q)?;
-        g.launch(&filt, vcfg).arg(&n32).arg(&fixed).arg(&q).run()?;
-        dot(&c, &q, 0)?;
+            .run()?;
         g.launch(&alphak, LaunchConfig::blocks(1, 1))
             .arg(&out3)
             .arg(&st)
             .arg(&status)
             .arg(&it32)
             .run()?;
-        g.launch(&upd, vcfg)
-            .arg(&n32)
+        // x += α c, r -= α q, s = S(P⁻¹ r), rᵀr and rᵀs
+        g.launch(&upj, LaunchConfig::blocks(UPDATE_BLOCKS, 256))
+            .arg(&nb32)
+            .arg(&e32)
             .arg(&st)
             .arg(&status)
+            .arg(&inv)
+            .arg(&fixed)
             .arg(&c)
             .arg(&q)
             .arg(&xd)
             .arg(&r)
-            .run()?;
-        g.launch(&jacd, ncfg)
-            .arg(&nb32)
-            .arg(&e32)
-            .arg(&inv)
-            .arg(&fixed)
-            .arg(&r)
             .arg(&s)
+            .arg(&partial2)
+            .run()?;
+        g.launch(&df2, LaunchConfig::blocks(1, 256))
+            .arg(&UPDATE_BLOCKS)
+            .arg(&partial2)
+            .arg(&out3)
+            .arg(&1u32)
             .arg(&status)
             .run()?;
-        dot(&r, &r, 1)?;
-        dot(&r, &s, 2)?;
         g.launch(&betak, LaunchConfig::blocks(1, 1))
             .arg(&out3)
             .arg(&st)

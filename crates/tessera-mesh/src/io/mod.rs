@@ -514,11 +514,55 @@ impl Collected {
         for &(tag, c) in &self.cell_groups {
             group(&mut groups, &names, 3, tag).cells.push(c);
         }
-        let need_faces = self.group_elems.iter().any(|g| g.dim == 2);
-        let need_edges = self.group_elems.iter().any(|g| g.dim == 1);
-        let faces = if need_faces { mesh.faces() } else { &[][..] };
-        let edges = if need_edges { mesh.edges() } else { &[][..] };
-        tr.mark("faces for the groups");
+        // the tagged triangles and lines must be faces and edges of the tetrahedra: look
+        // them up while scanning the cells (no sort of all faces: the caller may renumber)
+        use std::collections::HashSet;
+        let key = |g: &GroupElement| -> Option<[u32; 4]> {
+            let mut k = [u32::MAX; 4];
+            for i in 0..g.n as usize {
+                k[i] = new_index[g.verts[i] as usize];
+                if k[i] == u32::MAX {
+                    return None;
+                }
+            }
+            k[..g.n as usize].sort_unstable();
+            Some(k)
+        };
+        let wanted: HashSet<[u32; 4]> = self
+            .group_elems
+            .iter()
+            .filter(|g| matches!((g.dim, g.n), (2, 3) | (1, 2)))
+            .filter_map(key)
+            .collect();
+        let found: HashSet<[u32; 4]> = if wanted.is_empty() {
+            HashSet::new()
+        } else {
+            mesh.cell_vertices()
+                .par_chunks(4)
+                .with_min_len(4096)
+                .fold(HashSet::new, |mut acc, t| {
+                    for f in crate::simplex::TET_FACES {
+                        let mut k = [t[f[0]], t[f[1]], t[f[2]], u32::MAX];
+                        k[..3].sort_unstable();
+                        if wanted.contains(&k) {
+                            acc.insert(k);
+                        }
+                    }
+                    for [i, j] in crate::simplex::local_edges(3) {
+                        let (a, b) = (t[*i], t[*j]);
+                        let k = [a.min(b), a.max(b), u32::MAX, u32::MAX];
+                        if wanted.contains(&k) {
+                            acc.insert(k);
+                        }
+                    }
+                    acc
+                })
+                .reduce(HashSet::new, |mut a, b| {
+                    a.extend(b);
+                    a
+                })
+        };
+        tr.mark("group faces and edges found in the cells");
         for g in &self.group_elems {
             let what = ["point", "line", "surface element", "cell"][g.dim.min(3) as usize];
             let not_found = || {
@@ -532,24 +576,23 @@ impl Collected {
                     ),
                 )
             };
-            let mut k = [0u32; 4];
-            for i in 0..g.n as usize {
-                k[i] = new_index[g.verts[i] as usize];
-                if k[i] == u32::MAX {
-                    return Err(not_found());
-                }
-            }
-            k[..g.n as usize].sort_unstable();
+            let k = key(g).ok_or_else(not_found)?;
             match (g.dim, g.n) {
                 (2, 3) => {
-                    let t = [k[0], k[1], k[2]];
-                    faces.binary_search(&t).map_err(|_| not_found())?;
-                    group(&mut groups, &names, 2, g.tag).faces.push(t);
+                    if !found.contains(&k) {
+                        return Err(not_found());
+                    }
+                    group(&mut groups, &names, 2, g.tag)
+                        .faces
+                        .push([k[0], k[1], k[2]]);
                 }
                 (1, 2) => {
-                    let e = [k[0], k[1]];
-                    edges.binary_search(&e).map_err(|_| not_found())?;
-                    group(&mut groups, &names, 1, g.tag).edges.push(e);
+                    if !found.contains(&k) {
+                        return Err(not_found());
+                    }
+                    group(&mut groups, &names, 1, g.tag)
+                        .edges
+                        .push([k[0], k[1]]);
                 }
                 (0, 1) => group(&mut groups, &names, 0, g.tag).vertices.push(k[0]),
                 _ => return Err(not_found()),

@@ -435,10 +435,6 @@ extern "C" __global__ void pcg_residual(u32 len, const double* b, const u32* fix
     u32 t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t < len) r[t] = fixed[t] ? 0.0 : b[t] - r[t];
 }
-extern "C" __global__ void pcg_filter(u32 len, const u32* fixed, double* v) {
-    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t < len && fixed[t]) v[t] = 0.0;
-}
 // y = S(P⁻¹ x): block-Jacobi with the inverted diagonal blocks, then the filter.
 extern "C" __global__ void pcg_jacobi(u32 nodes, u32 e, const double* inv, const u32* fixed, const double* x, double* y) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -490,25 +486,6 @@ extern "C" __global__ void pcg_alpha(const double* out, double* st, u32* status,
     if (cq <= 0.0) { status[0] = 3; status[1] = it; st[6] = cq; return; }
     st[1] = st[0] / cq;
 }
-extern "C" __global__ void pcg_update_dev(u32 len, const double* st, const u32* status, const double* c, const double* q, double* x, double* r) {
-    if (status[0]) return;
-    double alpha = st[1];
-    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t < len) {
-        x[t] += alpha * c[t];
-        r[t] -= alpha * q[t];
-    }
-}
-extern "C" __global__ void pcg_jacobi_dev(u32 nodes, u32 e, const double* inv, const u32* fixed, const double* x, double* y, const u32* status) {
-    if (status[0]) return;
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= nodes) return;
-    for (u32 r = 0; r < e; ++r) {
-        double s = 0.0;
-        for (u32 c = 0; c < e; ++c) s += inv[(u64)i * e * e + r * e + c] * x[(u64)i * e + c];
-        y[(u64)i * e + r] = fixed[(u64)i * e + r] ? 0.0 : s;
-    }
-}
 // relative residual into hist[it], convergence / divergence checks, β = δ'/δ, δ = δ'
 extern "C" __global__ void pcg_beta(const double* out, double* st, u32* status, double* hist, u32 it) {
     if (status[0]) return;
@@ -527,19 +504,6 @@ extern "C" __global__ void pcg_direction_dev(u32 len, const double* st, const u3
     u32 t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t < len) c[t] = s[t] + beta * c[t];
 }
-extern "C" __global__ void dot_partial_dev(u32 len, const double* a, const double* b, double* partial, const u32* status) {
-    if (status[0]) return;
-    __shared__ double sh[256];
-    double s = 0.0;
-    for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < len; t += gridDim.x * blockDim.x) s += a[t] * b[t];
-    sh[threadIdx.x] = s;
-    __syncthreads();
-    for (u32 o = 128; o > 0; o >>= 1) {
-        if (threadIdx.x < o) sh[threadIdx.x] += sh[threadIdx.x + o];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) partial[blockIdx.x] = sh[0];
-}
 extern "C" __global__ void dot_final_dev(u32 nparts, const double* partial, double* out, u32 slot, const u32* status) {
     if (status[0]) return;
     __shared__ double sh[256];
@@ -552,6 +516,92 @@ extern "C" __global__ void dot_final_dev(u32 nparts, const double* partial, doub
         __syncthreads();
     }
     if (threadIdx.x == 0) out[slot] = sh[0];
+}
+
+// Fused PCG passes (deterministic: fixed grids, fixed summation order).
+// q = S q (the filter) and the partial sums of cᵀq, in one pass.
+extern "C" __global__ void pcg_filter_dot_partial(u32 len, const u32* fixed, double* q, const double* c, double* partial, const u32* status) {
+    if (status[0]) return;
+    __shared__ double sh[256];
+    double s = 0.0;
+    for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < len; t += gridDim.x * blockDim.x) {
+        double v = q[t];
+        if (fixed[t]) { v = 0.0; q[t] = 0.0; }
+        s += c[t] * v;
+    }
+    sh[threadIdx.x] = s;
+    __syncthreads();
+    for (u32 o = 128; o > 0; o >>= 1) {
+        if (threadIdx.x < o) sh[threadIdx.x] += sh[threadIdx.x + o];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) partial[blockIdx.x] = sh[0];
+}
+// Per node: x += α c, r -= α q, s = S(P⁻¹ r), and the partial sums of rᵀr and rᵀs
+// (partial2[2 b], partial2[2 b + 1]), in one pass.
+extern "C" __global__ void pcg_update_precond_partial(u32 nodes, u32 e, const double* st, const u32* status, const double* inv, const u32* fixed,
+                                                      const double* c, const double* q, double* x, double* r, double* s, double* partial2) {
+    if (status[0]) return;
+    __shared__ double sh[2][256];
+    double alpha = st[1];
+    double rr = 0.0, rs = 0.0;
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < nodes; i += gridDim.x * blockDim.x) {
+        double rv[4];
+        for (u32 k = 0; k < e; ++k) {
+            u64 t = (u64)i * e + k;
+            x[t] += alpha * c[t];
+            double v = r[t] - alpha * q[t];
+            r[t] = v;
+            rv[k] = v;
+        }
+        for (u32 k = 0; k < e; ++k) {
+            double a = 0.0;
+            for (u32 l = 0; l < e; ++l) a += inv[(u64)i * e * e + k * e + l] * rv[l];
+            u64 t = (u64)i * e + k;
+            a = fixed[t] ? 0.0 : a;
+            s[t] = a;
+            rr += rv[k] * rv[k];
+            rs += rv[k] * a;
+        }
+    }
+    sh[0][threadIdx.x] = rr;
+    sh[1][threadIdx.x] = rs;
+    __syncthreads();
+    for (u32 o = 128; o > 0; o >>= 1) {
+        if (threadIdx.x < o) {
+            sh[0][threadIdx.x] += sh[0][threadIdx.x + o];
+            sh[1][threadIdx.x] += sh[1][threadIdx.x + o];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        partial2[2 * blockIdx.x] = sh[0][0];
+        partial2[2 * blockIdx.x + 1] = sh[1][0];
+    }
+}
+// out[slot] and out[slot + 1] from the interleaved partials of pcg_update_precond_partial.
+extern "C" __global__ void dot_final2_dev(u32 nparts, const double* partial2, double* out, u32 slot, const u32* status) {
+    if (status[0]) return;
+    __shared__ double sh[2][256];
+    double a = 0.0, b = 0.0;
+    for (u32 t = threadIdx.x; t < nparts; t += 256) {
+        a += partial2[2 * t];
+        b += partial2[2 * t + 1];
+    }
+    sh[0][threadIdx.x] = a;
+    sh[1][threadIdx.x] = b;
+    __syncthreads();
+    for (u32 o = 128; o > 0; o >>= 1) {
+        if (threadIdx.x < o) {
+            sh[0][threadIdx.x] += sh[0][threadIdx.x + o];
+            sh[1][threadIdx.x] += sh[1][threadIdx.x + o];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        out[slot] = sh[0][0];
+        out[slot + 1] = sh[1][0];
+    }
 }
 
 // ----------------------------------------------------------------------------- wrappers
