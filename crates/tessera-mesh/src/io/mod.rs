@@ -528,39 +528,64 @@ impl Collected {
             k[..g.n as usize].sort_unstable();
             Some(k)
         };
-        let wanted: HashSet<[u32; 4]> = self
-            .group_elems
-            .iter()
-            .filter(|g| matches!((g.dim, g.n), (2, 3) | (1, 2)))
-            .filter_map(key)
-            .collect();
-        let found: HashSet<[u32; 4]> = if wanted.is_empty() {
+        let mut want_faces: Vec<[u32; 3]> = Vec::new();
+        let mut want_edges: Vec<[u32; 2]> = Vec::new();
+        for g in &self.group_elems {
+            match (g.dim, g.n, key(g)) {
+                (2, 3, Some(k)) => want_faces.push([k[0], k[1], k[2]]),
+                (1, 2, Some(k)) => want_edges.push([k[0], k[1]]),
+                _ => {}
+            }
+        }
+        want_faces.sort_unstable();
+        want_faces.dedup();
+        want_edges.sort_unstable();
+        want_edges.dedup();
+        // first vertices of the wanted faces and edges: most cell faces fail this at once
+        let nv = mesh.num_vertices();
+        let mut first = vec![0u8; nv];
+        for f in &want_faces {
+            first[f[0] as usize] |= 1;
+        }
+        for e in &want_edges {
+            first[e[0] as usize] |= 2;
+        }
+        let (fw, ew) = (!want_faces.is_empty(), !want_edges.is_empty());
+        let found: HashSet<[u32; 4]> = if !fw && !ew {
             HashSet::new()
         } else {
-            mesh.cell_vertices()
+            let hits: Vec<[u32; 4]> = mesh
+                .cell_vertices()
                 .par_chunks(4)
                 .with_min_len(4096)
-                .fold(HashSet::new, |mut acc, t| {
-                    for f in crate::simplex::TET_FACES {
-                        let mut k = [t[f[0]], t[f[1]], t[f[2]], u32::MAX];
-                        k[..3].sort_unstable();
-                        if wanted.contains(&k) {
-                            acc.insert(k);
+                .fold(Vec::new, |mut acc, t| {
+                    if fw {
+                        for f in crate::simplex::TET_FACES {
+                            let mut k = [t[f[0]], t[f[1]], t[f[2]]];
+                            k.sort_unstable();
+                            if first[k[0] as usize] & 1 != 0 && want_faces.binary_search(&k).is_ok()
+                            {
+                                acc.push([k[0], k[1], k[2], u32::MAX]);
+                            }
                         }
                     }
-                    for [i, j] in crate::simplex::local_edges(3) {
-                        let (a, b) = (t[*i], t[*j]);
-                        let k = [a.min(b), a.max(b), u32::MAX, u32::MAX];
-                        if wanted.contains(&k) {
-                            acc.insert(k);
+                    if ew {
+                        for [i, j] in crate::simplex::local_edges(3) {
+                            let (a, b) = (t[*i].min(t[*j]), t[*i].max(t[*j]));
+                            if first[a as usize] & 2 != 0
+                                && want_edges.binary_search(&[a, b]).is_ok()
+                            {
+                                acc.push([a, b, u32::MAX, u32::MAX]);
+                            }
                         }
                     }
                     acc
                 })
-                .reduce(HashSet::new, |mut a, b| {
-                    a.extend(b);
+                .reduce(Vec::new, |mut a, mut b| {
+                    a.append(&mut b);
                     a
-                })
+                });
+            hits.into_iter().collect()
         };
         tr.mark("group faces and edges found in the cells");
         for g in &self.group_elems {

@@ -601,6 +601,12 @@ fn elements_v4(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
             .get(&(dim as u8, etag))
             .cloned()
             .unwrap_or_else(|| no_phys.clone());
+        if !bin
+            && ne >= PARALLEL_MIN_LINES
+            && elements_block_parallel(c, st, ty, nn, ne as usize, &phys)
+        {
+            continue;
+        }
         for _ in 0..ne {
             let tag = rd(c, "an element tag")?;
             let loc = c.location();
@@ -618,6 +624,140 @@ fn elements_v4(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
         ));
     }
     section_end(c, "$EndElements")
+}
+
+/// Element blocks of at least this many lines are parsed in parallel (ASCII MSH 4.1).
+const PARALLEL_MIN_LINES: u64 = 1 << 15;
+
+/// Line starts of the `n` lines after the cursor's current line (which must hold only
+/// whitespace after the cursor), and the offset just past the last of them.
+fn next_lines(c: &Cursor, n: usize) -> Option<(Vec<usize>, usize)> {
+    let d = c.data;
+    let mut p = c.pos;
+    while p < d.len() && matches!(d[p], b' ' | b'\t' | b'\r') {
+        p += 1;
+    }
+    if p >= d.len() || d[p] != b'\n' {
+        return None;
+    }
+    p += 1;
+    let mut starts = Vec::with_capacity(n + 1);
+    for _ in 0..n {
+        starts.push(p);
+        p += memchr::memchr(b'\n', &d[p..])? + 1;
+    }
+    starts.push(p);
+    Some((starts, p))
+}
+
+/// Parse a line of exactly `out.len()` non-negative integers.
+fn line_uints(line: &[u8], out: &mut [u64]) -> bool {
+    let mut k = 0;
+    let mut i = 0;
+    let n = line.len();
+    while i < n {
+        let b = line[i];
+        if b == b' ' || b == b'\t' || b == b'\r' || b == b'\n' {
+            i += 1;
+            continue;
+        }
+        if k == out.len() {
+            return false;
+        }
+        let mut v: u64 = 0;
+        let st = i;
+        while i < n && line[i].is_ascii_digit() {
+            v = v * 10 + (line[i] - b'0') as u64;
+            i += 1;
+        }
+        if i == st || i - st > 19 || (i < n && !matches!(line[i], b' ' | b'\t' | b'\r' | b'\n')) {
+            return false;
+        }
+        out[k] = v;
+        k += 1;
+    }
+    k == out.len()
+}
+
+/// The fast path of an ASCII element block: when every one of its `ne` lines holds exactly
+/// an element tag and `nn` node tags that all exist, the lines are parsed in parallel and
+/// the elements recorded in file order (with their line numbers); returns true. Anything
+/// else returns false with nothing recorded, and the caller parses the block token by
+/// token, which reports the exact error.
+fn elements_block_parallel(
+    c: &mut Cursor,
+    st: &mut State,
+    ty: i64,
+    nn: usize,
+    ne: usize,
+    phys: &[i32],
+) -> bool {
+    use rayon::prelude::*;
+    let Some((dim, _, corners, cell)) = element_info(ty) else {
+        return false;
+    };
+    if nn > 64 || corners > 8 {
+        return false;
+    }
+    let Some((starts, end)) = next_lines(c, ne) else {
+        return false;
+    };
+    let d = c.data;
+    let nodes = &st.nodes;
+    // corner node indices, `corners` per element
+    let mut idx = vec![0u32; ne * corners];
+    let ok = idx
+        .par_chunks_mut(corners)
+        .enumerate()
+        .with_min_len(4096)
+        .all(|(e, out)| {
+            let mut v = [0u64; 65];
+            let line = &d[starts[e]..starts[e + 1]];
+            if !line_uints(line, &mut v[..nn + 1]) {
+                return false;
+            }
+            for (k, &t) in v[1..nn + 1].iter().enumerate() {
+                match nodes.get(t) {
+                    Some(i) if k < corners => out[k] = i,
+                    Some(_) => {}
+                    None => return false,
+                }
+            }
+            true
+        });
+    if !ok {
+        return false;
+    }
+    let first_line = c.line as u64 + 1;
+    if let Some(ty) = cell {
+        let col = &mut st.col;
+        let c0 = col.cell_types.len() as u32;
+        col.cell_types.extend(std::iter::repeat_n(ty, ne));
+        col.cell_nodes.extend_from_slice(&idx);
+        col.cell_loc.extend((0..ne as u64).map(|i| first_line + i));
+        for &p in phys {
+            col.cell_groups.extend((0..ne as u32).map(|i| (p, c0 + i)));
+        }
+    } else {
+        for &p in phys {
+            for e in 0..ne {
+                let mut verts = [0u32; 4];
+                let n = corners.min(4);
+                verts[..n].copy_from_slice(&idx[e * corners..e * corners + n]);
+                st.col.group_elems.push(GroupElement {
+                    dim,
+                    tag: p,
+                    verts,
+                    n: n as u8,
+                    loc: first_line + e as u64,
+                });
+            }
+        }
+    }
+    c.pos = end;
+    c.line += ne + 1;
+    c.tok_line = c.line;
+    true
 }
 
 /// Gmsh type of a standard cell.
