@@ -6,6 +6,10 @@
 //! with the direct sparse Cholesky of [`crate::cholesky`].
 //!
 //! The solution vector holds Bernstein-Bézier coefficients (see [`crate::loads`]).
+//!
+//! Meshes read from files are renumbered along a Morton curve before anything else
+//! ([`SimplexMesh::renumber_morton`]) for the memory locality of assembly and the solver;
+//! the results (`.vtu`) are written in that numbering, with the same geometry and cells.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
