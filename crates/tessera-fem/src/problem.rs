@@ -33,7 +33,7 @@
 //! traction = [0.0, 0.0, -1.0]
 //!
 //! [solver]
-//! method = "pcg"               # or "cholesky" (direct, CPU)
+//! method = "pcg"               # or "cholesky" (direct, CPU: faer sparse Cholesky)
 //! tolerance = 1e-8
 //! max_iterations = 10000
 //! ```

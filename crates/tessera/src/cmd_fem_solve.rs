@@ -109,7 +109,7 @@ pub fn run_problem(
     stages.insert("results".into(), results_ms);
     let extra = serde_json::json!({
         "device": sol.device,
-        "solver": match problem.solver.method { tessera_fem::problem::SolverMethod::Pcg => "pcg (block Jacobi, filtered constraints)", tessera_fem::problem::SolverMethod::Cholesky => "cholesky (envelope, RCM, elimination)" },
+        "solver": match problem.solver.method { tessera_fem::problem::SolverMethod::Pcg => "pcg (block Jacobi, filtered constraints)", tessera_fem::problem::SolverMethod::Cholesky => "cholesky (faer sparse LLT, constraints eliminated)" },
         "fixed_dofs": sol.constraints.num_fixed(),
         "block_nonzeros": sol.assembly.block_nonzeros,
         "youngs": problem.material.youngs,
