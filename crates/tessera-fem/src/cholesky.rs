@@ -14,7 +14,7 @@
 //! Both report a non-positive pivot as [`SolveError::NotPositiveDefinite`] (an
 //! under-constrained system).
 
-use tessera_sparse::binbcsr::BinBcsr;
+use tessera_sparse::binbcsr::{BinBcsr, Csr};
 
 use crate::solve::{Constraints, SolveError};
 
@@ -66,6 +66,95 @@ pub fn reverse_cuthill_mckee(ptr: &[usize], adj: &[usize]) -> Vec<usize> {
     order
 }
 
+/// `K_ff u_f = b_f − K_fc z` of [`solve_constrained`] and [`solve_constrained_envelope`]:
+/// the free DOFs, their right-hand side, and row access to `K_ff` in free numbering.
+struct Reduced {
+    csr: Csr<f64>,
+    fixed: Vec<bool>,
+    /// the solution so far: prescribed values, zeros on the free DOFs
+    u: Vec<f64>,
+    /// free DOFs in ascending order, and their index among the free DOFs (`usize::MAX` if fixed)
+    free: Vec<usize>,
+    fidx: Vec<usize>,
+    rhs: Vec<f64>,
+}
+
+impl Reduced {
+    /// Dimension and constraint checks, then the reduced right-hand side.
+    fn new(k: &BinBcsr<f64>, b: &[f64], cons: &Constraints) -> Result<Self, SolveError> {
+        let csr = k.to_csr();
+        let n = csr.nrows;
+        for len in [b.len(), cons.fixed.len(), cons.values.len()] {
+            if len != n {
+                return Err(SolveError::Dimension {
+                    expected: n,
+                    found: len,
+                });
+            }
+        }
+        if cons.num_fixed() == 0 {
+            return Err(SolveError::Unconstrained);
+        }
+        let u: Vec<f64> = (0..n)
+            .map(|i| if cons.fixed[i] { cons.values[i] } else { 0.0 })
+            .collect();
+        let free: Vec<usize> = (0..n).filter(|&i| !cons.fixed[i]).collect();
+        let mut fidx = vec![usize::MAX; n];
+        for (f, &i) in free.iter().enumerate() {
+            fidx[i] = f;
+        }
+        let mut rhs: Vec<f64> = free.iter().map(|&r| b[r]).collect();
+        for (f, &r) in free.iter().enumerate() {
+            for p in csr.row_ptr[r] as usize..csr.row_ptr[r + 1] as usize {
+                let c = csr.col_idx[p] as usize;
+                if cons.fixed[c] {
+                    rhs[f] -= csr.values[p] * cons.values[c];
+                }
+            }
+        }
+        Ok(Reduced {
+            csr,
+            fixed: cons.fixed.clone(),
+            u,
+            free,
+            fidx,
+            rhs,
+        })
+    }
+
+    fn num_free(&self) -> usize {
+        self.free.len()
+    }
+
+    /// Row `f` of `K_ff`: `(free column, value)`, stored zeros off the diagonal left out.
+    fn row(&self, f: usize) -> impl Iterator<Item = (usize, f64)> + '_ {
+        let r = self.free[f];
+        let (a, b) = (
+            self.csr.row_ptr[r] as usize,
+            self.csr.row_ptr[r + 1] as usize,
+        );
+        (a..b).filter_map(move |p| {
+            let c = self.csr.col_idx[p] as usize;
+            let v = self.csr.values[p];
+            (!self.fixed[c] && (v != 0.0 || c == r)).then(|| (self.fidx[c], v))
+        })
+    }
+
+    /// The full solution from the free values `x_f` (in free numbering).
+    fn finish(mut self, x: impl Iterator<Item = f64>) -> Result<Vec<f64>, SolveError> {
+        for (f, v) in x.enumerate() {
+            if !v.is_finite() {
+                return Err(SolveError::NonFinite {
+                    what: "Cholesky solution",
+                    iteration: 0,
+                });
+            }
+            self.u[self.free[f]] = v;
+        }
+        Ok(self.u)
+    }
+}
+
 /// Solve `K u = b` with constraints by elimination and faer's sparse Cholesky. Errors:
 /// dimension mismatches, [`SolveError::Unconstrained`] without constraints, and
 /// [`SolveError::NotPositiveDefinite`] when `K_ff` is singular (under-constrained).
@@ -76,46 +165,19 @@ pub fn solve_constrained(
 ) -> Result<Vec<f64>, SolveError> {
     use faer::linalg::solvers::Solve;
     use faer::sparse::{SparseColMat, Triplet};
-    let csr = k.to_csr();
-    let n = csr.nrows;
-    for len in [b.len(), cons.fixed.len(), cons.values.len()] {
-        if len != n {
-            return Err(SolveError::Dimension {
-                expected: n,
-                found: len,
-            });
-        }
-    }
-    if cons.num_fixed() == 0 {
-        return Err(SolveError::Unconstrained);
-    }
-    let mut u: Vec<f64> = (0..n)
-        .map(|i| if cons.fixed[i] { cons.values[i] } else { 0.0 })
-        .collect();
-    let free: Vec<usize> = (0..n).filter(|&i| !cons.fixed[i]).collect();
-    let nf = free.len();
+    let red = Reduced::new(k, b, cons)?;
+    let nf = red.num_free();
     if nf == 0 {
-        return Ok(u);
+        return red.finish(std::iter::empty());
     }
-    let mut fidx = vec![usize::MAX; n];
-    for (f, &i) in free.iter().enumerate() {
-        fidx[i] = f;
-    }
-    // lower triangle of K_ff (row >= column) and b_f − K_fc z
-    let mut trip = Vec::new();
-    let mut rhs = vec![0.0; nf];
-    for (f, &r) in free.iter().enumerate() {
-        rhs[f] = b[r];
-        for p in csr.row_ptr[r] as usize..csr.row_ptr[r + 1] as usize {
-            let c = csr.col_idx[p] as usize;
-            let v = csr.values[p];
-            if cons.fixed[c] {
-                rhs[f] -= v * cons.values[c];
-            } else if fidx[c] <= f && (v != 0.0 || c == r) {
-                trip.push(Triplet::new(f, fidx[c], v));
-            }
-        }
-    }
+    // lower triangle of K_ff (row >= column)
+    let trip: Vec<Triplet<usize, usize, f64>> = (0..nf)
+        .flat_map(|f| {
+            red.row(f)
+                .filter(move |&(j, _)| j <= f)
+                .map(move |(j, v)| Triplet::new(f, j, v))
+        })
+        .collect();
     let a = SparseColMat::<usize, f64>::try_new_from_triplets(nf, nf, &trip).map_err(|_| {
         SolveError::NonFinite {
             what: "sparse matrix construction (faer)",
@@ -129,37 +191,19 @@ pub fn solve_constrained(
         ) => SolveError::NotPositiveDefinite { index },
         _ => SolveError::NotPositiveDefinite { index: 0 },
     })?;
-    let rhs_m = faer::Mat::from_fn(nf, 1, |i, _| rhs[i]);
-    let x = llt.solve(&rhs_m);
+    let x = llt.solve(faer::Mat::from_fn(nf, 1, |i, _| red.rhs[i]));
     // a pivot that is tiny but positive (a numerically singular K_ff) passes the
     // factorization: check the residual of the reduced system instead
-    let mut r2 = 0.0f64;
-    let mut b2 = 0.0f64;
-    for (f, &row) in free.iter().enumerate() {
-        let mut ax = 0.0;
-        for p in csr.row_ptr[row] as usize..csr.row_ptr[row + 1] as usize {
-            let c = csr.col_idx[p] as usize;
-            if !cons.fixed[c] {
-                ax += csr.values[p] * x[(fidx[c], 0)];
-            }
-        }
-        r2 += (ax - rhs[f]).powi(2);
-        b2 += rhs[f] * rhs[f];
+    let (mut r2, mut b2) = (0.0f64, 0.0f64);
+    for f in 0..nf {
+        let ax: f64 = red.row(f).map(|(j, v)| v * x[(j, 0)]).sum();
+        r2 += (ax - red.rhs[f]).powi(2);
+        b2 += red.rhs[f] * red.rhs[f];
     }
     if !(r2.sqrt() <= 1e-6 * b2.sqrt().max(f64::MIN_POSITIVE)) {
         return Err(SolveError::NotPositiveDefinite { index: 0 });
     }
-    for (f, &i) in free.iter().enumerate() {
-        let v = x[(f, 0)];
-        if !v.is_finite() {
-            return Err(SolveError::NonFinite {
-                what: "Cholesky solution",
-                iteration: 0,
-            });
-        }
-        u[i] = v;
-    }
-    Ok(u)
+    red.finish((0..nf).map(|f| x[(f, 0)]))
 }
 
 /// Solve `K u = b` with constraints by elimination and the envelope Cholesky (see the
@@ -169,46 +213,16 @@ pub fn solve_constrained_envelope(
     b: &[f64],
     cons: &Constraints,
 ) -> Result<Vec<f64>, SolveError> {
-    let csr = k.to_csr();
-    let n = csr.nrows;
-    for len in [b.len(), cons.fixed.len(), cons.values.len()] {
-        if len != n {
-            return Err(SolveError::Dimension {
-                expected: n,
-                found: len,
-            });
-        }
-    }
-    if cons.num_fixed() == 0 {
-        return Err(SolveError::Unconstrained);
-    }
-    let mut u: Vec<f64> = (0..n)
-        .map(|i| if cons.fixed[i] { cons.values[i] } else { 0.0 })
-        .collect();
-    // free DOFs, graph and right-hand side
-    let free: Vec<usize> = (0..n).filter(|&i| !cons.fixed[i]).collect();
-    let nf = free.len();
+    let red = Reduced::new(k, b, cons)?;
+    let nf = red.num_free();
     if nf == 0 {
-        return Ok(u);
+        return red.finish(std::iter::empty());
     }
-    let mut fidx = vec![usize::MAX; n];
-    for (f, &i) in free.iter().enumerate() {
-        fidx[i] = f;
-    }
+    // graph of K_ff
     let mut ptr = vec![0usize; nf + 1];
     let mut adj = Vec::new();
-    let mut rhs = vec![0.0; nf];
-    for (f, &r) in free.iter().enumerate() {
-        rhs[f] = b[r];
-        for p in csr.row_ptr[r] as usize..csr.row_ptr[r + 1] as usize {
-            let c = csr.col_idx[p] as usize;
-            let v = csr.values[p];
-            if cons.fixed[c] {
-                rhs[f] -= v * cons.values[c];
-            } else if c != r && v != 0.0 {
-                adj.push(fidx[c]);
-            }
-        }
+    for f in 0..nf {
+        adj.extend(red.row(f).filter(|&(j, _)| j != f).map(|(j, _)| j));
         ptr[f + 1] = adj.len();
     }
     let perm = reverse_cuthill_mckee(&ptr, &adj);
@@ -232,16 +246,12 @@ pub fn solve_constrained_envelope(
         start[i + 1] = start[i] + (i - first[i] + 1);
     }
     let mut l = vec![0.0f64; start[nf]];
-    for (f, &r) in free.iter().enumerate() {
+    for f in 0..nf {
         let i = inv[f];
-        for p in csr.row_ptr[r] as usize..csr.row_ptr[r + 1] as usize {
-            let c = csr.col_idx[p] as usize;
-            if cons.fixed[c] || (c != r && csr.values[p] == 0.0) {
-                continue;
-            }
-            let j = inv[fidx[c]];
+        for (jf, v) in red.row(f) {
+            let j = inv[jf];
             if j <= i {
-                l[start[i] + (j - first[i])] += csr.values[p];
+                l[start[i] + (j - first[i])] += v;
             }
         }
     }
@@ -266,7 +276,7 @@ pub fn solve_constrained_envelope(
         l[start[i] + (i - fi)] = d.sqrt();
     }
     // L y = P b ; Lᵀ x = y
-    let mut y: Vec<f64> = (0..nf).map(|i| rhs[perm[i]]).collect();
+    let mut y: Vec<f64> = (0..nf).map(|i| red.rhs[perm[i]]).collect();
     for i in 0..nf {
         let fi = first[i];
         let row = &l[start[i]..start[i] + (i - fi)];
@@ -281,15 +291,6 @@ pub fn solve_constrained_envelope(
             y[j] -= l[start[i] + (j - fi)] * yi;
         }
     }
-    for i in 0..nf {
-        let v = y[i];
-        if !v.is_finite() {
-            return Err(SolveError::NonFinite {
-                what: "Cholesky solution",
-                iteration: 0,
-            });
-        }
-        u[free[perm[i]]] = v;
-    }
-    Ok(u)
+    // back to free numbering
+    red.finish((0..nf).map(|f| y[inv[f]]))
 }
