@@ -449,16 +449,12 @@ pub fn constraints_and_loads(
 /// Open the GPU a run asks for: `None` for the CPU (`cpu`, or `auto` without a usable
 /// device), an error when `cuda[:N]` cannot be used.
 pub fn open_gpu(device: DeviceChoice) -> Result<Option<Arc<Gpu>>, StaticError> {
-    match device {
-        DeviceChoice::Cpu => Ok(None),
-        DeviceChoice::Auto => Ok(Gpu::probe().ok().map(Arc::new)),
-        DeviceChoice::Cuda(n) => Gpu::new(n).map(|g| Some(Arc::new(g))).map_err(|e| {
-            StaticError::Fem(FemError::Device {
-                device: format!("cuda:{n}"),
-                reason: e.to_string().replace('\n', " "),
-            })
-        }),
-    }
+    Gpu::open(device).map(|g| g.map(Arc::new)).map_err(|e| {
+        StaticError::Fem(FemError::Device {
+            device: device.to_string(),
+            reason: e.to_string().replace('\n', " "),
+        })
+    })
 }
 
 /// Run the whole static simulation on the CPU or a GPU (see [`StaticOptions::device`]).

@@ -105,6 +105,17 @@ impl Gpu {
         Gpu::new(0)
     }
 
+    /// The device a `--device` choice asks for (DESIGN.md): `None` for `cpu`, and for `auto`
+    /// when device 0 is not usable; device `N` for `cuda:N`, or the reason it cannot be used.
+    pub fn open(choice: tessera_core::DeviceChoice) -> GpuResult<Option<Gpu>> {
+        use tessera_core::DeviceChoice;
+        match choice {
+            DeviceChoice::Cpu => Ok(None),
+            DeviceChoice::Auto => Ok(Gpu::probe().ok()),
+            DeviceChoice::Cuda(n) => Gpu::new(n).map(Some),
+        }
+    }
+
     /// Device ordinal.
     pub fn ordinal(&self) -> usize {
         self.ordinal

@@ -162,9 +162,11 @@ fn run_case(case: &Case, a: &BenchFemSolveArgs) -> anyhow::Result<Row> {
     // warm-up: fills the kernel caches and the page cache of the file
     eprintln!("{}: warm-up run", case.label);
     drop(solve_problem(&case.problem, &opts, &mut |_| {})?);
-    let mut runs = Vec::new();
-    let mut best: Option<(f64, StaticSolution)> = None;
-    let mut sols = Vec::new();
+    // (wall ms, stage times) per run; the last solution is kept for the SpMV timing (every
+    // run computes the same one), and alive during the next run, as a user's process keeps
+    // its CUDA context
+    let mut runs: Vec<(f64, std::collections::BTreeMap<String, f64>)> = Vec::new();
+    let mut last: Option<StaticSolution> = None;
     for i in 0..a.repeat {
         let t = Instant::now();
         let sol = solve_problem(&case.problem, &opts, &mut |_| {})?;
@@ -177,21 +179,13 @@ fn run_case(case: &Case, a: &BenchFemSolveArgs) -> anyhow::Result<Row> {
             sol.report.iterations,
             sol.stages_ms
         );
-        runs.push(ms);
-        sols.push((ms, sol.stages_ms.clone(), sol.report.iterations));
-        if best.as_ref().is_none_or(|(b, _)| ms < *b) {
-            best = Some((ms, sol));
-        }
+        runs.push((ms, sol.stages_ms.clone()));
+        last = Some(sol);
     }
-    let (_, sol) = best.expect("at least one run");
-    let mut sorted = runs.clone();
-    sorted.sort_by(f64::total_cmp);
-    let median = sorted[sorted.len() / 2];
-    let stages = sols
-        .iter()
-        .find(|(ms, _, _)| *ms == median)
-        .map(|(_, s, _)| s.clone())
-        .unwrap_or_else(|| sol.stages_ms.clone());
+    let sol = last.expect("at least one run");
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    order.sort_by(|&x, &y| runs[x].0.total_cmp(&runs[y].0));
+    let (median, stages) = runs[order[order.len() / 2]].clone();
     let solve_ms = stages.get("solve").copied().unwrap_or(f64::NAN);
     let iterations = sol.report.iterations;
     let (mut spmv_ms, mut spmv_bytes, mut floor) = (None, None, None);
@@ -231,7 +225,7 @@ fn run_case(case: &Case, a: &BenchFemSolveArgs) -> anyhow::Result<Row> {
         final_residual: sol.report.final_residual,
         max_displacement: max_displacement(&sol),
         end_to_end_ms: median,
-        runs_ms: runs,
+        runs_ms: runs.iter().map(|r| r.0).collect(),
         stages_ms: stages,
         spmv_ms,
         spmv_bytes,

@@ -20,19 +20,13 @@ pub enum Backend {
 /// otherwise; `cpu` the CPU; `cuda[:N]` that device, or one clear error line saying why it
 /// cannot be used.
 pub fn resolve(choice: DeviceChoice) -> anyhow::Result<Backend> {
-    match choice {
-        DeviceChoice::Cpu => Ok(Backend::Cpu),
-        DeviceChoice::Auto => Ok(match Gpu::probe() {
-            Ok(g) => Backend::Cuda(Arc::new(g)),
-            Err(_) => Backend::Cpu,
-        }),
-        DeviceChoice::Cuda(n) => match Gpu::new(n) {
-            Ok(g) => Ok(Backend::Cuda(Arc::new(g))),
-            Err(e) => Err(anyhow!(
-                "--device cuda:{n} is not usable: {}",
-                e.to_string().replace('\n', " ")
-            )),
-        },
+    match Gpu::open(choice) {
+        Ok(Some(g)) => Ok(Backend::Cuda(Arc::new(g))),
+        Ok(None) => Ok(Backend::Cpu),
+        Err(e) => Err(anyhow!(
+            "--device {choice} is not usable: {}",
+            e.to_string().replace('\n', " ")
+        )),
     }
 }
 

@@ -395,11 +395,7 @@ impl DeviceHoMesh {
             cell_edges.len(),
             cell_faces.len(),
         ];
-        if p >= 2 {
-            sm.cell_edges_array();
-            sm.face_edges();
-        }
-        tr.mark("cell edges + face edges");
+        tr.mark("faces, face edges, cell edges, cell faces");
         let r = Ok(DeviceHoMesh {
             d,
             p,

@@ -412,6 +412,24 @@ impl Collected {
         (self.cell_types.len() - 1) as u32
     }
 
+    /// Take the nodes used by cells, in file order: `(new_index, positions)` with
+    /// `new_index[file node]` the compacted index (`u32::MAX` for unused nodes).
+    fn take_used_nodes(&mut self) -> (Vec<u32>, Vec<Point>) {
+        let nodes = std::mem::take(&mut self.nodes);
+        let mut new_index = vec![u32::MAX; nodes.len()];
+        for &n in &self.cell_nodes {
+            new_index[n as usize] = 0;
+        }
+        let mut positions = Vec::with_capacity(nodes.len());
+        for (i, p) in nodes.iter().enumerate() {
+            if new_index[i] == 0 {
+                new_index[i] = positions.len() as u32;
+                positions.push(*p);
+            }
+        }
+        (new_index, positions)
+    }
+
     /// Build what `build` asks for: the simplex mesh when asked and every cell is a
     /// tetrahedron, else the polyhedral mesh.
     pub fn finish_as(self, cur: &text::Cursor, build: Build) -> Result<Built, MeshError> {
@@ -428,21 +446,10 @@ impl Collected {
     }
 
     /// The simplex path of [`read_simplex_mesh`] (every cell a tetrahedron).
-    fn finish_simplex(self, cur: &text::Cursor) -> Result<SimplexMeshFile, MeshError> {
+    fn finish_simplex(mut self, cur: &text::Cursor) -> Result<SimplexMeshFile, MeshError> {
         use rayon::prelude::*;
         let mut tr = tessera_core::trace::Tracer::new("finish_simplex");
-        let mut new_index = vec![u32::MAX; self.nodes.len()];
-        for &n in &self.cell_nodes {
-            new_index[n as usize] = 0;
-        }
-        let mut positions = Vec::with_capacity(self.nodes.len());
-        for (i, p) in self.nodes.iter().enumerate() {
-            if new_index[i] == 0 {
-                new_index[i] = positions.len() as u32;
-                positions.push(*p);
-            }
-        }
-        drop(self.nodes);
+        let (new_index, positions) = self.take_used_nodes();
         for (v, p) in positions.iter().enumerate() {
             if !p.iter().all(|x| x.is_finite()) {
                 return Err(MeshError::NonFinitePosition { vertex: v });
@@ -642,7 +649,7 @@ impl Collected {
 
     /// Build the mesh (nodes not used by any cell are dropped; the others keep their
     /// order) and resolve the groups.
-    pub fn finish(self, cur: &text::Cursor) -> Result<MeshFile, MeshError> {
+    pub fn finish(mut self, cur: &text::Cursor) -> Result<MeshFile, MeshError> {
         let path = cur.path;
         if self.cell_types.is_empty() {
             return Err(MeshError::Parse {
@@ -652,19 +659,7 @@ impl Collected {
                     .into(),
             });
         }
-        // compact the nodes to those used by cells
-        let mut new_index = vec![u32::MAX; self.nodes.len()];
-        for &n in &self.cell_nodes {
-            new_index[n as usize] = 0;
-        }
-        let mut positions = Vec::with_capacity(self.nodes.len());
-        for (i, p) in self.nodes.iter().enumerate() {
-            if new_index[i] == 0 {
-                new_index[i] = positions.len() as u32;
-                positions.push(*p);
-            }
-        }
-        drop(self.nodes);
+        let (new_index, positions) = self.take_used_nodes();
         let mut b = PolyMeshBuilder::new(positions);
         let mut k = 0;
         let mut buf = [0u32; 8];
