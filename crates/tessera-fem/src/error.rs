@@ -36,6 +36,9 @@ pub enum FemError {
     /// Bin-BCSR* errors.
     #[error(transparent)]
     Sparse(#[from] tessera_sparse::binbcsr::BinBcsrError),
+    /// Device matrix and solver errors.
+    #[error(transparent)]
+    Solve(#[from] tessera_solve::SolveError),
     /// Mesh errors.
     #[error(transparent)]
     Mesh(#[from] tessera_mesh::MeshError),

@@ -1,7 +1,7 @@
-//! Higher-order simplex FEM assembly (dissertation Chapter 4; paper: seed 001).
+//! Higher-order simplex FEM assembly (dissertation Chapter 4; paper: seed 001). The linear
+//! solvers live in `tessera-solve`.
 
 pub mod assemble;
-pub mod cholesky;
 pub mod count;
 pub mod cuda;
 pub mod element;
@@ -14,6 +14,5 @@ pub mod pattern;
 pub mod problem;
 pub mod quadrature;
 pub mod results;
-pub mod solve;
 pub mod static_solve;
 pub mod vtk_ho;

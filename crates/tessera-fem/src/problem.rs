@@ -169,9 +169,9 @@ pub enum Load {
 /// Linear solver choice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SolverMethod {
-    /// Filtered block-Jacobi PCG on Bin-BCSR* ([`crate::solve::pcg`]).
+    /// Filtered block-Jacobi PCG on Bin-BCSR* (`tessera_solve::pcg`).
     Pcg,
-    /// Direct sparse Cholesky on the CPU ([`crate::cholesky`]).
+    /// Direct sparse Cholesky on the CPU (`tessera_solve::cholesky`).
     Cholesky,
 }
 

@@ -1,9 +1,12 @@
 //! The static linear-elasticity simulation end to end (dissertation §4.1: "the static
-//! simulation to convergence"): load the mesh, build the order-`p` mesh, select boundary
-//! regions, build constraints and the load vector, assemble `K` into Bin-BCSR* (§4.4), and
-//! solve `K u = f` with the filtered block-Jacobi PCG of [`crate::solve`] running directly on
-//! Bin-BCSR* (SpMV of [`BinBcsr::spmv`], preconditioner from the separate block diagonal), or
-//! with the direct sparse Cholesky of [`crate::cholesky`].
+//! simulation to convergence"), as four stages run in order by [`solve_problem`]:
+//!
+//! 1. [`load_stage`]: read or generate the mesh (and open the GPU meanwhile);
+//! 2. [`preprocess`]: the order-`p` mesh, boundary selections, constraints, the load vector
+//!    and the rigid-mode check;
+//! 3. [`assemble_cpu`] / [`assemble_gpu`]: `K` into Bin-BCSR* (§4.4);
+//! 4. [`solve_stage`]: `K u = f` by the filtered PCG of `tessera_solve` running directly
+//!    on Bin-BCSR* (on the device for GPU runs), or by its direct sparse Cholesky.
 //!
 //! The solution vector holds Bernstein-Bézier coefficients (see [`crate::loads`]).
 //!
@@ -11,7 +14,7 @@
 //! ([`SimplexMesh::renumber_morton`]) for the memory locality of assembly and the solver;
 //! the results (`.vtu`) are written in that numbering, with the same geometry and cells.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 use tessera_gpu::Gpu;
@@ -21,32 +24,17 @@ use tessera_mesh::simplex::SimplexMesh;
 use tessera_mesh::MeshError;
 use tessera_sparse::binbcsr::BinBcsr;
 
+use tessera_solve::cuda::{pcg_gpu, SolveKernels};
+use tessera_solve::{pcg, Constraints, PcgParams, SolveError, SolveReport};
+
 use crate::assemble::{assemble_stiffness, AssembleOptions, AssemblyStats, Operator, Summation};
-use crate::cuda::{pcg_gpu, DeviceBinBcsr, DeviceHoMesh, FemKernels, GpuAssembler, GpuSolveError};
+use crate::cuda::{DeviceBinBcsr, DeviceHoMesh, FemKernels, GpuAssembler};
 use crate::error::FemError;
 use crate::loads::{add_body_force, add_traction, boundary_faces, face_nodes, BoundaryFace};
 use crate::nodes::HoMesh;
 use crate::problem::{Load, MeshSource, Problem, ProblemError, Selector, SolverMethod};
-use crate::solve::{pcg, BlockOperator, Constraints, PcgParams, SolveError, SolveReport};
 
-/// Bin-BCSR* as the PCG's operator: `apply` is the bin-parallel CPU SpMV, the diagonal
-/// blocks come from the separately stored dense block diagonal (dissertation §4.4.2).
-impl BlockOperator for BinBcsr<f64> {
-    fn num_block_rows(&self) -> usize {
-        self.pattern().num_block_rows()
-    }
-    fn block_size(&self) -> usize {
-        self.pattern().block_dim()
-    }
-    fn apply(&self, x: &[f64], y: &mut [f64]) {
-        self.spmv(Par::Rayon, x, y)
-            .expect("PCG vectors have the operator's length");
-    }
-    fn diagonal_block(&self, i: usize, out: &mut [f64]) {
-        let e = self.pattern().block_dim();
-        out[..e * e].copy_from_slice(&self.diag()[i * e * e..(i + 1) * e * e]);
-    }
-}
+pub use tessera_solve::relative_residual;
 
 /// Failures of a static solve.
 #[derive(Debug, thiserror::Error)]
@@ -260,10 +248,10 @@ pub struct StaticSolution {
     pub device_matrix: Option<(Arc<Gpu>, DeviceBinBcsr<f64>)>,
     /// Where assembly and solve ran: `cpu` or `cuda:N`.
     pub device: String,
-    /// Milliseconds per stage: load, preprocess, assemble, solve (GPU runs also `gpu_init`:
-    /// context creation and kernel loading, overlapped with `load`; and `upload`: the
-    /// device mesh, with its host-side cell -> node and node -> cells arrays).
-    pub stages_ms: BTreeMap<String, f64>,
+    /// Milliseconds per stage in run order: load, preprocess, assemble, solve (GPU runs
+    /// also `gpu_init`: context creation and kernel loading, overlapped with `load`; and
+    /// `upload`: the device mesh, with its host-side cell -> node and node -> cells arrays).
+    pub stages_ms: StageTimes,
     /// Scalar stored nonzeros of `K` (diagonal blocks included, padding excluded).
     pub nonzeros: u64,
 }
@@ -457,37 +445,55 @@ pub fn open_gpu(device: DeviceChoice) -> Result<Option<Arc<Gpu>>, StaticError> {
     })
 }
 
-/// Run the whole static simulation on the CPU or a GPU (see [`StaticOptions::device`]).
-/// `progress` is called with each stage's name as it starts.
-///
-/// On a GPU, the context is created and the FEM kernels are loaded in a background thread
-/// while the mesh file is read; assembly (§4.4) and the filtered block-Jacobi PCG run on the
-/// device, only the load vector goes up and the displacement comes back. The direct solver
-/// (`method = "cholesky"`) runs on the CPU with the downloaded matrix.
-pub fn solve_problem(
-    problem: &Problem,
-    opts: &StaticOptions,
-    progress: &mut dyn FnMut(&str),
-) -> Result<StaticSolution, StaticError> {
-    let mut stages = BTreeMap::new();
-    let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
-    problem.material.validate()?;
+/// Stage times in run order: `(stage, milliseconds)`.
+pub type StageTimes = Vec<(String, f64)>;
 
-    progress("load");
-    let t = Instant::now();
-    // open the device (and load the kernels) while the mesh is read
-    let (loaded, gpu) = std::thread::scope(|s| {
+/// The time of stage `name` in `stages`, if it ran.
+pub fn stage_ms(stages: &[(String, f64)], name: &str) -> Option<f64> {
+    stages.iter().find(|(n, _)| n == name).map(|(_, t)| *t)
+}
+
+/// Runs stages in order: announces each to the progress callback and records its time.
+struct StageRunner<'p> {
+    list: StageTimes,
+    progress: &'p mut dyn FnMut(&str),
+}
+
+impl StageRunner<'_> {
+    fn run<R>(&mut self, name: &str, f: impl FnOnce() -> R) -> R {
+        (self.progress)(name);
+        let t = Instant::now();
+        let r = f();
+        self.list
+            .push((name.to_string(), t.elapsed().as_secs_f64() * 1e3));
+        r
+    }
+}
+
+/// A loaded mesh with the GPU the run uses (opened while the mesh loaded) and the time that
+/// opening took (context creation, kernel loading).
+pub struct Loaded {
+    pub mesh: LoadedMesh,
+    pub gpu: Option<Arc<Gpu>>,
+    pub gpu_init_ms: Option<f64>,
+}
+
+/// Stage 1: load (read or generate) the mesh; on a GPU run, open the device and load the
+/// FEM and solver kernels in a background thread meanwhile.
+pub fn load_stage(problem: &Problem, opts: &StaticOptions) -> Result<Loaded, StaticError> {
+    let (mesh, gpu) = std::thread::scope(|s| {
         let init = (opts.gpu.is_none() && opts.device != DeviceChoice::Cpu).then(|| {
             s.spawn(|| {
                 let t = Instant::now();
                 let g = open_gpu(opts.device)?;
                 if let Some(g) = &g {
                     FemKernels::new(g)?;
+                    SolveKernels::new(g).map_err(FemError::from)?;
                 }
-                Ok::<_, StaticError>((g, ms(t)))
+                Ok::<_, StaticError>((g, t.elapsed().as_secs_f64() * 1e3))
             })
         });
-        let loaded = load_mesh(&problem.mesh, opts.par);
+        let mesh = load_mesh(&problem.mesh, opts.par);
         let gpu = match init {
             Some(h) => match h.join() {
                 Ok(r) => r.map(|(g, t)| (g, Some(t))),
@@ -497,17 +503,26 @@ pub fn solve_problem(
             },
             None => Ok((opts.gpu.clone(), None)),
         };
-        (loaded, gpu)
+        (mesh, gpu)
     });
-    let loaded = loaded?;
-    let (gpu, init_ms) = gpu?;
-    if let Some(t) = init_ms {
-        stages.insert("gpu_init".to_string(), t);
-    }
-    stages.insert("load".to_string(), ms(t));
+    let (gpu, gpu_init_ms) = gpu?;
+    Ok(Loaded {
+        mesh: mesh?,
+        gpu,
+        gpu_init_ms,
+    })
+}
 
-    progress("preprocess");
-    let t = Instant::now();
+/// The discrete problem before assembly: the order-`p` mesh, constraints and loads.
+pub struct Prepared {
+    pub ho: HoMesh,
+    pub constraints: Constraints,
+    pub f: Vec<f64>,
+}
+
+/// Stage 2: the order-`p` mesh, the boundary selections, constraints and the load vector, and
+/// the check that the constraints remove every rigid-body mode.
+pub fn preprocess(problem: &Problem, loaded: LoadedMesh) -> Result<Prepared, StaticError> {
     let mut tr = tessera_core::trace::Tracer::new("preprocess");
     let ho = HoMesh::new(loaded.mesh, problem.order)?;
     tr.mark("HoMesh::new");
@@ -515,104 +530,144 @@ pub fn solve_problem(
     tr.mark("constraints + loads");
     check_rigid_modes(&ho, &constraints)?;
     tr.mark("rigid-mode check");
-    stages.insert("preprocess".to_string(), ms(t));
+    Ok(Prepared { ho, constraints, f })
+}
+
+/// Stage 3 on the CPU: `K` of linear elasticity into Bin-BCSR* (dissertation §4.4).
+pub fn assemble_cpu(
+    problem: &Problem,
+    ho: &HoMesh,
+    opts: &StaticOptions,
+) -> Result<crate::assemble::Assembly<f64>, StaticError> {
+    Ok(assemble_stiffness::<f64>(
+        ho,
+        &problem.material,
+        &AssembleOptions {
+            summation: opts.summation,
+            par: opts.par,
+            device: DeviceChoice::Cpu,
+        },
+    )?)
+}
+
+/// Stage 3 on a GPU: upload the mesh (its own stage, `upload`), then assemble `K` on the
+/// device (dissertation §4.4.3-§4.4.4). The matrix stays in device memory.
+fn assemble_gpu(
+    problem: &Problem,
+    ho: &HoMesh,
+    gpu: &Gpu,
+    opts: &StaticOptions,
+    stages: &mut StageRunner<'_>,
+) -> Result<(DeviceBinBcsr<f64>, AssemblyStats), StaticError> {
+    let kernels = FemKernels::new(gpu)?;
+    let lame = problem.material.lame()?;
+    let dm = stages.run("upload", || DeviceHoMesh::upload(gpu, ho))?;
+    stages.run("assemble", || {
+        let mut asm = GpuAssembler::new(&kernels, &dm, opts.summation)?;
+        let mat = asm.assemble::<f64>(Operator::Stiffness(lame))?;
+        gpu.synchronize().map_err(|e| FemError::Device {
+            device: format!("cuda:{}", gpu.ordinal()),
+            reason: e.to_string(),
+        })?;
+        Ok((mat, asm.stats().clone()))
+    })
+}
+
+/// The stiffness matrix where assembly left it.
+pub enum Stiffness<'a> {
+    Host(&'a BinBcsr<f64>),
+    Device(&'a Gpu, &'a DeviceBinBcsr<f64>),
+}
+
+/// Stage 4: solve `K u = f` with the problem's method. The PCG runs where the matrix is;
+/// the direct solver runs on the CPU (a device matrix is downloaded first and returned).
+pub fn solve_stage(
+    problem: &Problem,
+    prep: &Prepared,
+    k: Stiffness<'_>,
+) -> Result<(Vec<f64>, SolveReport, Option<BinBcsr<f64>>), StaticError> {
     let params = PcgParams {
         tolerance: problem.solver.tolerance,
         max_iterations: problem.solver.max_iterations,
         ..Default::default()
     };
-
-    let Some(gpu) = gpu else {
-        progress("assemble");
-        let t = Instant::now();
-        let asm = assemble_stiffness::<f64>(
-            &ho,
-            &problem.material,
-            &AssembleOptions {
-                summation: opts.summation,
-                par: opts.par,
-                device: DeviceChoice::Cpu,
-            },
-        )?;
-        stages.insert("assemble".to_string(), ms(t));
-
-        progress("solve");
-        let t = Instant::now();
-        let mut u = Vec::new();
-        let report = match problem.solver.method {
-            SolverMethod::Pcg => pcg(&asm.matrix, &f, &constraints, &params, &mut u)?,
-            SolverMethod::Cholesky => cholesky_report(&asm.matrix, &f, &constraints, &mut u)?,
-        };
-        stages.insert("solve".to_string(), ms(t));
-        let nonzeros = asm.stats.block_nonzeros * 9;
-        return Ok(StaticSolution {
-            ho,
-            u,
-            f,
-            constraints,
-            report,
-            assembly: asm.stats,
-            matrix: Some(asm.matrix),
-            device_matrix: None,
-            device: "cpu".into(),
-            stages_ms: stages,
-            nonzeros,
-        });
-    };
-
-    progress("upload");
-    let t = Instant::now();
-    let kernels = FemKernels::new(&gpu)?;
-    let lame = problem.material.lame()?;
-    let dm = DeviceHoMesh::upload(&gpu, &ho)?;
-    stages.insert("upload".to_string(), ms(t));
-    progress("assemble");
-    let t = Instant::now();
-    let (mat, stats) = {
-        let mut asm = GpuAssembler::new(&kernels, &dm, opts.summation)?;
-        let mat = asm.assemble::<f64>(Operator::Stiffness(lame))?;
-        (mat, asm.stats().clone())
-    };
-    drop(dm);
-    gpu.synchronize().map_err(|e| FemError::Device {
-        device: format!("cuda:{}", gpu.ordinal()),
-        reason: e.to_string(),
-    })?;
-    stages.insert("assemble".to_string(), ms(t));
-
-    progress("solve");
-    let t = Instant::now();
+    let (f, cons) = (&prep.f, &prep.constraints);
     let mut u = Vec::new();
-    let mut host = None;
-    let report = match problem.solver.method {
-        SolverMethod::Pcg => {
-            pcg_gpu(&kernels, &mat, &f, &constraints, &params, &mut u).map_err(|e| match e {
-                GpuSolveError::Solve(e) => StaticError::Solve(e),
-                GpuSolveError::Fem(e) => StaticError::Fem(e),
-            })?
+    match (problem.solver.method, k) {
+        (SolverMethod::Pcg, Stiffness::Host(m)) => {
+            let report = pcg(m, f, cons, &params, &mut u)?;
+            Ok((u, report, None))
         }
-        SolverMethod::Cholesky => {
-            let m = mat.download(&gpu)?;
-            let r = cholesky_report(&m, &f, &constraints, &mut u)?;
-            host = Some(m);
-            r
+        (SolverMethod::Pcg, Stiffness::Device(gpu, m)) => {
+            let sk = SolveKernels::new(gpu)?;
+            let report = pcg_gpu(&sk, m, f, cons, &params, &mut u)?;
+            Ok((u, report, None))
+        }
+        (SolverMethod::Cholesky, Stiffness::Host(m)) => {
+            let report = cholesky_report(m, f, cons, &mut u)?;
+            Ok((u, report, None))
+        }
+        (SolverMethod::Cholesky, Stiffness::Device(gpu, m)) => {
+            let host = m.download(gpu)?;
+            let report = cholesky_report(&host, f, cons, &mut u)?;
+            Ok((u, report, Some(host)))
+        }
+    }
+}
+
+/// Run the whole static simulation on the CPU or a GPU (see [`StaticOptions::device`]).
+/// `progress` is called with each stage's name as it starts.
+///
+/// On a GPU, the context is created and the kernels are loaded in a background thread while
+/// the mesh file is read; assembly (§4.4) and the PCG run on the device, only the load vector
+/// goes up and the displacement comes back. The direct solver (`method = "cholesky"`) runs
+/// on the CPU with the downloaded matrix.
+pub fn solve_problem(
+    problem: &Problem,
+    opts: &StaticOptions,
+    progress: &mut dyn FnMut(&str),
+) -> Result<StaticSolution, StaticError> {
+    problem.material.validate()?;
+    let mut st = StageRunner {
+        list: Vec::new(),
+        progress,
+    };
+    let loaded = st.run("load", || load_stage(problem, opts))?;
+    if let Some(t) = loaded.gpu_init_ms {
+        st.list.push(("gpu_init".into(), t));
+    }
+    let prep = st.run("preprocess", || preprocess(problem, loaded.mesh))?;
+    let (u, report, matrix, device_matrix, assembly) = match loaded.gpu {
+        None => {
+            let asm = st.run("assemble", || assemble_cpu(problem, &prep.ho, opts))?;
+            let (u, report, _) = st.run("solve", || {
+                solve_stage(problem, &prep, Stiffness::Host(&asm.matrix))
+            })?;
+            (u, report, Some(asm.matrix), None, asm.stats)
+        }
+        Some(gpu) => {
+            let (mat, stats) = assemble_gpu(problem, &prep.ho, &gpu, opts, &mut st)?;
+            let (u, report, host) = st.run("solve", || {
+                solve_stage(problem, &prep, Stiffness::Device(&gpu, &mat))
+            })?;
+            (u, report, host, Some((gpu, mat)), stats)
         }
     };
-    stages.insert("solve".to_string(), ms(t));
-    drop(kernels);
-    let nonzeros = stats.block_nonzeros * 9;
-    let device = format!("cuda:{}", gpu.ordinal());
+    let device = device_matrix
+        .as_ref()
+        .map_or("cpu".to_string(), |(g, _)| format!("cuda:{}", g.ordinal()));
+    let nonzeros = assembly.block_nonzeros * 9;
     Ok(StaticSolution {
-        ho,
+        ho: prep.ho,
         u,
-        f,
-        constraints,
+        f: prep.f,
+        constraints: prep.constraints,
         report,
-        assembly: stats,
-        matrix: host,
-        device_matrix: Some((gpu, mat)),
+        assembly,
+        matrix,
+        device_matrix,
         device,
-        stages_ms: stages,
+        stages_ms: st.list,
         nonzeros,
     })
 }
@@ -624,42 +679,11 @@ fn cholesky_report(
     cons: &Constraints,
     u: &mut Vec<f64>,
 ) -> Result<SolveReport, StaticError> {
-    *u = crate::cholesky::solve_constrained(k, f, cons)?;
+    *u = tessera_solve::cholesky::solve_constrained(k, f, cons)?;
     let res = relative_residual(k, f, cons, u);
     Ok(SolveReport {
         iterations: 1,
         final_residual: res,
         history: vec![1.0, res],
     })
-}
-
-/// `‖S(f − K u)‖ / ‖S(f − K z)‖` with `z` the prescribed values (the PCG's measure).
-pub fn relative_residual<A: BlockOperator + ?Sized>(
-    a: &A,
-    f: &[f64],
-    cons: &Constraints,
-    u: &[f64],
-) -> f64 {
-    let n = f.len();
-    let mut y = vec![0.0; n];
-    a.apply(u, &mut y);
-    let r: f64 = (0..n)
-        .filter(|&i| !cons.fixed[i])
-        .map(|i| (f[i] - y[i]).powi(2))
-        .sum::<f64>()
-        .sqrt();
-    let z: Vec<f64> = (0..n)
-        .map(|i| if cons.fixed[i] { cons.values[i] } else { 0.0 })
-        .collect();
-    a.apply(&z, &mut y);
-    let r0: f64 = (0..n)
-        .filter(|&i| !cons.fixed[i])
-        .map(|i| (f[i] - y[i]).powi(2))
-        .sum::<f64>()
-        .sqrt();
-    if r0 == 0.0 {
-        r
-    } else {
-        r / r0
-    }
 }

@@ -3,12 +3,12 @@
 //! satisfy the reduced system, and an under-constrained system is an error in both.
 
 use tessera_fem::assemble::assemble_stiffness;
-use tessera_fem::cholesky::{solve_constrained, solve_constrained_envelope};
 use tessera_fem::material::Material;
 use tessera_fem::nodes::HoMesh;
-use tessera_fem::solve::{BlockOperator, Constraints, SolveError};
 use tessera_mesh::generate::{box_mesh, BoxKind};
 use tessera_mesh::simplex::SimplexMesh;
+use tessera_solve::cholesky::{solve_constrained, solve_constrained_envelope};
+use tessera_solve::{BlockOperator, Constraints, SolveError};
 
 fn case(
     p: usize,

@@ -12,9 +12,9 @@ use tessera_fem::material::Lame;
 use tessera_fem::nodes::HoMesh;
 use tessera_fem::quadrature::{grundmann_moeller, index_for_degree};
 use tessera_fem::results::{strain_of, FieldEvaluator};
-use tessera_fem::solve::Constraints;
 use tessera_mesh::generate::{box_mesh, BoxKind};
 use tessera_mesh::simplex::SimplexMesh;
+use tessera_solve::Constraints;
 
 const A: [f64; 3] = [1.0, 2.0, 3.0];
 const L: Lame = Lame {
@@ -83,7 +83,7 @@ fn energy_error(n: usize, p: usize) -> (f64, f64) {
             }
         }
     }
-    let u = tessera_fem::cholesky::solve_constrained(&k, &f, &cons).unwrap();
+    let u = tessera_solve::cholesky::solve_constrained(&k, &f, &cons).unwrap();
     let rule = grundmann_moeller(3, index_for_degree(2 * p + 8));
     let mut ev = FieldEvaluator::new(&ho, &u);
     let pos = ho.mesh().positions();

@@ -1,19 +1,18 @@
-//! GPU conformance of Bin-BCSR* SpMV (Listing 4.1), FEM assembly (dissertation §4.4.3-4.4.4)
-//! and the filtered block-Jacobi PCG against the CPU reference, plus the GPU bench
+//! GPU conformance of FEM assembly (dissertation §4.4.3-4.4.4) and the filtered block-Jacobi
+//! PCG on assembled matrices against the CPU reference, plus the GPU bench
 //! (Table 4.2 stages, SpMV bandwidth). All tests need a CUDA GPU and skip cleanly without one.
 
 use tessera_core::{DeviceChoice, Par};
 use tessera_fem::assemble::{assemble_stiffness, AssembleOptions, Summation};
-use tessera_fem::cuda::{
-    assemble_stiffness_gpu, bench_assembly_gpu, pcg_gpu, DeviceBinBcsr, FemKernels, GpuScalar,
-};
+use tessera_fem::cuda::{assemble_stiffness_gpu, bench_assembly_gpu, GpuScalar};
 use tessera_fem::material::Material;
 use tessera_fem::nodes::HoMesh;
-use tessera_fem::solve::{pcg, BlockOperator, Constraints, PcgParams};
 use tessera_gpu::Gpu;
 use tessera_mesh::generate::{box_mesh, bracket, BoxKind};
 use tessera_mesh::simplex::SimplexMesh;
-use tessera_sparse::binbcsr::{BinBcsr, BinBcsrPattern, Scalar};
+use tessera_solve::cuda::{pcg_gpu, SolveKernels};
+use tessera_solve::{pcg, BlockOperator, Constraints, PcgParams};
+use tessera_sparse::binbcsr::{BinBcsr, Scalar};
 
 fn gpu() -> Option<Gpu> {
     match Gpu::probe() {
@@ -94,72 +93,6 @@ fn rel_diff<T: Scalar>(a: &BinBcsr<T>, b: &BinBcsr<T>) -> f64 {
         .chain(a.diag().iter().zip(b.diag()))
         .fold(0.0f64, |s, (x, y)| s.max((x.to_f64() - y.to_f64()).abs()));
     d / scale
-}
-
-fn spmv_case<T: GpuScalar>(gpu: &Gpu, k: &FemKernels<'_>, e: usize, n: usize, seed: u64, tol: f64) {
-    let mut g = Lcg(seed);
-    // random sorted rows with varied lengths (some empty, some long)
-    let rows: Vec<Vec<u32>> = (0..n)
-        .map(|i| {
-            let len = (g.next() % if i % 97 == 0 { 150 } else { 20 }) as usize;
-            let mut r: Vec<u32> = (0..len)
-                .map(|_| (g.next() % n as u64) as u32)
-                .filter(|&c| c as usize != i)
-                .collect();
-            r.sort_unstable();
-            r.dedup();
-            r
-        })
-        .collect();
-    let p = std::sync::Arc::new(BinBcsrPattern::from_rows(e, &rows).unwrap());
-    let mut m = BinBcsr::<T>::zeros(p.clone());
-    {
-        let (vals, diag) = m.values_diag_mut();
-        for v in vals.iter_mut().chain(diag.iter_mut()) {
-            *v = T::from_f64(g.f());
-        }
-    }
-    let x: Vec<T> = (0..n * e).map(|_| T::from_f64(g.f())).collect();
-    let mut y_cpu = vec![T::ZERO; n * e];
-    m.spmv(Par::Rayon, &x, &mut y_cpu).unwrap();
-    let dm = DeviceBinBcsr::upload(gpu, &m).unwrap();
-    let xd = gpu.upload(&x).unwrap();
-    let mut yd = gpu.zeros::<T>(n * e).unwrap();
-    dm.spmv(k, &xd, &mut yd).unwrap();
-    let y = gpu.download(&yd).unwrap();
-    let scale = y_cpu.iter().fold(0.0f64, |s, v| s.max(v.to_f64().abs()));
-    let err = y
-        .iter()
-        .zip(&y_cpu)
-        .fold(0.0f64, |s, (a, b)| s.max((a.to_f64() - b.to_f64()).abs()));
-    println!(
-        "spmv {} e={e} n={n}: max rel diff {:.3e}",
-        T::NAME,
-        err / scale
-    );
-    assert!(
-        err <= tol * scale,
-        "{} e = {e}: {err:e} > {tol:e} * {scale:e}",
-        T::NAME
-    );
-    // round trip of the device matrix
-    let back = dm.download(gpu).unwrap();
-    assert_eq!(back.pattern(), m.pattern());
-    assert_eq!(back.values(), m.values());
-    assert_eq!(back.diag(), m.diag());
-}
-
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn binbcsr_spmv_matches_reference() {
-    let Some(gpu) = gpu() else { return };
-    let k = FemKernels::new(&gpu).unwrap();
-    for e in 1..=3 {
-        for (n, seed) in [(1usize, 1u64), (31, 2), (1000, 3), (4133, 4)] {
-            spmv_case::<f32>(&gpu, &k, e, n, seed, 1e-5);
-            spmv_case::<f64>(&gpu, &k, e, n, seed, 1e-12);
-        }
-    }
 }
 
 fn cpu_opts(summation: Summation) -> AssembleOptions {
@@ -258,7 +191,7 @@ impl BlockOperator for CpuOp<'_> {
 #[ignore = "needs a CUDA GPU"]
 fn pcg_matches_reference() {
     let Some(gpu) = gpu() else { return };
-    let k = FemKernels::new(&gpu).unwrap();
+    let k = SolveKernels::new(&gpu).unwrap();
     for p in 1..=2 {
         let ho = HoMesh::new(tet_box([8, 5, 4]), p).unwrap();
         let (dm, _) =
@@ -348,12 +281,7 @@ fn pcg_matches_reference() {
         &PcgParams::default(),
         &mut x,
     );
-    assert!(matches!(
-        r,
-        Err(tessera_fem::cuda::GpuSolveError::Solve(
-            tessera_fem::solve::SolveError::Unconstrained
-        ))
-    ));
+    assert!(matches!(r, Err(tessera_solve::SolveError::Unconstrained)));
 }
 
 /// GPU assembly stage times and SpMV bandwidth on generated brackets (prints the table;

@@ -209,10 +209,10 @@ fn gmsh_groups_select_faces_and_missing_tags_are_errors() {
 #[test]
 fn rigid_mode_check_names_the_free_modes() {
     use tessera_fem::nodes::HoMesh;
-    use tessera_fem::solve::{Constraints, SolveError};
     use tessera_fem::static_solve::check_rigid_modes;
     use tessera_mesh::generate::{box_mesh, BoxKind};
     use tessera_mesh::simplex::SimplexMesh;
+    use tessera_solve::{Constraints, SolveError};
     let sm = SimplexMesh::from_poly(&box_mesh(BoxKind::Tet, [3, 2, 2], [3.0, 1.0, 1.0])).unwrap();
     for p in 1..=2 {
         let ho = HoMesh::new(sm.clone(), p).unwrap();

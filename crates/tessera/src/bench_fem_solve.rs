@@ -19,9 +19,11 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use tessera_core::{DeviceChoice, Par};
-use tessera_fem::cuda::FemKernels;
 use tessera_fem::problem::Problem;
-use tessera_fem::static_solve::{solve_problem, StaticOptions, StaticSolution};
+use tessera_fem::static_solve::{
+    solve_problem, stage_ms, StageTimes, StaticOptions, StaticSolution,
+};
+use tessera_solve::cuda::SolveKernels;
 
 /// H100 copy bandwidth (read + write) the SpMV is set against (bytes/s).
 const COPY_BANDWIDTH: f64 = crate::bench_mesh::COPY_BANDWIDTH;
@@ -135,7 +137,7 @@ struct Row {
     /// every timed run's end-to-end wall time (ms)
     runs_ms: Vec<f64>,
     /// stage times of the median run (ms)
-    stages_ms: std::collections::BTreeMap<String, f64>,
+    stages_ms: StageTimes,
     /// SpMV: median CUDA-event time (ms), bytes it must move, bandwidth (GB/s), fraction of copy bandwidth
     spmv_ms: Option<f64>,
     spmv_bytes: Option<u64>,
@@ -165,7 +167,7 @@ fn run_case(case: &Case, a: &BenchFemSolveArgs) -> anyhow::Result<Row> {
     // (wall ms, stage times) per run; the last solution is kept for the SpMV timing (every
     // run computes the same one), and alive during the next run, as a user's process keeps
     // its CUDA context
-    let mut runs: Vec<(f64, std::collections::BTreeMap<String, f64>)> = Vec::new();
+    let mut runs: Vec<(f64, StageTimes)> = Vec::new();
     let mut last: Option<StaticSolution> = None;
     for i in 0..a.repeat {
         let t = Instant::now();
@@ -186,11 +188,11 @@ fn run_case(case: &Case, a: &BenchFemSolveArgs) -> anyhow::Result<Row> {
     let mut order: Vec<usize> = (0..runs.len()).collect();
     order.sort_by(|&x, &y| runs[x].0.total_cmp(&runs[y].0));
     let (median, stages) = runs[order[order.len() / 2]].clone();
-    let solve_ms = stages.get("solve").copied().unwrap_or(f64::NAN);
+    let solve_ms = stage_ms(&stages, "solve").unwrap_or(f64::NAN);
     let iterations = sol.report.iterations;
     let (mut spmv_ms, mut spmv_bytes, mut floor) = (None, None, None);
     if let Some((gpu, mat)) = &sol.device_matrix {
-        let k = FemKernels::new(gpu)?;
+        let k = SolveKernels::new(gpu)?;
         let n = mat.num_rows();
         let x: Vec<f64> = (0..n)
             .map(|i| ((i * 7919) % 1000) as f64 * 1e-3 - 0.5)
@@ -286,7 +288,7 @@ pub fn run(a: BenchFemSolveArgs) -> anyhow::Result<()> {
         "target"
     );
     for r in &rows {
-        let g = |k: &str| r.stages_ms.get(k).copied();
+        let g = |k: &str| stage_ms(&r.stages_ms, k);
         let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
         println!(
             "{:<26} {:>6} {:>9} {:>9} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9.1} {:>9}",

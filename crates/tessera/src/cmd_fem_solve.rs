@@ -106,7 +106,7 @@ pub fn run_problem(
         pb.finish_and_clear();
     }
     let mut stages = sol.stages_ms.clone();
-    stages.insert("results".into(), results_ms);
+    stages.push(("results".into(), results_ms));
     let extra = serde_json::json!({
         "device": sol.device,
         "solver": match problem.solver.method { tessera_fem::problem::SolverMethod::Pcg => "pcg (block Jacobi, filtered constraints)", tessera_fem::problem::SolverMethod::Cholesky => "cholesky (faer sparse LLT, constraints eliminated)" },

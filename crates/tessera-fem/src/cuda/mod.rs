@@ -1,5 +1,6 @@
-//! FEM assembly, Bin-BCSR* SpMV and the filtered block-Jacobi PCG on CUDA (dissertation
-//! §4.4.2-§4.4.4, Listing 4.1, §4.5; the GPU columns of Tables 4.2-4.3).
+//! FEM assembly on CUDA (dissertation §4.4.3-§4.4.4, §4.5; the GPU columns of Tables
+//! 4.2-4.3). The device matrices, their SpMV (Listing 4.1) and the PCG live in
+//! [`tessera_solve::cuda`].
 //!
 //! | step | GPU algorithm | CPU reference |
 //! |---|---|---|
@@ -8,8 +9,6 @@
 //! | column indices | one thread per row, sorted insertion, 63 slots in shared memory, global fallback | [`crate::pattern::fill_columns`] |
 //! | element matrices | one warp per cell, closed form with host-tabulated weights | [`crate::element::ElementTemplate`] |
 //! | summation | per node (node -> cells), inline (p = 1), per entry (contribution lists) | [`crate::assemble`] |
-//! | SpMV | warp per bin, atomic bin counter (Listing 4.1) | [`BinBcsr::spmv`] |
-//! | PCG | filtered block-Jacobi PCG, deterministic two-pass dot products | [`crate::solve::pcg`] |
 //!
 //! The mesh is uploaded once ([`DeviceHoMesh`]): vertex positions, `cellVertices`, the
 //! simplex arrays the Eq. 4.6 passes read, and (computed on the host) the cell -> node array
@@ -24,14 +23,13 @@ use crate::material::Material;
 use crate::multi_index::binomial;
 use crate::nodes::HoMesh;
 use crate::pattern::Stages;
-use crate::solve::{invert_small, Constraints, PcgParams, SolveError, SolveReport};
 use rayon::prelude::*;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tessera_gpu::{
     CompileOptions, DeviceBuffer, Element, EventTimer, Gpu, GpuError, Kernel, LaunchConfig, Module,
     Primitives,
 };
-use tessera_sparse::binbcsr::{BinBcsr, BinBcsrPattern, Scalar, BIN_SIZE, PAD};
+use tessera_sparse::binbcsr::{BIN_SIZE, PAD};
 
 /// CUDA source of the FEM kernels (deterministic: a constant).
 pub const SOURCE: &str = include_str!("kernels/fem.cu");
@@ -39,11 +37,6 @@ pub const SOURCE: &str = include_str!("kernels/fem.cu");
 const BLOCK: u32 = 256;
 /// Threads per block of the column fill (63 shared-memory slots each: 32 KB per block).
 const FILL_BLOCK: u32 = 128;
-/// Blocks of the first pass of the deterministic dot product (fixed, so sums do not depend
-/// on the device).
-const DOT_BLOCKS: u32 = 256;
-/// Blocks of the fused PCG update pass (fixed, so its sums are deterministic too).
-const UPDATE_BLOCKS: u32 = 1024;
 
 fn gpu_err(e: GpuError) -> FemError {
     FemError::Device {
@@ -52,25 +45,13 @@ fn gpu_err(e: GpuError) -> FemError {
     }
 }
 
-/// A scalar type with GPU kernels: `f32` or `f64`.
-pub trait GpuScalar: Scalar + Element {
-    /// Kernel name suffix.
-    const SUFFIX: &'static str;
-}
-impl GpuScalar for f32 {
-    const SUFFIX: &'static str = "f32";
-}
-impl GpuScalar for f64 {
-    const SUFFIX: &'static str = "f64";
-}
+pub use tessera_solve::cuda::{DeviceBinBcsr, DeviceBinBcsrPattern, GpuScalar};
 
 /// The compiled FEM kernels of one device.
 pub struct FemKernels<'g> {
     gpu: &'g Gpu,
     prims: Primitives<'g>,
     module: Arc<Module>,
-    counter: Mutex<DeviceBuffer<u32>>,
-    dot_partial: Mutex<DeviceBuffer<f64>>,
 }
 
 impl<'g> FemKernels<'g> {
@@ -83,8 +64,6 @@ impl<'g> FemKernels<'g> {
             gpu,
             prims: gpu.primitives().map_err(gpu_err)?,
             module,
-            counter: Mutex::new(gpu.zeros::<u32>(1).map_err(gpu_err)?),
-            dot_partial: Mutex::new(gpu.zeros::<f64>(DOT_BLOCKS as usize).map_err(gpu_err)?),
         })
     }
     /// The device.
@@ -126,176 +105,6 @@ fn check_err(gpu: &Gpu, err: &DeviceBuffer<u32>, what: &str) -> Result<u32, FemE
         });
     }
     Ok(v)
-}
-
-// ============================================================================ matrices
-
-/// A Bin-BCSR* pattern in device memory (dissertation §4.4.2): bin offsets, row lengths and
-/// the padded column-major column indices.
-pub struct DeviceBinBcsrPattern {
-    n: usize,
-    e: usize,
-    nbins: usize,
-    nslots: usize,
-    /// `num_bins + 1` slot offsets.
-    pub bin_offsets: DeviceBuffer<u32>,
-    /// Off-diagonal blocks per block row.
-    pub row_lengths: DeviceBuffer<u32>,
-    /// Column indices, [`PAD`] in padding slots.
-    pub col_indices: DeviceBuffer<u32>,
-    off_diagonal_blocks: u64,
-}
-
-impl DeviceBinBcsrPattern {
-    /// Upload a host pattern.
-    pub fn upload(gpu: &Gpu, p: &BinBcsrPattern) -> Result<Self, FemError> {
-        Ok(DeviceBinBcsrPattern {
-            n: p.num_block_rows(),
-            e: p.block_dim(),
-            nbins: p.num_bins(),
-            nslots: p.num_slots(),
-            bin_offsets: up(gpu, p.bin_offsets())?,
-            row_lengths: up(gpu, p.row_lengths())?,
-            col_indices: up(gpu, p.col_indices())?,
-            off_diagonal_blocks: p.row_lengths().iter().map(|&l| l as u64).sum(),
-        })
-    }
-    /// Copy back to the host (validated).
-    pub fn download(&self, gpu: &Gpu) -> Result<BinBcsrPattern, FemError> {
-        let offsets = gpu
-            .download_range(&self.bin_offsets, 0..self.nbins + 1)
-            .map_err(gpu_err)?;
-        let lengths = gpu
-            .download_range(&self.row_lengths, 0..self.n)
-            .map_err(gpu_err)?;
-        let cols = gpu
-            .download_range(&self.col_indices, 0..self.nslots)
-            .map_err(gpu_err)?;
-        let mut p = BinBcsrPattern::with_bin_offsets(self.e, lengths, offsets)?;
-        let mut at = 0;
-        for (_, piece) in p.bins_mut() {
-            piece.copy_from_slice(&cols[at..at + piece.len()]);
-            at += piece.len();
-        }
-        p.validate()?;
-        Ok(p)
-    }
-    pub fn num_block_rows(&self) -> usize {
-        self.n
-    }
-    pub fn block_dim(&self) -> usize {
-        self.e
-    }
-    pub fn num_bins(&self) -> usize {
-        self.nbins
-    }
-    /// Off-diagonal slots including padding.
-    pub fn num_slots(&self) -> usize {
-        self.nslots
-    }
-    /// Stored block non-zeros, diagonal included.
-    pub fn block_nonzeros(&self) -> u64 {
-        self.off_diagonal_blocks + self.n as u64
-    }
-}
-
-/// A Bin-BCSR* matrix in device memory: shared pattern, block-component-major padded
-/// values and the separate dense block diagonal (dissertation §4.4.2).
-pub struct DeviceBinBcsr<T: GpuScalar> {
-    pattern: Arc<DeviceBinBcsrPattern>,
-    /// Off-diagonal values (layout of [`BinBcsr::values`]).
-    pub values: DeviceBuffer<T>,
-    /// Dense block diagonal, `e²` per block row.
-    pub diag: DeviceBuffer<T>,
-}
-
-impl<T: GpuScalar> DeviceBinBcsr<T> {
-    /// Upload a host matrix.
-    pub fn upload(gpu: &Gpu, m: &BinBcsr<T>) -> Result<Self, FemError> {
-        Ok(DeviceBinBcsr {
-            pattern: Arc::new(DeviceBinBcsrPattern::upload(gpu, m.pattern())?),
-            values: up(gpu, m.values())?,
-            diag: up(gpu, m.diag())?,
-        })
-    }
-    /// Copy back to the host.
-    pub fn download(&self, gpu: &Gpu) -> Result<BinBcsr<T>, FemError> {
-        let p = Arc::new(self.pattern.download(gpu)?);
-        let e2 = p.block_dim() * p.block_dim();
-        let values = gpu
-            .download_range(&self.values, 0..p.num_slots() * e2)
-            .map_err(gpu_err)?;
-        let diag = gpu
-            .download_range(&self.diag, 0..p.num_block_rows() * e2)
-            .map_err(gpu_err)?;
-        Ok(BinBcsr::from_parts(p, values, diag)?)
-    }
-    /// The device pattern.
-    pub fn pattern(&self) -> &Arc<DeviceBinBcsrPattern> {
-        &self.pattern
-    }
-    /// Scalar rows `n e`.
-    pub fn num_rows(&self) -> usize {
-        self.pattern.n * self.pattern.e
-    }
-
-    /// `y = K x` with dynamic warp scheduling (Listing 4.1): one warp per bin, bins handed
-    /// out by an atomic counter. Same summation order as [`BinBcsr::spmv`].
-    pub fn spmv(
-        &self,
-        k: &FemKernels<'_>,
-        x: &DeviceBuffer<T>,
-        y: &mut DeviceBuffer<T>,
-    ) -> Result<(), FemError> {
-        let p = &*self.pattern;
-        let ne = p.n * p.e;
-        if x.len() < ne || y.len() < ne {
-            return Err(tessera_sparse::binbcsr::BinBcsrError::VectorLength {
-                expected: ne,
-                found: x.len().min(y.len()),
-            }
-            .into());
-        }
-        if p.n == 0 {
-            return Ok(());
-        }
-        let g = k.gpu;
-        let mut counter = k.counter.lock().unwrap_or_else(|e| e.into_inner());
-        g.memset_zero(&mut counter).map_err(gpu_err)?;
-        let warps_per_block = BLOCK / 32;
-        let blocks = (p.nbins.div_ceil(warps_per_block as usize))
-            .min(g.sm_count().max(1) as usize * 8)
-            .max(1) as u32;
-        let kern = k.k(&format!("spmv_{}_{}", T::SUFFIX, p.e))?;
-        let (n, nb) = (p.n as u32, p.nbins as u32);
-        g.launch(&kern, LaunchConfig::blocks(blocks, BLOCK))
-            .arg(&n)
-            .arg(&nb)
-            .arg(&p.bin_offsets)
-            .arg(&p.row_lengths)
-            .arg(&p.col_indices)
-            .arg(&self.values)
-            .arg(&self.diag)
-            .arg(x)
-            .arg(&*y)
-            .arg(&*counter)
-            .run()
-            .map_err(gpu_err)
-    }
-
-    /// Bytes one SpMV must move: column indices and values of the stored (non-padding)
-    /// off-diagonal blocks, the diagonal blocks, row lengths, bin offsets, `x` once and `y`.
-    pub fn spmv_bytes(&self) -> u64 {
-        let p = &*self.pattern;
-        let s = std::mem::size_of::<T>() as u64;
-        let e = p.e as u64;
-        let n = p.n as u64;
-        p.off_diagonal_blocks * (4 + e * e * s)
-            + n * e * e * s
-            + 4 * n
-            + 4 * (p.nbins as u64 + 1)
-            + 2 * n * e * s
-    }
 }
 
 // ============================================================================ mesh
@@ -551,8 +360,8 @@ impl<'k, 'g> GpuAssembler<'k, 'g> {
                 pairs.push(a as u32 | (b as u32) << 16);
             }
         }
-        let n = pattern.n;
-        let padding = pattern.nslots as u64 - pattern.off_diagonal_blocks;
+        let n = pattern.num_block_rows();
+        let padding = pattern.num_slots() as u64 - pattern.off_diagonal_blocks();
         let stats = AssemblyStats {
             dofs: (n * e) as u64,
             block_nonzeros: pattern.block_nonzeros(),
@@ -598,9 +407,10 @@ impl<'k, 'g> GpuAssembler<'k, 'g> {
         let mat = r?;
         let s = std::mem::size_of::<T>() as u64;
         let p = &*self.pattern;
-        let e2 = (p.e * p.e) as u64;
-        self.stats.bytes_allocated =
-            4 * (p.nslots + p.nbins + 1 + p.n) as u64 + (p.nslots as u64 + p.n as u64) * e2 * s;
+        let e2 = (p.block_dim() * p.block_dim()) as u64;
+        self.stats.bytes_allocated = 4
+            * (p.num_slots() + p.num_bins() + 1 + p.num_block_rows()) as u64
+            + (p.num_slots() as u64 + p.num_block_rows() as u64) * e2 * s;
         let elts = if self.summation == Summation::Inline {
             0
         } else {
@@ -622,7 +432,7 @@ impl<'k, 'g> GpuAssembler<'k, 'g> {
         let g = self.k.gpu;
         let dm = self.dm;
         let p = &*self.pattern;
-        let e2 = p.e * p.e;
+        let e2 = p.block_dim() * p.block_dim();
         let (opcode, lambda, mu) = match op {
             Operator::Stiffness(l) => (0u32, l.lambda, l.mu),
             Operator::Mass(rho) => (1u32, rho, 0.0),
@@ -675,17 +485,19 @@ impl<'k, 'g> GpuAssembler<'k, 'g> {
             check_err(g, &err, "element")?;
             buf
         };
-        let n = p.n as u32;
+        let n = p.num_block_rows() as u32;
         let mat = timed(g, stages, "summation", || {
-            let mut values = g.alloc::<T>((p.nslots * e2).max(1)).map_err(gpu_err)?;
-            let diag = g.alloc::<T>((p.n * e2).max(1)).map_err(gpu_err)?;
+            let mut values = g.alloc::<T>((p.num_slots() * e2).max(1)).map_err(gpu_err)?;
+            let diag = g
+                .alloc::<T>((p.num_block_rows() * e2).max(1))
+                .map_err(gpu_err)?;
             match &self.maps {
                 None => {
                     g.memset_zero(&mut values).map_err(gpu_err)?;
                     let mode = u32::from(self.summation == Summation::Inline);
                     g.launch(
                         &self.k.k(&format!("sum_per_node_{}_{}", T::SUFFIX, dm.d))?,
-                        cfg(p.n, BLOCK)?,
+                        cfg(p.num_block_rows(), BLOCK)?,
                     )
                     .arg(&n)
                     .arg(&p.bin_offsets)
@@ -710,11 +522,11 @@ impl<'k, 'g> GpuAssembler<'k, 'g> {
                 Some(maps) => {
                     // padding slots have empty lists and keep the zeros
                     g.memset_zero(&mut values).map_err(gpu_err)?;
-                    let ns = to_u32(p.nslots, "slots")?;
-                    let nb = p.nbins as u32;
+                    let ns = to_u32(p.num_slots(), "slots")?;
+                    let nb = p.num_bins() as u32;
                     g.launch(
                         &self.k.k(&format!("sum_per_entry_{}_{}", T::SUFFIX, dm.d))?,
-                        cfg(p.nslots, BLOCK)?,
+                        cfg(p.num_slots(), BLOCK)?,
                     )
                     .arg(&ns)
                     .arg(&nb)
@@ -729,7 +541,7 @@ impl<'k, 'g> GpuAssembler<'k, 'g> {
                         &self
                             .k
                             .k(&format!("sum_per_entry_diag_{}_{}", T::SUFFIX, dm.d))?,
-                        cfg(p.n, BLOCK)?,
+                        cfg(p.num_block_rows(), BLOCK)?,
                     )
                     .arg(&n)
                     .arg(&maps.diag_offsets)
@@ -740,11 +552,7 @@ impl<'k, 'g> GpuAssembler<'k, 'g> {
                     .map_err(gpu_err)?;
                 }
             }
-            Ok(DeviceBinBcsr {
-                pattern: self.pattern.clone(),
-                values,
-                diag,
-            })
+            DeviceBinBcsr::from_parts(self.pattern.clone(), values, diag).map_err(FemError::from)
         })?;
         let bad = check_err(g, &err, "summation")?;
         if bad != 0 {
@@ -940,16 +748,16 @@ fn build_pattern_gpu(
         });
     }
     let off_diagonal_blocks = k.prims.reduce_sum_u32(&lengths).map_err(gpu_err)?;
-    Ok(DeviceBinBcsrPattern {
+    Ok(DeviceBinBcsrPattern::from_parts(
         n,
         e,
         nbins,
         nslots,
         bin_offsets,
-        row_lengths: lengths,
-        col_indices: cols,
+        lengths,
+        cols,
         off_diagonal_blocks,
-    })
+    ))
 }
 
 /// Per-entry contribution lists on the device: count, scan, fill (one thread per row).
@@ -959,11 +767,11 @@ fn build_entry_maps_gpu(
     p: &DeviceBinBcsrPattern,
 ) -> Result<DeviceEntryMaps, FemError> {
     let g = k.gpu;
-    let n = p.n as u32;
+    let n = p.num_block_rows() as u32;
     let m = dm.m as u32;
     let err = g.zeros::<u32>(1).map_err(gpu_err)?;
-    let mut off_counts = g.zeros::<u32>(p.nslots.max(1)).map_err(gpu_err)?;
-    let diag_counts = g.zeros::<u32>(p.n.max(1)).map_err(gpu_err)?;
+    let mut off_counts = g.zeros::<u32>(p.num_slots().max(1)).map_err(gpu_err)?;
+    let diag_counts = g.zeros::<u32>(p.num_block_rows().max(1)).map_err(gpu_err)?;
     let kern = k.k("entry_maps")?;
     let run = |pass: u32,
                oc: &DeviceBuffer<u32>,
@@ -971,7 +779,7 @@ fn build_entry_maps_gpu(
                doff: &DeviceBuffer<u32>,
                ocodes: &DeviceBuffer<u32>,
                dcodes: &DeviceBuffer<u32>| {
-        g.launch(&kern, cfg(p.n, BLOCK)?)
+        g.launch(&kern, cfg(p.num_block_rows(), BLOCK)?)
             .arg(&pass)
             .arg(&n)
             .arg(&p.bin_offsets)
@@ -1001,28 +809,32 @@ fn build_entry_maps_gpu(
         });
     }
     let too_large = |e: GpuError| FemError::TooLarge(format!("per-entry contribution lists: {e}"));
-    let off_counts_view = if p.nslots == 0 {
+    let off_counts_view = if p.num_slots() == 0 {
         g.zeros::<u32>(0).ok()
     } else {
         None
     };
     let _ = off_counts_view;
-    let off_offsets = if p.nslots == 0 {
+    let off_offsets = if p.num_slots() == 0 {
         g.zeros::<u32>(1).map_err(gpu_err)?
     } else {
         k.prims
             .offsets_from_counts(&off_counts)
             .map_err(too_large)?
     };
-    let diag_offsets = if p.n == 0 {
+    let diag_offsets = if p.num_block_rows() == 0 {
         g.zeros::<u32>(1).map_err(gpu_err)?
     } else {
         k.prims
             .offsets_from_counts(&diag_counts)
             .map_err(too_large)?
     };
-    let n_off = g.download_at(&off_offsets, p.nslots).map_err(gpu_err)? as usize;
-    let n_diag = g.download_at(&diag_offsets, p.n).map_err(gpu_err)? as usize;
+    let n_off = g
+        .download_at(&off_offsets, p.num_slots())
+        .map_err(gpu_err)? as usize;
+    let n_diag = g
+        .download_at(&diag_offsets, p.num_block_rows())
+        .map_err(gpu_err)? as usize;
     let off = g.alloc::<u32>(n_off.max(1)).map_err(gpu_err)?;
     let diag = g.alloc::<u32>(n_diag.max(1)).map_err(gpu_err)?;
     // pass 1 reuses the slot counters as cursors
@@ -1076,315 +888,6 @@ pub fn assemble_gpu<T: GpuScalar>(
     let total: f64 = stats.stages_ms.values().sum();
     stats.stages_ms.insert("total".into(), total);
     Ok((mat, stats))
-}
-
-// ============================================================================ PCG
-
-/// Failures of the GPU PCG: the solver's own errors, or device errors.
-#[derive(Debug, thiserror::Error)]
-pub enum GpuSolveError {
-    #[error(transparent)]
-    Solve(#[from] SolveError),
-    #[error(transparent)]
-    Fem(#[from] FemError),
-}
-
-impl From<GpuError> for GpuSolveError {
-    fn from(e: GpuError) -> Self {
-        GpuSolveError::Fem(gpu_err(e))
-    }
-}
-
-/// Deterministic dot product `a · b` into `out[slot]`: a fixed grid of partial sums, then
-/// one block sums the partials in a fixed order.
-fn dot_into(
-    k: &FemKernels<'_>,
-    len: u32,
-    a: &DeviceBuffer<f64>,
-    b: &DeviceBuffer<f64>,
-    out: &DeviceBuffer<f64>,
-    slot: u32,
-) -> Result<(), FemError> {
-    let g = k.gpu;
-    let partial = k.dot_partial.lock().unwrap_or_else(|e| e.into_inner());
-    g.launch(&k.k("dot_partial")?, LaunchConfig::blocks(DOT_BLOCKS, 256))
-        .arg(&len)
-        .arg(a)
-        .arg(b)
-        .arg(&*partial)
-        .run()
-        .map_err(gpu_err)?;
-    g.launch(&k.k("dot_final")?, LaunchConfig::blocks(1, 256))
-        .arg(&DOT_BLOCKS)
-        .arg(&*partial)
-        .arg(out)
-        .arg(&slot)
-        .run()
-        .map_err(gpu_err)
-}
-
-/// Solve `A x = b` with Dirichlet constraints by the filtered block-Jacobi PCG of
-/// [`crate::solve::pcg`] on device vectors (dissertation §4.4.2): Bin-BCSR* SpMV, the
-/// inverted diagonal blocks (inverted on the host from the separately stored diagonal,
-/// constrained rows and columns replaced by the identity), fused vector updates and
-/// deterministic two-pass dot products. Same iteration, checks, report and errors as the CPU
-/// solver; `x` receives the solution.
-pub fn pcg_gpu(
-    k: &FemKernels<'_>,
-    a: &DeviceBinBcsr<f64>,
-    b: &[f64],
-    cons: &Constraints,
-    params: &PcgParams,
-    x: &mut Vec<f64>,
-) -> Result<SolveReport, GpuSolveError> {
-    let g = k.gpu;
-    let nb = a.pattern.n;
-    let e = a.pattern.e;
-    let n = nb * e;
-    for len in [b.len(), cons.fixed.len(), cons.values.len()] {
-        if len != n {
-            return Err(SolveError::Dimension {
-                expected: n,
-                found: len,
-            }
-            .into());
-        }
-    }
-    if cons.num_fixed() == 0 {
-        return Err(SolveError::Unconstrained.into());
-    }
-    let n32 = to_u32(n, "DOFs")?;
-    let nb32 = nb as u32;
-    let e32 = e as u32;
-    // block-Jacobi inverses
-    let diag = g.download_range(&a.diag, 0..nb * e * e)?;
-    let inv: Vec<Result<Vec<f64>, SolveError>> = (0..nb)
-        .into_par_iter()
-        .with_min_len(1024)
-        .map(|i| {
-            let mut blk = diag[i * e * e..(i + 1) * e * e].to_vec();
-            for c in 0..e {
-                if cons.fixed[i * e + c] {
-                    for q in 0..e {
-                        blk[c * e + q] = 0.0;
-                        blk[q * e + c] = 0.0;
-                    }
-                    blk[c * e + c] = 1.0;
-                }
-            }
-            invert_small(&blk, e).ok_or(SolveError::SingularBlock { node: i })
-        })
-        .collect();
-    let mut flat = Vec::with_capacity(nb * e * e);
-    for r in inv {
-        flat.extend(r?);
-    }
-    let inv = up(g, &flat)?;
-    let fixed: Vec<u32> = cons.fixed.iter().map(|&f| u32::from(f)).collect();
-    let fixed = up(g, &fixed)?;
-    let x0: Vec<f64> = (0..n)
-        .map(|i| if cons.fixed[i] { cons.values[i] } else { 0.0 })
-        .collect();
-    let mut xd = up(g, &x0)?;
-    let bd = up(g, b)?;
-    let mut r = g.zeros::<f64>(n.max(1))?;
-    let c = g.zeros::<f64>(n.max(1))?;
-    let mut q = g.zeros::<f64>(n.max(1))?;
-    let s = g.zeros::<f64>(n.max(1))?;
-    let out = g.zeros::<f64>(4)?;
-    let vcfg = cfg(n, BLOCK)?;
-    let ncfg = cfg(nb, BLOCK)?;
-    let fetch = |xd: &DeviceBuffer<f64>, x: &mut Vec<f64>| -> Result<(), GpuSolveError> {
-        *x = g.download_range(xd, 0..n)?;
-        Ok(())
-    };
-    a.spmv(k, &xd, &mut r)?;
-    g.launch(&k.k("pcg_residual")?, vcfg)
-        .arg(&n32)
-        .arg(&bd)
-        .arg(&fixed)
-        .arg(&r)
-        .run()?;
-    dot_into(k, n32, &r, &r, &out, 0)?;
-    let r0 = g.download_at(&out, 0)?.sqrt();
-    let mut history = vec![1.0];
-    if !r0.is_finite() {
-        return Err(SolveError::NonFinite {
-            what: "initial residual",
-            iteration: 0,
-        }
-        .into());
-    }
-    if r0 == 0.0 {
-        fetch(&xd, x)?;
-        return Ok(SolveReport {
-            iterations: 0,
-            final_residual: 0.0,
-            history,
-        });
-    }
-    let jac = k.k("pcg_jacobi")?;
-    g.launch(&jac, ncfg)
-        .arg(&nb32)
-        .arg(&e32)
-        .arg(&inv)
-        .arg(&fixed)
-        .arg(&r)
-        .arg(&c)
-        .run()?;
-    dot_into(k, n32, &r, &c, &out, 0)?;
-    let delta = g.download_at(&out, 0)?;
-    // The iterations run without host synchronisation: α, β and the checks are computed on
-    // the device (pcg_alpha, pcg_beta), every vector kernel returns at once after the solve
-    // has ended, and the host polls the status every POLL iterations. The arithmetic is
-    // the same as the CPU solver's, iteration for iteration.
-    const POLL: usize = 16;
-    let st = up(
-        g,
-        &[
-            delta,
-            0.0,
-            0.0,
-            r0,
-            params.tolerance,
-            params.divergence_factor,
-            0.0,
-            0.0,
-        ],
-    )?;
-    let status = g.zeros::<u32>(2)?;
-    let hist = g.zeros::<f64>(params.max_iterations + 1)?;
-    let out3 = g.zeros::<f64>(3)?;
-    let fdot = k.k("pcg_filter_dot_partial")?;
-    let upj = k.k("pcg_update_precond_partial")?;
-    let dirk = k.k("pcg_direction_dev")?;
-    let alphak = k.k("pcg_alpha")?;
-    let betak = k.k("pcg_beta")?;
-    let df = k.k("dot_final_dev")?;
-    let df2 = k.k("dot_final2_dev")?;
-    let partial = k.dot_partial.lock().unwrap_or_else(|e| e.into_inner());
-    let partial2 = g.zeros::<f64>(2 * UPDATE_BLOCKS as usize)?;
-    let mut ended: Option<(u32, usize)> = None;
-    let mut last = 0usize;
-    for it in 1..=params.max_iterations {
-        let it32 = it as u32;
-        a.spmv(k, &c, &mut q)?;
-        // q = S(A c) and cᵀq
-        g.launch(&fdot, LaunchConfig::blocks(DOT_BLOCKS, 256))
-            .arg(&n32)
-            .arg(&fixed)
-            .arg(&q)
-            .arg(&c)
-            .arg(&*partial)
-            .arg(&status)
-            .run()?;
-        g.launch(&df, LaunchConfig::blocks(1, 256))
-            .arg(&DOT_BLOCKS)
-            .arg(&*partial)
-            .arg(&out3)
-            .arg(&0u32)
-            .arg(&status)
-            .run()?;
-        g.launch(&alphak, LaunchConfig::blocks(1, 1))
-            .arg(&out3)
-            .arg(&st)
-            .arg(&status)
-            .arg(&it32)
-            .run()?;
-        // x += α c, r -= α q, s = S(P⁻¹ r), rᵀr and rᵀs
-        g.launch(&upj, LaunchConfig::blocks(UPDATE_BLOCKS, 256))
-            .arg(&nb32)
-            .arg(&e32)
-            .arg(&st)
-            .arg(&status)
-            .arg(&inv)
-            .arg(&fixed)
-            .arg(&c)
-            .arg(&q)
-            .arg(&xd)
-            .arg(&r)
-            .arg(&s)
-            .arg(&partial2)
-            .run()?;
-        g.launch(&df2, LaunchConfig::blocks(1, 256))
-            .arg(&UPDATE_BLOCKS)
-            .arg(&partial2)
-            .arg(&out3)
-            .arg(&1u32)
-            .arg(&status)
-            .run()?;
-        g.launch(&betak, LaunchConfig::blocks(1, 1))
-            .arg(&out3)
-            .arg(&st)
-            .arg(&status)
-            .arg(&hist)
-            .arg(&it32)
-            .run()?;
-        g.launch(&dirk, vcfg)
-            .arg(&n32)
-            .arg(&st)
-            .arg(&status)
-            .arg(&s)
-            .arg(&c)
-            .run()?;
-        last = it;
-        if it % POLL == 0 || it == params.max_iterations {
-            let sv = g.download_range(&status, 0..2)?;
-            if sv[0] != 0 {
-                ended = Some((sv[0], sv[1] as usize));
-                break;
-            }
-        }
-    }
-    drop(partial);
-    let upto = ended.map_or(last, |(_, i)| i);
-    if upto > 0 {
-        history.extend(g.download_range(&hist, 1..upto + 1)?);
-    }
-    let at = |i: usize| history.get(i).copied().unwrap_or(f64::NAN);
-    match ended {
-        Some((1, it)) => {
-            fetch(&xd, x)?;
-            Ok(SolveReport {
-                iterations: it,
-                final_residual: at(it),
-                history,
-            })
-        }
-        Some((2, it)) => Err(SolveError::NonFinite {
-            what: "search direction",
-            iteration: it,
-        }
-        .into()),
-        Some((3, it)) => Err(SolveError::Singular {
-            iteration: it,
-            value: g.download_at(&st, 6)?,
-        }
-        .into()),
-        Some((4, it)) => Err(SolveError::NonFinite {
-            what: "residual",
-            iteration: it,
-        }
-        .into()),
-        Some((5, it)) => Err(SolveError::Diverged {
-            iteration: it,
-            residual: at(it),
-        }
-        .into()),
-        Some((code, _)) => Err(GpuSolveError::Fem(FemError::Device {
-            device: "cuda".into(),
-            reason: format!("PCG status {code} is unknown"),
-        })),
-        None => {
-            let _ = &mut xd;
-            Err(SolveError::NotConverged {
-                iterations: params.max_iterations,
-                residual: at(params.max_iterations),
-                tolerance: params.tolerance,
-            }
-            .into())
-        }
-    }
 }
 
 // ============================================================================ bench
@@ -1464,9 +967,10 @@ pub fn bench_assembly_gpu<T: GpuScalar>(
         .collect();
     let xd = up(gpu, &x)?;
     let mut yd = gpu.zeros::<T>(ne.max(1)).map_err(gpu_err)?;
+    let sk = tessera_solve::cuda::SolveKernels::new(gpu).map_err(FemError::from)?;
     let spmv_ms = gpu
         .median_ms(runs, 3, || {
-            mat.spmv(&k, &xd, &mut yd)
+            mat.spmv(&sk, &xd, &mut yd)
                 .map_err(|e| GpuError::InvalidArgument(e.to_string()))
         })
         .map_err(gpu_err)?;

@@ -1,5 +1,5 @@
-//! Direct sparse Cholesky reference solvers on the CPU, for tests and small problems (issue 6;
-//! the iterative solver of the dissertation's §4.1 is [`crate::solve::pcg`]).
+//! Direct sparse Cholesky reference solvers on the CPU, for tests and small problems (the
+//! iterative solver of the dissertation's §4.1 is [`crate::pcg::pcg`]).
 //!
 //! Dirichlet constraints are applied by **elimination**: with free DOFs `f` and constrained
 //! DOFs `c` (values `z`), solve `K_ff u_f = b_f − K_fc z` and set `u_c = z`.
@@ -16,7 +16,8 @@
 
 use tessera_sparse::binbcsr::{BinBcsr, Csr};
 
-use crate::solve::{Constraints, SolveError};
+use crate::constraints::Constraints;
+use crate::error::SolveError;
 
 /// Reverse Cuthill-McKee ordering of a symmetric graph given as adjacency lists (CSR).
 /// Returns `perm` with `perm[new] = old`.
