@@ -11,6 +11,9 @@ pub enum FlowError {
     /// A field name that the simulation does not have.
     #[error("unknown field `{name}` (this simulation has: {available})")]
     UnknownField { name: String, available: String },
+    /// Reading or writing a file failed.
+    #[error("{path}: {msg}")]
+    Io { path: String, msg: String },
     /// A CUDA failure.
     #[error("GPU: {0}")]
     Gpu(#[from] GpuError),
