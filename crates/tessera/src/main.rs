@@ -9,6 +9,7 @@ mod bench_mesh;
 mod cmd_bench;
 mod cmd_demo;
 mod cmd_fem;
+mod cmd_flow;
 mod cmd_mesh;
 mod cmd_query;
 mod cmd_spmv;
@@ -37,6 +38,8 @@ enum Cmd {
     Bench(cmd_bench::BenchArgs),
     /// SpMV code generator and joint schedule/layout autotuner for compound entries (dissertation Chapter 5).
     Spmv(cmd_spmv::SpmvArgs),
+    /// Cut-cell fluid with Galerkin-consistent multigrid (dissertation §6.3.2): run scenes, manufactured Poisson problems.
+    Flow(cmd_flow::FlowArgs),
     /// Derived-field queries: evaluate expressions (interp | cpu-jit | gpu) and benchmark them.
     Query(cmd_query::QueryArgs),
 }
@@ -50,6 +53,7 @@ fn main() {
         Cmd::Bench(a) => cmd_bench::run(a),
         Cmd::Spmv(a) => cmd_spmv::run(a),
         Cmd::Query(a) => cmd_query::run(a),
+        Cmd::Flow(a) => cmd_flow::run(a),
     };
     if let Err(e) = res {
         // one clear line (DESIGN.md principle 6)
