@@ -13,6 +13,7 @@ pub mod error;
 pub mod generate;
 pub mod io;
 pub mod poly;
+pub mod quality;
 pub mod relations;
 pub mod simplex;
 pub mod smooth;

@@ -16,7 +16,7 @@ use tessera_mesh::boundary::extract_boundary;
 use tessera_mesh::cuda::DeviceMesh;
 use tessera_mesh::generate::{box_mesh, bracket, non_manifold_example, BoxKind};
 use tessera_mesh::simplex::SimplexMesh;
-use tessera_mesh::smooth::smoothed_positions;
+use tessera_mesh::smooth::{safe_smoothed_positions, smoothed_positions, SafeSetup};
 use tessera_mesh::{CellType, PolyMesh, PolyMeshBuilder};
 use tessera_sparse::Tcsr;
 
@@ -387,6 +387,103 @@ fn laplacian_smoothing_matches_reference() {
         moved_somewhere |= moved(&want) > 0;
     }
     assert!(moved_somewhere, "some test mesh must have inner vertices");
+}
+
+/// `m` with every inner vertex moved by up to `amount` (relative to the mean edge length)
+/// per axis, fixed seed: Laplacian moves then fold cells over, and safe smoothing has
+/// moves to reject.
+fn jittered(mut m: PolyMesh, amount: f64, seed: u64) -> PolyMesh {
+    let fixed = extract_boundary(&m).vertex_mask(m.num_vertices());
+    let ev = m.edge_vertices().to_vec();
+    let p = m.positions().to_vec();
+    let h = ev
+        .iter()
+        .map(|&[a, b]| {
+            let (a, b) = (p[a as usize], p[b as usize]);
+            ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2) + (a[2] - b[2]).powi(2)).sqrt()
+        })
+        .sum::<f64>()
+        / ev.len().max(1) as f64;
+    let mut r = Rng(seed);
+    for (v, q) in m.positions_mut().iter_mut().enumerate() {
+        if !fixed[v] {
+            for x in q.iter_mut() {
+                *x += amount * h * ((r.next() >> 11) as f64 / (1u64 << 53) as f64 - 0.5);
+            }
+        }
+    }
+    m
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn smooth_safe_matches_reference() {
+    let Some(g) = gpu() else { return };
+    let mut cases = meshes();
+    cases.push((
+        "jittered tet box 24x20x18",
+        jittered(
+            box_mesh(BoxKind::Tet, [24, 20, 18], [1.2, 1.0, 0.9]),
+            0.6,
+            7,
+        ),
+    ));
+    cases.push((
+        "jittered mixed box 11x9x8",
+        jittered(
+            box_mesh(BoxKind::Mixed, [11, 9, 8], [1.1, 0.9, 0.8]),
+            0.5,
+            11,
+        ),
+    ));
+    cases.push(("dented tet box 10x10x6", {
+        // a deep smooth dent in the top: plain smoothing folds cells here
+        let mut m = box_mesh(BoxKind::Tet, [10, 10, 6], [1.0, 1.0, 1.0]);
+        for p in m.positions_mut() {
+            let phi = (-((p[0] - 0.5).powi(2) + (p[1] - 0.5).powi(2)) / 0.02).exp();
+            p[2] *= 1.0 - 0.9 * phi;
+        }
+        m
+    }));
+    cases.push((
+        "jittered bracket(30)",
+        jittered(bracket(30).unwrap(), 0.5, 3),
+    ));
+    let mut rejected_somewhere = 0;
+    for (name, m) in cases {
+        for min_quality in [0.1, 0.3] {
+            let iters = 8;
+            let setup = SafeSetup::new(&m, min_quality);
+            let (want, want_stats) = safe_smoothed_positions(&m, &setup, iters);
+            let mut dm = DeviceMesh::upload(&g, &m).unwrap();
+            let got_stats = dm.safe_smooth(&setup, iters).unwrap();
+            let got = dm.download_positions().unwrap();
+            assert_eq!(got.len(), want.len(), "{name}");
+            // identical arithmetic in the same order (no FMA): bit-identical positions
+            let differ = got
+                .iter()
+                .zip(&want)
+                .filter(|(a, b)| (0..3).any(|d| a[d].to_bits() != b[d].to_bits()))
+                .count();
+            eprintln!(
+                "{name} (min quality {min_quality}): {} of {} moves rejected in {} rounds (CPU), {} differing vertices",
+                want_stats.rejected_moves,
+                want_stats.movable_vertices * iters as u64,
+                want_stats.rounds,
+                differ
+            );
+            assert_eq!(
+                differ, 0,
+                "{name}: {differ} vertices differ from the CPU reference"
+            );
+            assert_eq!(got_stats, want_stats, "{name}: rejection counts");
+            rejected_somewhere += want_stats.rejected_moves;
+        }
+    }
+    assert!(
+        rejected_somewhere > 0,
+        "some test mesh must have rejected moves"
+    );
 }
 
 #[test]

@@ -170,7 +170,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
     files.push(p.display().to_string());
     let p = file("bracket-boundary.vtu");
     st.run("write bracket-boundary.vtu", || {
-        let (np, nv) = write_boundary_on(&device, &mesh, &p)?;
+        let (np, nv) = write_boundary_on(&device, &mesh, &p, Default::default())?;
         Ok(((), format!("{np} polygons, {nv} vertices")))
     })?;
     files.push(p.display().to_string());
@@ -202,15 +202,18 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
     })?;
     let before = mesh.positions().to_vec();
     st.run(&format!("smooth ({} iterations)", a.iterations), || {
-        smooth_on(&device, &mut mesh, a.iterations)?;
-        let max = before
-            .iter()
-            .zip(mesh.positions())
-            .map(|(p, q)| {
-                ((q[0] - p[0]).powi(2) + (q[1] - p[1]).powi(2) + (q[2] - p[2]).powi(2)).sqrt()
-            })
-            .fold(0.0, f64::max);
-        Ok(((), format!("largest inner-vertex displacement {max:.3} mm")))
+        let params = tessera_mesh::smooth::SmoothParams {
+            iterations: a.iterations,
+            ..Default::default()
+        };
+        let r = smooth_on(&device, &mut mesh, &params)?;
+        Ok((
+            (),
+            format!(
+                "safe smoothing: largest inner-vertex displacement {:.3} mm, {} moves rejected, inverted cells {} -> {}",
+                r.max_displacement, r.rejected_moves, r.inverted_before, r.inverted_after
+            ),
+        ))
     })?;
     let p = file("bracket-smoothed.vtu");
     st.run("write bracket-smoothed.vtu", || {

@@ -100,7 +100,7 @@ pub fn run_problem(
         })
         .collect();
     let vtu = out.join(format!("{safe}.vtu"));
-    write_results_vtu(&vtu, &sol.ho, &results)?;
+    write_results_vtu(&vtu, &sol.ho, &results, Default::default())?;
     let results_ms = t.elapsed().as_secs_f64() * 1e3;
     if let Some(pb) = &pb {
         pb.finish_and_clear();

@@ -14,10 +14,15 @@ use tessera_mesh::boundary::Boundary;
 use tessera_mesh::cuda::DeviceMesh;
 use tessera_mesh::generate::{box_mesh, bracket, BoxKind, BRACKET_RESOLUTION};
 use tessera_mesh::io::{
-    read_mesh, write_mesh, write_obj, write_vtu, write_vtu_polygons, DataArray, MeshFile,
+    groups_lost, read_mesh, write_mesh_file, write_obj, write_vtu_groups, write_vtu_polygons,
+    DataArray, MeshFile, VtuEncoding,
 };
+use tessera_mesh::quality::{quality_report, validity, QualityReport};
 use tessera_mesh::simplex::SimplexMesh;
-use tessera_mesh::smooth::laplacian_smooth;
+use tessera_mesh::smooth::{
+    smooth as smooth_cpu, smooth_by, SafeStats, SmoothMethod, SmoothParams, SmoothReport,
+    DEFAULT_MIN_QUALITY,
+};
 use tessera_mesh::subdivide::subdivide_summary;
 use tessera_mesh::{CellType, PolyMesh};
 
@@ -35,8 +40,12 @@ enum MeshCmd {
     Convert(ConvertArgs),
     /// Extract the boundary surface (dissertation §3.4.2) and write it as .obj or .vtu.
     Boundary(BoundaryArgs),
-    /// Laplacian smoothing of the inner vertices (dissertation §3.4.2).
+    /// Laplacian smoothing of the inner vertices (dissertation §3.4.2); by default moves that
+    /// would invert or degrade a cell are rejected (`--plain`: every move is taken).
     Smooth(SmoothArgs),
+    /// Cell quality: inverted and degenerate cells, dihedral angles, radius-ratio and
+    /// aspect-ratio histograms, the worst cells.
+    Quality(QualityArgs),
     /// Generate a procedural mesh (a mechanical bracket or a box).
     Generate(GenerateArgs),
     /// Volumetric Catmull-Clark subdivision (dissertation §3.4.3), any number of levels.
@@ -57,7 +66,29 @@ struct SubdivideArgs {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
+    out: OutputArgs,
+    #[command(flatten)]
     device: DeviceArg,
+}
+
+/// How output files are written.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct OutputArgs {
+    /// Write .vtu data arrays as ASCII text (default: binary, zlib-compressed, appended
+    /// raw, as ParaView writes).
+    #[arg(long)]
+    pub ascii: bool,
+}
+
+impl OutputArgs {
+    /// The `.vtu` encoding chosen.
+    pub fn vtu(&self) -> VtuEncoding {
+        if self.ascii {
+            VtuEncoding::Ascii
+        } else {
+            VtuEncoding::default()
+        }
+    }
 }
 
 /// `--device auto|cpu|cuda[:N]`.
@@ -103,18 +134,28 @@ pub fn boundary_on(b: &Backend, m: &PolyMesh) -> anyhow::Result<Boundary> {
     }
 }
 
-/// Laplacian smoothing on the chosen backend.
-pub fn smooth_on(b: &Backend, m: &mut PolyMesh, iterations: usize) -> anyhow::Result<()> {
+/// Smoothing on the chosen backend (dissertation §3.4.2; safe or plain, see
+/// `tessera_mesh::smooth`). The GPU gives the CPU's positions exactly (conformance tests
+/// `laplacian_smooth_matches_reference`, `smooth_safe_matches_reference`).
+pub fn smooth_on(
+    b: &Backend,
+    m: &mut PolyMesh,
+    params: &SmoothParams,
+) -> anyhow::Result<SmoothReport> {
     match b.gpu() {
-        Some(g) => {
+        Some(g) => smooth_by(m, params, |m, setup| -> anyhow::Result<_> {
             let mut dm = DeviceMesh::upload(g, m)?;
-            dm.laplacian_smooth(iterations)?;
-            let p = dm.download_positions()?;
-            *m.positions_mut() = p;
-        }
-        None => laplacian_smooth(m, iterations),
+            let stats = match setup {
+                None => {
+                    dm.laplacian_smooth(params.iterations)?;
+                    SafeStats::default()
+                }
+                Some(s) => dm.safe_smooth(s, params.iterations)?,
+            };
+            Ok((dm.download_positions()?, stats))
+        }),
+        None => Ok(smooth_cpu(m, params)),
     }
-    Ok(())
 }
 
 #[derive(Args, Debug)]
@@ -132,8 +173,11 @@ struct InfoArgs {
 struct ConvertArgs {
     /// Input mesh file.
     input: PathBuf,
-    /// Output file; its extension picks the format (.vtu, .msh, .mesh, .node, .ovm, + .gz).
+    /// Output file; its extension picks the format (.vtu, .msh, .mesh, .node, .ovm; .gz
+    /// compresses all but .vtu, which is compressed inside).
     output: PathBuf,
+    #[command(flatten)]
+    out: OutputArgs,
     #[command(flatten)]
     device: DeviceArg,
 }
@@ -142,9 +186,11 @@ struct ConvertArgs {
 struct BoundaryArgs {
     /// Input mesh file.
     input: PathBuf,
-    /// Output surface: .obj or .vtu (optionally .gz).
+    /// Output surface: .obj (optionally .gz) or .vtu.
     #[arg(short, long)]
     output: PathBuf,
+    #[command(flatten)]
+    out: OutputArgs,
     #[command(flatten)]
     device: DeviceArg,
 }
@@ -159,6 +205,34 @@ struct SmoothArgs {
     /// Output mesh file (a .vtu also gets the smoothing displacement as point data).
     #[arg(short, long)]
     output: PathBuf,
+    /// The dissertation's plain Laplacian smoothing: take every move, even one that inverts
+    /// a cell (the inverted cells are reported).
+    #[arg(long)]
+    plain: bool,
+    /// Safe smoothing: the mean ratio (0..1, 1 = regular tetrahedron) below which a move may
+    /// not push a cell; cells already below it may not get worse.
+    #[arg(long, default_value_t = DEFAULT_MIN_QUALITY, value_name = "ETA", conflicts_with = "plain")]
+    min_quality: f64,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    out: OutputArgs,
+    #[command(flatten)]
+    device: DeviceArg,
+}
+
+#[derive(Args, Debug)]
+struct QualityArgs {
+    /// Mesh file.
+    file: PathBuf,
+    /// How many of the lowest-quality cells to list.
+    #[arg(long, default_value_t = 10)]
+    worst: usize,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Accepted for uniformity; quality is computed on the CPU.
     #[command(flatten)]
     device: DeviceArg,
 }
@@ -181,6 +255,8 @@ enum GenerateCmd {
         #[arg(short, long)]
         output: PathBuf,
         #[command(flatten)]
+        out: OutputArgs,
+        #[command(flatten)]
         device: DeviceArg,
     },
     /// A box of NX x NY x NZ voxels as tetrahedra, hexahedra or a mix of all four types.
@@ -197,6 +273,8 @@ enum GenerateCmd {
         /// Output mesh file.
         #[arg(short, long)]
         output: PathBuf,
+        #[command(flatten)]
+        out: OutputArgs,
         #[command(flatten)]
         device: DeviceArg,
     },
@@ -215,12 +293,14 @@ pub fn run(a: MeshArgs) -> anyhow::Result<()> {
         MeshCmd::Convert(a) => convert(a),
         MeshCmd::Boundary(a) => boundary(a),
         MeshCmd::Smooth(a) => smooth(a),
+        MeshCmd::Quality(a) => quality(a),
         MeshCmd::Generate(a) => generate(a),
         MeshCmd::Subdivide(a) => subdivide(a),
     }
 }
 
 fn subdivide(a: SubdivideArgs) -> anyhow::Result<()> {
+    check_mesh_output(&a.output)?;
     let dev = a.device.resolve()?;
     let f = load(&a.input)?;
     if a.levels == 0 {
@@ -230,7 +310,16 @@ fn subdivide(a: SubdivideArgs) -> anyhow::Result<()> {
     let r = subdivide_on(&dev, &f.mesh, a.levels);
     pb.finish_and_clear();
     let (m, summary) = r?;
-    save(&m, &a.output)?;
+    if !f.groups.is_empty() {
+        eprintln!(
+            "note: the {} physical group(s) of {} are not carried through subdivision",
+            f.groups.len(),
+            a.input.display()
+        );
+    }
+    let m = file_of(m);
+    save(&m, &a.output, a.out)?;
+    let m = m.mesh;
     if a.json {
         println!("{}", serde_json::to_string(&summary)?);
         return Ok(());
@@ -310,12 +399,40 @@ pub fn load(path: &Path) -> anyhow::Result<MeshFile> {
     Ok(r?)
 }
 
-/// Write a mesh with a spinner.
-pub fn save(mesh: &PolyMesh, path: &Path) -> anyhow::Result<()> {
+/// Write a mesh file (with its groups where the format holds them) with a spinner; a
+/// note on stderr names groups the format cannot hold.
+pub fn save(f: &MeshFile, path: &Path, out: OutputArgs) -> anyhow::Result<()> {
     let pb = spinner(&format!("writing {}", path.display()));
-    let r = write_mesh(mesh, path);
+    let r = write_mesh_file(f, path, out.vtu());
     pb.finish_and_clear();
-    Ok(r?)
+    r?;
+    let lost = groups_lost(f, path);
+    if !lost.is_empty() {
+        let names: Vec<String> = lost
+            .iter()
+            .map(|g| {
+                if g.name.is_empty() {
+                    format!("({}, {})", g.dim, g.tag)
+                } else {
+                    format!("\"{}\"", g.name)
+                }
+            })
+            .collect();
+        eprintln!(
+            "note: {} cannot hold physical groups; not written: {}",
+            path.display(),
+            names.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// A mesh without groups as a [`MeshFile`].
+fn file_of(mesh: PolyMesh) -> MeshFile {
+    MeshFile {
+        mesh,
+        groups: Vec::new(),
+    }
 }
 
 /// Cell counts by type (classified by their faces, as `CellType::classify`).
@@ -337,7 +454,7 @@ pub struct GroupInfo {
     pub entities: usize,
 }
 
-/// The `mesh info --json` object (the interface other tools rely on, issue 2).
+/// The `mesh info --json` object (the interface other tools rely on).
 #[derive(Serialize, Debug, Clone)]
 pub struct MeshInfo {
     pub file: String,
@@ -358,6 +475,10 @@ pub struct MeshInfo {
     /// simplicial input; null otherwise.
     pub simplex_topology_bytes: Option<usize>,
     pub geometry_bytes: usize,
+    /// Cells folded over relative to their neighbours (`tessera_mesh::quality`).
+    pub inverted_cells: usize,
+    /// Cells of (numerically) zero volume.
+    pub degenerate_cells: usize,
     pub groups: Vec<GroupInfo>,
 }
 
@@ -389,6 +510,7 @@ pub fn mesh_info_with(file: &str, f: &MeshFile, b: Boundary) -> MeshInfo {
     let m = &f.mesh;
     let ct = cell_type_counts(m);
     let simplicial = m.num_cells() > 0 && ct.tetrahedron == m.num_cells();
+    let v = validity(m);
     let simplex_topology_bytes = if simplicial {
         SimplexMesh::from_poly(m).ok().map(|s| s.topology_bytes())
     } else {
@@ -409,6 +531,8 @@ pub fn mesh_info_with(file: &str, f: &MeshFile, b: Boundary) -> MeshInfo {
         topology_bytes: m.topology_bytes(),
         simplex_topology_bytes,
         geometry_bytes: m.geometry_bytes(),
+        inverted_cells: v.inverted,
+        degenerate_cells: v.degenerate,
         groups: f
             .groups
             .iter()
@@ -474,6 +598,10 @@ fn info(a: InfoArgs) -> anyhow::Result<()> {
         }
     );
     println!(
+        "  cell quality: {} inverted, {} degenerate (details: tessera mesh quality)",
+        i.inverted_cells, i.degenerate_cells
+    );
+    println!(
         "  storage: topology {} bytes (∂1, ∂2, ∂3 in TCSR), geometry {} bytes",
         i.topology_bytes, i.geometry_bytes
     );
@@ -496,17 +624,10 @@ fn info(a: InfoArgs) -> anyhow::Result<()> {
 }
 
 fn convert(a: ConvertArgs) -> anyhow::Result<()> {
+    check_mesh_output(&a.output)?;
     a.device.resolve()?;
     let f = load(&a.input)?;
-    save(&f.mesh, &a.output)?;
-    if !f.groups.is_empty() {
-        eprintln!(
-            "note: {} physical group(s) of {} are not written to {}",
-            f.groups.len(),
-            a.input.display(),
-            a.output.display()
-        );
-    }
+    save(&f, &a.output, a.out)?;
     let m = &f.mesh;
     println!(
         "{} -> {}: {} vertices, {} cells",
@@ -530,6 +651,7 @@ pub fn write_boundary_on(
     dev: &Backend,
     m: &PolyMesh,
     out: &Path,
+    enc: VtuEncoding,
 ) -> anyhow::Result<(usize, usize)> {
     let b = boundary_on(dev, m)?;
     let s = b.surface(m);
@@ -551,6 +673,7 @@ pub fn write_boundary_on(
                 DataArray::point_scalars("mesh_vertex", vid),
                 DataArray::cell_scalars("mesh_face", fid),
             ],
+            enc,
         )?;
     } else {
         bail!("{}: the boundary is written as .obj or .vtu", out.display());
@@ -559,10 +682,17 @@ pub fn write_boundary_on(
 }
 
 fn boundary(a: BoundaryArgs) -> anyhow::Result<()> {
+    if !(is_ext(&a.output, "obj") || is_ext(&a.output, "vtu")) {
+        bail!(
+            "{}: the boundary is written as .obj or .vtu",
+            a.output.display()
+        );
+    }
+    check_output_dir(&a.output)?;
     let dev = a.device.resolve()?;
     let f = load(&a.input)?;
     let pb = spinner("extracting the boundary");
-    let r = write_boundary_on(&dev, &f.mesh, &a.output);
+    let r = write_boundary_on(&dev, &f.mesh, &a.output, a.out.vtu());
     pb.finish_and_clear();
     let (np, nv) = r?;
     println!(
@@ -577,57 +707,220 @@ fn boundary(a: BoundaryArgs) -> anyhow::Result<()> {
 /// Smooth on the chosen backend and write; a `.vtu` gets the per-vertex displacement.
 pub fn smooth_and_write_on(
     dev: &Backend,
-    m: &mut PolyMesh,
-    iterations: usize,
+    f: &mut MeshFile,
+    params: &SmoothParams,
     out: &Path,
-) -> anyhow::Result<f64> {
-    let before = m.positions().to_vec();
-    smooth_on(dev, m, iterations)?;
+    opts: OutputArgs,
+) -> anyhow::Result<SmoothReport> {
+    let before = f.mesh.positions().to_vec();
+    let report = smooth_on(dev, &mut f.mesh, params)?;
     let disp: Vec<[f64; 3]> = before
         .iter()
-        .zip(m.positions())
+        .zip(f.mesh.positions())
         .map(|(p, q)| [q[0] - p[0], q[1] - p[1], q[2] - p[2]])
         .collect();
-    let max = disp
-        .iter()
-        .map(|d| (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt())
-        .fold(0.0, f64::max);
     if is_ext(out, "vtu") {
-        write_vtu(
+        write_vtu_groups(
             out,
-            m,
+            &f.mesh,
+            &f.groups,
             &[DataArray::point_vectors("smoothing_displacement", &disp)],
+            opts.vtu(),
         )?;
     } else {
-        write_mesh(m, out)?;
+        save(f, out, opts)?;
     }
-    Ok(max)
+    Ok(report)
 }
 
 fn smooth(a: SmoothArgs) -> anyhow::Result<()> {
+    check_mesh_output(&a.output)?;
+    if !(0.0..1.0).contains(&a.min_quality) {
+        bail!(
+            "--min-quality {} is outside 0..1 (a mean ratio; 1 is the regular tetrahedron)",
+            a.min_quality
+        );
+    }
     let dev = a.device.resolve()?;
     let mut f = load(&a.input)?;
-    let pb = spinner(&format!("smoothing ({} iterations)", a.iterations));
-    let r = smooth_and_write_on(&dev, &mut f.mesh, a.iterations, &a.output);
+    let params = SmoothParams {
+        iterations: a.iterations,
+        method: if a.plain {
+            SmoothMethod::Plain
+        } else {
+            SmoothMethod::Safe
+        },
+        min_quality: a.min_quality,
+    };
+    let what = if a.plain { "plain" } else { "safe" };
+    let pb = spinner(&format!("{what} smoothing ({} iterations)", a.iterations));
+    let r = smooth_and_write_on(&dev, &mut f, &params, &a.output, a.out);
     pb.finish_and_clear();
-    let max = r?;
+    let r = r?;
+    if r.inverted_after > r.inverted_before {
+        eprintln!(
+            "warning: {} cell(s) inverted after smoothing ({} before; first: {}){}",
+            r.inverted_after,
+            r.inverted_before,
+            list(&r.inverted_cells),
+            if a.plain {
+                "; without --plain, smoothing rejects moves that invert cells"
+            } else {
+                ""
+            }
+        );
+    }
+    if a.json {
+        let mut j = serde_json::to_value(&r)?;
+        j["output"] = a.output.display().to_string().into();
+        println!("{j}");
+        return Ok(());
+    }
     println!(
-        "{}: {} iterations on {} vertices, largest displacement {:.4e}",
+        "{}: {} {what} smoothing iterations on {} vertices ({} movable), largest displacement {:.4e}",
         a.output.display(),
         a.iterations,
         f.mesh.num_vertices(),
-        max
+        r.movable_vertices,
+        r.max_displacement
+    );
+    if !a.plain {
+        println!(
+            "  rejected moves: {} (mean-ratio threshold {})",
+            r.rejected_moves, a.min_quality
+        );
+    }
+    println!(
+        "  inverted cells: {} before, {} after; degenerate after: {}; lowest mean ratio {:.4} before, {:.4} after",
+        r.inverted_before, r.inverted_after, r.degenerate_after, r.min_quality_before, r.min_quality_after
     );
     Ok(())
 }
 
+/// The first cell indices of a list, comma-separated.
+fn list(cells: &[u32]) -> String {
+    let v: Vec<String> = cells.iter().take(10).map(|c| c.to_string()).collect();
+    v.join(", ")
+}
+
+fn quality(a: QualityArgs) -> anyhow::Result<()> {
+    a.device.resolve()?;
+    let f = load(&a.file)?;
+    let pb = spinner("measuring cell quality");
+    let r = quality_report(&f.mesh, a.worst);
+    pb.finish_and_clear();
+    if a.json {
+        let mut j = serde_json::to_value(&r)?;
+        j["file"] = a.file.display().to_string().into();
+        println!("{j}");
+        return Ok(());
+    }
+    print_quality(&a.file, &r);
+    Ok(())
+}
+
+fn print_quality(file: &Path, r: &QualityReport) {
+    println!(
+        "{}: {} cells ({} tetrahedra)",
+        file.display(),
+        r.cells,
+        r.tetrahedra
+    );
+    println!("  inverted cells     {}", r.inverted);
+    if r.inverted > 0 {
+        println!("    first: {}", list(&r.inverted_cells));
+    }
+    println!("  degenerate cells   {}", r.degenerate);
+    if r.degenerate > 0 {
+        println!("    first: {}", list(&r.degenerate_cells));
+    }
+    println!("  lowest mean ratio  {:.4}", r.min_quality);
+    println!(
+        "  dihedral angles    {:.2}° .. {:.2}°",
+        r.min_dihedral_deg, r.max_dihedral_deg
+    );
+    if let Some(rr) = r.min_radius_ratio {
+        println!("  lowest radius ratio {rr:.4}");
+    }
+    println!("  largest aspect ratio {:.3}", r.max_aspect_ratio);
+    if r.tetrahedra > 0 {
+        println!("  radius ratio (3 r_in / R_circ, tetrahedra):");
+        for b in &r.radius_ratio_histogram {
+            println!("    {:.1} - {:.1}  {:>10}", b.lo, b.hi, b.count);
+        }
+    }
+    println!("  aspect ratio (tetrahedra: l_max / (2√6 r_in); other cells: l_max / l_min):");
+    for b in &r.aspect_ratio_histogram {
+        let hi = if b.hi.is_finite() {
+            format!("{}", b.hi)
+        } else {
+            "inf".into()
+        };
+        println!("    {:>5} - {:<5} {:>10}", b.lo, hi, b.count);
+    }
+    if !r.worst.is_empty() {
+        println!("  worst cells (mesh index = order of the volume elements in the file):");
+        for s in &r.worst {
+            println!(
+                "    cell {:>9} {:<11} quality {:>8.4}  volume {:>11.4e}  dihedral {:>6.2}°..{:>6.2}°  at ({:.4}, {:.4}, {:.4}){}",
+                s.cell,
+                s.kind.name(),
+                s.quality,
+                s.volume,
+                s.min_dihedral_deg,
+                s.max_dihedral_deg,
+                s.centroid[0],
+                s.centroid[1],
+                s.centroid[2],
+                if s.inverted { "  INVERTED" } else if s.degenerate { "  DEGENERATE" } else { "" }
+            );
+        }
+    }
+}
+
+/// Check an output mesh path before any work: a known writable extension and an existing
+/// folder.
+pub fn check_mesh_output(path: &Path) -> anyhow::Result<()> {
+    use tessera_mesh::io::Format;
+    match Format::from_path(path) {
+        Some(Format::Obj) => bail!(
+            "{}: .obj holds surfaces; volume meshes are written as .vtu, .msh, .mesh, .node, .ovm",
+            path.display()
+        ),
+        None => bail!(
+            "{}: unknown mesh file extension; writable are .vtu, .msh, .mesh, .node, .ovm",
+            path.display()
+        ),
+        Some(_) => {}
+    }
+    check_output_dir(path)
+}
+
+/// The folder of an output file must exist (checked before any work).
+pub fn check_output_dir(path: &Path) -> anyhow::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => return Ok(()),
+    };
+    if !dir.is_dir() {
+        bail!(
+            "{}: the folder {} does not exist",
+            path.display(),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
 fn generate(a: GenerateArgs) -> anyhow::Result<()> {
-    let (m, out) = match a.what {
+    let m = match a.what {
         GenerateCmd::Bracket {
             resolution,
             output,
+            out,
             device,
         } => {
+            check_mesh_output(&output)?;
             device.resolve()?; // generation runs on the CPU
             if !BRACKET_RESOLUTION.contains(&resolution) {
                 bail!(
@@ -639,15 +932,17 @@ fn generate(a: GenerateArgs) -> anyhow::Result<()> {
             let pb = spinner(&format!("generating a bracket at resolution {resolution}"));
             let m = bracket(resolution);
             pb.finish_and_clear();
-            (m?, output)
+            (m?, output, out)
         }
         GenerateCmd::Box {
             kind,
             n,
             extent,
             output,
+            out,
             device,
         } => {
+            check_mesh_output(&output)?;
             device.resolve()?;
             let (n, e) = ([n[0], n[1], n[2]], [extent[0], extent[1], extent[2]]);
             if n.iter().any(|&x| x == 0) {
@@ -668,10 +963,12 @@ fn generate(a: GenerateArgs) -> anyhow::Result<()> {
             let pb = spinner("generating a box");
             let m = box_mesh(kind, n, e);
             pb.finish_and_clear();
-            (m, output)
+            (m, output, out)
         }
     };
-    save(&m, &out)?;
+    let (m, out, opts) = (file_of(m.0), m.1, m.2);
+    save(&m, &out, opts)?;
+    let m = m.mesh;
     println!(
         "{}: {} vertices, {} edges, {} faces, {} cells",
         out.display(),

@@ -61,7 +61,7 @@ fn fem_solve_cantilever_writes_vtu_and_summary() {
     {
         let script = format!(
             "import meshio; m = meshio.read(r'{}'); c = m.cells[0]; assert c.data.shape[1] == 10, c; \
-             assert m.point_data['displacement'].shape == (len(m.points), 3); print(c.type, len(c.data), len(m.points))",
+             assert m.point_data['Displacement'].shape == (len(m.points), 3); print(c.type, len(c.data), len(m.points))",
             vtu.display()
         );
         let r = Command::new("python3")

@@ -13,6 +13,7 @@
 //! | ∂̂3¹ cell edges, ∂̂3² cell vertices | count -> scan -> fill -> segmented sort -> dedup -> compact | [`PolyMesh::cell_edges`] ... |
 //! | boundary (manifold and non-manifold) | flags from δ3, scan, fill; edge and vertex marks, compaction | [`crate::boundary::extract_boundary`] |
 //! | Laplacian smoothing | one thread per vertex over δ1, double-buffered positions | [`crate::smooth::smoothed_positions`] |
+//! | safe smoothing | Laplacian candidates, then rejection rounds with one thread per cell ([`smooth`]) | [`crate::smooth::safe_smoothed_positions`] |
 //!
 //! Topology matches the CPU reference exactly (same row order); smoothed positions agree
 //! to within 1e-12 of the mesh extent (the sums are formed in the same order; the tests
@@ -20,6 +21,7 @@
 
 pub mod bench;
 pub mod simplex;
+pub mod smooth;
 pub mod subdivide;
 
 use crate::boundary::Boundary;
@@ -645,6 +647,7 @@ mod tests {
                     "laplace_step",
                 ][..],
             ),
+            (super::smooth::SOURCE, super::smooth::KERNELS),
             (
                 super::simplex::SOURCE,
                 &[

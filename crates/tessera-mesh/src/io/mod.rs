@@ -7,11 +7,12 @@
 //! | Medit (`.mesh`) | ASCII | ASCII | element references become groups |
 //! | TetGen (`.node` + `.ele`) | ASCII | ASCII (tetrahedra only) | region attributes become groups |
 //! | OpenVolumeMesh (`.ovm`) | ASCII | ASCII | edges, faces and polyhedra kept as stored |
-//! | VTK XML (`.vtu`) | – | ASCII or base64 binary | polyhedra as `VTK_POLYHEDRON`, point/cell data |
+//! | VTK XML (`.vtu`) | ASCII, base64, appended raw, zlib | appended raw + zlib (default), base64, ASCII | polyhedra as `VTK_POLYHEDRON`, point/cell/field data, quadratic and Lagrange cells read by their corners ([`vtu`]) |
 //! | Wavefront (`.obj`) | – | surfaces ([`write_obj`]) | boundary surfaces |
 //!
-//! Any file may be gzip-compressed: on reading when its name ends in `.gz` or it starts
-//! with the gzip magic bytes, on writing when its name ends in `.gz`. Writes are atomic
+//! Any file but `.vtu` may be gzip-compressed: on reading when its name ends in `.gz` or it
+//! starts with the gzip magic bytes, on writing when its name ends in `.gz` (`.vtu` files
+//! are compressed inside, as VTK does; gzip around them is not a VTK format). Writes are atomic
 //! (a temporary file in the target directory, renamed on success).
 //!
 //! Cells read from element lists go through [`PolyMeshBuilder`], which numbers edges and
@@ -27,12 +28,13 @@ mod obj;
 mod ovm;
 mod tetgen;
 pub(crate) mod text;
-mod vtu;
+pub mod vtu;
 
 pub use cells::typed_cell_vertices;
 pub use obj::write_obj;
 pub use vtu::{
-    write_vtu, write_vtu_polygons, write_vtu_with, DataArray, DataLocation, VtuEncoding,
+    read_vtu_grid, write_pvd, write_vtu, write_vtu_grid, write_vtu_groups, write_vtu_polygons,
+    write_vtu_with, DataArray, DataLocation, NumType, VtuEncoding, VtuGrid,
 };
 
 use crate::{MeshError, Point, PolyMesh, PolyMeshBuilder};
@@ -99,7 +101,7 @@ impl Format {
 }
 
 const READ_FORMATS: &str =
-    ".msh (Gmsh 2.2/4.1), .mesh (Medit), .node/.ele (TetGen), .ovm (OpenVolumeMesh)";
+    ".msh (Gmsh 2.2/4.1), .mesh (Medit), .node/.ele (TetGen), .ovm (OpenVolumeMesh), .vtu (VTK XML)";
 const WRITE_FORMATS: &str = ".vtu, .msh (4.1), .mesh, .node/.ele, .ovm";
 
 /// Read a volumetric mesh, choosing the reader by extension (gzip handled transparently).
@@ -115,7 +117,8 @@ pub fn read_mesh(path: &Path) -> Result<MeshFile, MeshError> {
         Format::Medit => medit::read(path, &read_bytes(path)?),
         Format::TetGen => tetgen::read(path),
         Format::Ovm => ovm::read(path, &read_bytes(path)?),
-        Format::Vtu | Format::Obj => Err(MeshError::Unsupported(format!(
+        Format::Vtu => vtu::read_as(path, &read_bytes(path)?, Build::Poly)?.into_poly(),
+        Format::Obj => Err(MeshError::Unsupported(format!(
             "{}: this format is written, not read; readable are {READ_FORMATS}",
             path.display()
         ))),
@@ -175,6 +178,7 @@ pub fn read_simplex_mesh(path: &Path) -> Result<SimplexMeshFile, MeshError> {
         }
         Format::Medit => medit::read_as(path, &read_bytes(path)?, Build::Simplex)?,
         Format::TetGen => tetgen::read_as(path, Build::Simplex)?,
+        Format::Vtu => vtu::read_as(path, &read_bytes(path)?, Build::Simplex)?,
         _ => Built::Poly(read_mesh(path)?),
     };
     tr.mark("parse + simplex mesh + groups");
@@ -258,8 +262,26 @@ impl Built {
     }
 }
 
+/// Write a mesh file with its physical groups, choosing the writer by extension (`.gz`
+/// compresses, except `.vtu`, which is written in `vtu` encoding). Formats that cannot hold
+/// the groups are listed by [`groups_lost`].
+pub fn write_mesh_file(f: &MeshFile, path: &Path, vtu: VtuEncoding) -> Result<(), MeshError> {
+    match Format::from_path(path) {
+        Some(Format::Vtu) => vtu::write_vtu_groups(path, &f.mesh, &f.groups, &[], vtu),
+        _ => write_mesh(&f.mesh, path),
+    }
+}
+
+/// The groups of `f` that a file written to `path` cannot hold (empty when it keeps all).
+pub fn groups_lost<'a>(f: &'a MeshFile, path: &Path) -> Vec<&'a PhysicalGroup> {
+    match Format::from_path(path) {
+        Some(Format::Vtu) => Vec::new(),
+        _ => f.groups.iter().collect(),
+    }
+}
+
 /// Write a volumetric mesh, choosing the writer by extension (`.gz` compresses).
-/// `.vtu` files are written with base64 binary data arrays.
+/// `.vtu` files are written as appended raw binary, zlib-compressed.
 pub fn write_mesh(mesh: &PolyMesh, path: &Path) -> Result<(), MeshError> {
     let fmt = Format::from_path(path).ok_or_else(|| {
         MeshError::Unsupported(format!(
@@ -402,6 +424,18 @@ pub(crate) struct Collected {
     pub group_elems: Vec<GroupElement>,
     /// names of groups: (dim, tag) -> name
     pub names: Vec<((u8, i32), String)>,
+    /// general polyhedra (cells of type `Polyhedron`), in cell order
+    pub poly_cells: Vec<PolyCell>,
+    /// polygons of a surface file (used only when the file has no volume cells)
+    pub free_faces: Vec<Vec<u32>>,
+}
+
+/// A general polyhedron read from a file: its face loops over file nodes.
+pub(crate) struct PolyCell {
+    /// `[n, v0, .., v(n-1), ...]` (file node indices)
+    pub loops: Vec<u32>,
+    /// number of distinct nodes (stored in `Collected::cell_nodes`)
+    pub nnodes: usize,
 }
 
 impl Collected {
@@ -412,6 +446,27 @@ impl Collected {
         (self.cell_types.len() - 1) as u32
     }
 
+    /// A general polyhedron given by its face loops (`[n, v...]` over file nodes).
+    pub fn add_poly_cell(&mut self, loops: Vec<u32>, loc: u64) -> u32 {
+        let mut nodes: Vec<u32> = Vec::new();
+        let mut i = 0;
+        while i < loops.len() {
+            let n = loops[i] as usize;
+            nodes.extend_from_slice(&loops[i + 1..(i + 1 + n).min(loops.len())]);
+            i += 1 + n;
+        }
+        nodes.sort_unstable();
+        nodes.dedup();
+        self.cell_types.push(crate::CellType::Polyhedron);
+        self.cell_nodes.extend_from_slice(&nodes);
+        self.cell_loc.push(loc);
+        self.poly_cells.push(PolyCell {
+            loops,
+            nnodes: nodes.len(),
+        });
+        (self.cell_types.len() - 1) as u32
+    }
+
     /// Take the nodes used by cells, in file order: `(new_index, positions)` with
     /// `new_index[file node]` the compacted index (`u32::MAX` for unused nodes).
     fn take_used_nodes(&mut self) -> (Vec<u32>, Vec<Point>) {
@@ -419,6 +474,11 @@ impl Collected {
         let mut new_index = vec![u32::MAX; nodes.len()];
         for &n in &self.cell_nodes {
             new_index[n as usize] = 0;
+        }
+        if self.cell_types.is_empty() {
+            for &n in self.free_faces.iter().flatten() {
+                new_index[n as usize] = 0;
+            }
         }
         let mut positions = Vec::with_capacity(nodes.len());
         for (i, p) in nodes.iter().enumerate() {
@@ -651,7 +711,7 @@ impl Collected {
     /// order) and resolve the groups.
     pub fn finish(mut self, cur: &text::Cursor) -> Result<MeshFile, MeshError> {
         let path = cur.path;
-        if self.cell_types.is_empty() {
+        if self.cell_types.is_empty() && self.free_faces.is_empty() {
             return Err(MeshError::Parse {
                 path: path.to_path_buf(),
                 location: "whole file".into(),
@@ -663,7 +723,29 @@ impl Collected {
         let mut b = PolyMeshBuilder::new(positions);
         let mut k = 0;
         let mut buf = [0u32; 8];
+        let mut polys = self.poly_cells.iter();
         for (c, &ty) in self.cell_types.iter().enumerate() {
+            if ty == crate::CellType::Polyhedron {
+                let pc = polys.next().expect("one PolyCell per polyhedron");
+                k += pc.nnodes;
+                let mapped = &pc.loops;
+                let mut loops: Vec<Vec<u32>> = Vec::new();
+                let mut i = 0;
+                while i < mapped.len() {
+                    let n = mapped[i] as usize;
+                    loops.push(
+                        mapped[i + 1..i + 1 + n]
+                            .iter()
+                            .map(|&v| new_index[v as usize])
+                            .collect(),
+                    );
+                    i += 1 + n;
+                }
+                let refs: Vec<&[u32]> = loops.iter().map(|l| l.as_slice()).collect();
+                b.add_cell(&refs)
+                    .map_err(|e| cur.err_at(self.cell_loc[c], format!("polyhedron: {e}")))?;
+                continue;
+            }
             let n = ty.num_vertices().expect("standard cell");
             for i in 0..n {
                 buf[i] = new_index[self.cell_nodes[k + i] as usize];
@@ -673,6 +755,16 @@ impl Collected {
                 .map_err(|e| cur.err_at(self.cell_loc[c], format!("{}: {e}", ty.name())))?;
         }
         drop(self.cell_nodes);
+        if self.cell_types.is_empty() {
+            for f in &self.free_faces {
+                let l: Vec<u32> = f.iter().map(|&v| new_index[v as usize]).collect();
+                b.add_free_face(&l).map_err(|e| MeshError::Parse {
+                    path: path.to_path_buf(),
+                    location: "whole file".into(),
+                    msg: format!("polygon: {e}"),
+                })?;
+            }
+        }
         let mesh = b.build(tessera_core::Par::auto()).map_err(|e| match e {
             MeshError::DegenerateCell { cell, reason } => cur.err_at(
                 self.cell_loc[cell],

@@ -24,6 +24,8 @@ pub(crate) struct Cursor<'a> {
     pub binary: bool,
     /// binary values are big-endian
     pub swap: bool,
+    /// remembered locations are cell indices (formats without lines, such as VTU)
+    pub cells: bool,
 }
 
 impl<'a> Cursor<'a> {
@@ -38,6 +40,7 @@ impl<'a> Cursor<'a> {
             comment: None,
             binary: false,
             swap: false,
+            cells: false,
         }
     }
 
@@ -298,7 +301,13 @@ impl<'a> Cursor<'a> {
 
     /// A parse error at a remembered location.
     pub fn err_at(&self, loc: u64, msg: impl Into<String>) -> MeshError {
-        if self.binary {
+        if self.cells {
+            MeshError::Parse {
+                path: self.path.to_path_buf(),
+                location: format!("cell {loc}"),
+                msg: msg.into(),
+            }
+        } else if self.binary {
             MeshError::parse_offset(self.path, loc, msg)
         } else {
             MeshError::parse_line(self.path, loc as usize, msg)
