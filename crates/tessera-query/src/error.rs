@@ -85,6 +85,12 @@ pub enum QueryError {
     /// The GPU back end failed (no device, driver or PTX load error).
     #[error("GPU: {0}")]
     Gpu(String),
+    /// A field file (`.npy`) that cannot be read as stated.
+    #[error("{}: {msg}", path.display())]
+    FieldFile {
+        path: std::path::PathBuf,
+        msg: String,
+    },
 }
 
 fn list(v: &[String]) -> String {

@@ -35,6 +35,7 @@ pub mod ir;
 pub mod jit;
 pub mod limits;
 pub mod math;
+pub mod npy;
 pub mod parser;
 pub mod ptx;
 pub mod reference;

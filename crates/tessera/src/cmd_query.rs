@@ -1,8 +1,10 @@
 //! `tessera query ...`: the query compiler for derived fields (dissertation §6.3.4, §6.4.3).
 //!
-//! - `tessera query eval EXPR --field NAME=PATH... --out PATH [--backend interp|cpu-jit|gpu]
-//!   [--precision f32|f64]`: fields are raw little-endian arrays of equal length; the result
-//!   is written in the same format (atomically: temporary file, then rename).
+//! - `tessera query eval EXPR (--input FILE.vtu | --field NAME=PATH...) -o OUT
+//!   [--backend interp|cpu-jit|gpu] [--precision f32|f64]`: fields are the point or cell
+//!   arrays of a `.vtu` (`DisplacementX`, `StressXX`, `VonMises`, ...), or `.npy` files, or
+//!   raw little-endian arrays of a stated precision; the result is added to the `.vtu` as a
+//!   new array, or written as `.npy` or raw values (atomically).
 //! - `tessera query bench`: Tables 6.2-6.4 on 1024² and 4096² grids.
 
 use anyhow::{anyhow, bail, Context};
@@ -18,7 +20,7 @@ pub struct QueryArgs {
 
 #[derive(Subcommand, Debug)]
 enum QueryCmd {
-    /// Evaluate an expression over fields stored as raw little-endian arrays.
+    /// Evaluate an expression over the fields of a result file (.vtu) or of .npy/raw arrays.
     Eval(EvalArgs),
     /// Reproduce dissertation §6.4.3 (Tables 6.2-6.4) for interpreter, CPU JIT and GPU JIT.
     Bench(BenchArgs),
@@ -26,20 +28,44 @@ enum QueryCmd {
 
 #[derive(Args, Debug)]
 struct EvalArgs {
-    /// The expression, e.g. 'sqrt(VelocityX^2+VelocityY^2)'.
+    /// The expression, e.g. 'sqrt(DisplacementX^2+DisplacementY^2+DisplacementZ^2)'.
     expr: String,
-    /// A field as NAME=PATH (repeatable); the file holds raw little-endian f32 or f64 values.
+    /// A .vtu file (such as `fem solve` results) whose point or cell arrays are the fields:
+    /// scalar arrays by name (VonMises), components as name + component (DisplacementX,
+    /// StressXX).
+    #[arg(long, short = 'i', value_name = "FILE.vtu")]
+    input: Option<PathBuf>,
+    /// A field as NAME=PATH (repeatable): a .npy file (typed), or raw little-endian values
+    /// (then --precision says their type).
     #[arg(long = "field", value_name = "NAME=PATH")]
     fields: Vec<String>,
-    /// Output file (raw little-endian, same precision).
-    #[arg(long)]
-    out: PathBuf,
+    /// Output: .vtu (the --input file with the result added as an array), .npy, or any
+    /// other name for raw little-endian values.
+    #[arg(long, short = 'o', visible_alias = "out")]
+    output: PathBuf,
+    /// Name of the result array in a .vtu output.
+    #[arg(long, default_value = "Result")]
+    name: String,
+    /// Evaluate over point or cell data of the --input (default: where the expression's
+    /// fields are).
+    #[arg(long, value_enum)]
+    at: Option<At>,
     /// interp | cpu-jit | gpu
     #[arg(long, default_value = "cpu-jit")]
     backend: Backend,
-    /// f32 | f64
-    #[arg(long, default_value = "f32")]
-    precision: Precision,
+    /// Evaluation precision f32 | f64 (default: f64 for .vtu, the files' own type for .npy);
+    /// the type of raw field files, which have no header.
+    #[arg(long)]
+    precision: Option<Precision>,
+    /// Write a .vtu output's arrays as ASCII text.
+    #[arg(long)]
+    ascii: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum At {
+    Point,
+    Cell,
 }
 
 #[derive(Args, Debug)]
@@ -72,17 +98,178 @@ pub fn run(a: QueryArgs) -> anyhow::Result<()> {
     }
 }
 
-fn read_raw(path: &Path, size: usize) -> anyhow::Result<Vec<u8>> {
-    let b = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    if b.len() % size != 0 {
+/// Where the output goes (checked before any work).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OutKind {
+    Vtu,
+    Npy,
+    Raw,
+}
+
+fn ext_is(p: &Path, e: &str) -> bool {
+    p.extension()
+        .map(|x| x.to_string_lossy().eq_ignore_ascii_case(e))
+        .unwrap_or(false)
+}
+
+fn out_kind(a: &EvalArgs) -> anyhow::Result<OutKind> {
+    let k = if ext_is(&a.output, "vtu") {
+        OutKind::Vtu
+    } else if ext_is(&a.output, "npy") {
+        OutKind::Npy
+    } else {
+        OutKind::Raw
+    };
+    if k == OutKind::Vtu && a.input.is_none() {
         bail!(
-            "{}: {} bytes is not a whole number of {}-byte values",
-            path.display(),
-            b.len(),
-            size
+            "{}: a .vtu output adds the result to the --input .vtu; give --input or write .npy",
+            a.output.display()
         );
     }
-    Ok(b)
+    if ext_is(&a.output, "gz") {
+        bail!(
+            "{}: outputs are not gzip-compressed (.vtu files are compressed inside)",
+            a.output.display()
+        );
+    }
+    crate::cmd_mesh::check_output_dir(&a.output)?;
+    if a.output.is_dir() {
+        bail!("{}: is a folder; give a file name", a.output.display());
+    }
+    Ok(k)
+}
+
+/// The fields of an evaluation: names and values (f64; converted to the precision later).
+struct Inputs {
+    names: Vec<String>,
+    values: Vec<Vec<f64>>,
+    /// the precision the inputs carry (None: mixed or unknown)
+    native: Option<Precision>,
+    /// the .vtu grid and the location evaluated over
+    grid: Option<(tessera_mesh::io::VtuGrid, tessera_mesh::io::DataLocation)>,
+}
+
+/// Fields from a .vtu: compile against every identifier, then keep the used ones, all at
+/// one location.
+fn vtu_inputs(path: &Path, expr: &str, at: Option<At>) -> anyhow::Result<Inputs> {
+    use tessera_mesh::io::DataLocation;
+    let pb = crate::util::spinner(&format!("reading {}", path.display()));
+    let g = tessera_mesh::io::read_vtu_grid(path);
+    pb.finish_and_clear();
+    let g = g?;
+    let all = g.query_fields();
+    let want_loc = at.map(|a| match a {
+        At::Point => DataLocation::Point,
+        At::Cell => DataLocation::Cell,
+    });
+    // names visible to the compiler: every identifier (point data first on a clash)
+    let mut names: Vec<&str> = Vec::new();
+    let mut chosen: Vec<&tessera_mesh::io::vtu::QueryField> = Vec::new();
+    for f in &all {
+        if want_loc.is_some_and(|l| l != f.location) {
+            continue;
+        }
+        if !names.contains(&f.name.as_str()) {
+            names.push(&f.name);
+            chosen.push(f);
+        }
+    }
+    let q = Query::compile(expr, &names)
+        .map_err(|e| anyhow!("query `{expr}` on {}: {e}", path.display()))?;
+    let used: Vec<&tessera_mesh::io::vtu::QueryField> =
+        q.used_fields().into_iter().map(|i| chosen[i]).collect();
+    let loc = match (want_loc, used.first()) {
+        (Some(l), _) => l,
+        (None, Some(f)) => f.location,
+        (None, None) => DataLocation::Point,
+    };
+    if let Some(f) = used.iter().find(|f| f.location != loc) {
+        let side = |l: DataLocation| {
+            if l == DataLocation::Point {
+                "point"
+            } else {
+                "cell"
+            }
+        };
+        bail!(
+            "query `{expr}` mixes {} data ({}) with {} data ({}); one expression runs over points or over cells",
+            side(loc),
+            used[0].name,
+            side(f.location),
+            f.name
+        );
+    }
+    Ok(Inputs {
+        names: used.iter().map(|f| f.name.clone()).collect(),
+        values: used.iter().map(|f| g.query_values(f)).collect(),
+        native: Some(Precision::F64),
+        grid: Some((g, loc)),
+    })
+}
+
+/// Fields from NAME=PATH arguments: .npy typed, raw only with an explicit precision.
+fn file_inputs(fields: &[String], precision: Option<Precision>) -> anyhow::Result<Inputs> {
+    use tessera_query::npy;
+    let mut names = Vec::new();
+    let mut values = Vec::new();
+    let mut types = Vec::new();
+    for f in fields {
+        let (n, p) = f
+            .split_once('=')
+            .ok_or_else(|| anyhow!("--field `{f}`: expected NAME=PATH"))?;
+        let path = Path::new(p);
+        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        let (v, t) = if npy::is_npy(&bytes) {
+            let a = npy::parse_npy(path, &bytes)?;
+            let t = match a.ty {
+                npy::NpyType::F32 => Some(Precision::F32),
+                npy::NpyType::F64 => Some(Precision::F64),
+                _ => None,
+            };
+            (a.values, t)
+        } else {
+            let Some(prec) = precision else {
+                bail!(
+                    "{}: a raw file has no type; give --precision f32|f64, or use a .npy file (numpy.save)",
+                    path.display()
+                );
+            };
+            let size = prec.bytes();
+            if bytes.len() % size != 0 {
+                bail!(
+                    "{}: {} bytes is not a whole number of {}-byte ({}) values",
+                    path.display(),
+                    bytes.len(),
+                    size,
+                    if size == 4 { "f32" } else { "f64" }
+                );
+            }
+            let v: Vec<f64> = match prec {
+                Precision::F32 => bytes
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")) as f64)
+                    .collect(),
+                Precision::F64 => bytes
+                    .chunks_exact(8)
+                    .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
+                    .collect(),
+            };
+            (v, Some(prec))
+        };
+        names.push(n.to_string());
+        values.push(v);
+        types.push(t);
+    }
+    let native = match types.first() {
+        Some(&t) if types.iter().all(|&x| x == t) => t,
+        _ => None,
+    };
+    Ok(Inputs {
+        names,
+        values,
+        native,
+        grid: None,
+    })
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
@@ -106,69 +293,105 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 }
 
 fn eval(a: EvalArgs) -> anyhow::Result<()> {
-    let mut names = Vec::new();
-    let mut paths = Vec::new();
-    for f in &a.fields {
-        let (n, p) = f
-            .split_once('=')
-            .ok_or_else(|| anyhow!("--field `{f}`: expected NAME=PATH"))?;
-        names.push(n.to_string());
-        paths.push(PathBuf::from(p));
+    let kind = out_kind(&a)?;
+    if a.input.is_some() && !a.fields.is_empty() {
+        bail!("give either --input FILE.vtu or --field NAME=PATH, not both");
     }
-    let name_refs: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
+    let inputs = match &a.input {
+        Some(p) => {
+            if !ext_is(p, "vtu") {
+                bail!(
+                    "{}: --input reads .vtu files (VTK unstructured grids)",
+                    p.display()
+                );
+            }
+            vtu_inputs(p, &a.expr, a.at)?
+        }
+        None => {
+            if a.at.is_some() {
+                bail!("--at chooses point or cell data of an --input .vtu");
+            }
+            file_inputs(&a.fields, a.precision)?
+        }
+    };
+    let name_refs: Vec<&str> = inputs.names.iter().map(|s| s.as_str()).collect();
     let q = Query::compile(&a.expr, &name_refs).map_err(|e| anyhow!("query `{}`: {e}", a.expr))?;
-    let size = a.precision.bytes();
-    let raw: Vec<Vec<u8>> = paths
-        .iter()
-        .map(|p| read_raw(p, size))
-        .collect::<anyhow::Result<_>>()?;
-    let n = raw.first().map_or(0, |r| r.len() / size);
-    for (r, p) in raw.iter().zip(&paths) {
-        if r.len() / size != n {
+    if !q.used_fields().is_empty() && inputs.values.is_empty() {
+        bail!("no fields given: use --input FILE.vtu or --field NAME=PATH");
+    }
+    let n = match &inputs.grid {
+        Some((g, loc)) => match loc {
+            tessera_mesh::io::DataLocation::Point => g.num_points(),
+            _ => g.num_cells(),
+        },
+        None => inputs.values.first().map_or(0, |v| v.len()),
+    };
+    for (v, name) in inputs.values.iter().zip(&inputs.names) {
+        if v.len() != n {
             bail!(
-                "{} has {} values, {} has {n}: fields must have equal length",
-                p.display(),
-                r.len() / size,
-                paths[0].display()
+                "field `{name}` has {} values, `{}` has {n}: fields must have equal length",
+                v.len(),
+                inputs.names[0]
             );
         }
     }
-    if raw.is_empty() && !q.used_fields().is_empty() {
-        bail!("no --field given");
-    }
-    let bytes = match a.precision {
-        Precision::F32 => to_bytes(
-            &run_typed::<f32>(&q, &raw, n, a.backend, |b| {
-                f32::from_le_bytes(b.try_into().unwrap())
-            })?,
-            |v| v.to_le_bytes().to_vec(),
-        ),
-        Precision::F64 => to_bytes(
-            &run_typed::<f64>(&q, &raw, n, a.backend, |b| {
-                f64::from_le_bytes(b.try_into().unwrap())
-            })?,
-            |v| v.to_le_bytes().to_vec(),
-        ),
+    let precision = a.precision.or(inputs.native).unwrap_or(Precision::F64);
+    let result: Vec<f64> = match precision {
+        Precision::F32 => {
+            let cols: Vec<Vec<f32>> = inputs
+                .values
+                .iter()
+                .map(|v| v.iter().map(|&x| x as f32).collect())
+                .collect();
+            run_typed::<f32>(&q, &cols, n, a.backend)?
+                .into_iter()
+                .map(|x| x as f64)
+                .collect()
+        }
+        Precision::F64 => run_typed::<f64>(&q, &inputs.values, n, a.backend)?,
     };
-    write_atomic(&a.out, &bytes)
-}
-
-fn to_bytes<T: Copy>(v: &[T], f: impl Fn(T) -> Vec<u8>) -> Vec<u8> {
-    v.iter().flat_map(|&x| f(x)).collect()
+    match kind {
+        OutKind::Vtu => {
+            let (mut g, loc) = inputs.grid.expect("checked: a .vtu output needs --input");
+            let mut arr = tessera_mesh::io::DataArray::new(&a.name, loc, 1, result);
+            if precision == Precision::F32 {
+                arr = arr.with_type(tessera_mesh::io::NumType::Float32);
+            }
+            g.set_array(arr);
+            let enc = if a.ascii {
+                tessera_mesh::io::VtuEncoding::Ascii
+            } else {
+                tessera_mesh::io::VtuEncoding::default()
+            };
+            tessera_mesh::io::write_vtu_grid(&a.output, &g, enc)?;
+        }
+        OutKind::Npy => {
+            let ty = match precision {
+                Precision::F32 => tessera_query::npy::NpyType::F32,
+                Precision::F64 => tessera_query::npy::NpyType::F64,
+            };
+            write_atomic(&a.output, &tessera_query::npy::npy_bytes(&result, ty))?;
+        }
+        OutKind::Raw => {
+            let bytes: Vec<u8> = match precision {
+                Precision::F32 => result
+                    .iter()
+                    .flat_map(|&x| (x as f32).to_le_bytes())
+                    .collect(),
+                Precision::F64 => result.iter().flat_map(|&x| x.to_le_bytes()).collect(),
+            };
+            write_atomic(&a.output, &bytes)?;
+        }
+    }
+    Ok(())
 }
 
 fn run_typed<T: tessera_query::Real + tessera_gpu::Element>(
     q: &Query,
-    raw: &[Vec<u8>],
+    cols: &[Vec<T>],
     n: usize,
     backend: Backend,
-    conv: impl Fn(&[u8]) -> T,
 ) -> anyhow::Result<Vec<T>> {
-    let size = std::mem::size_of::<T>();
-    let cols: Vec<Vec<T>> = raw
-        .iter()
-        .map(|r| r.chunks_exact(size).map(&conv).collect())
-        .collect();
     let refs: Vec<&[T]> = cols.iter().map(|c| c.as_slice()).collect();
     let mut out = vec![T::zero(); n];
     match backend {

@@ -460,6 +460,78 @@ impl VtuGrid {
     }
 }
 
+/// A field of a grid as the query language sees it (dissertation §6.3.4: identifiers such
+/// as `DisplacementX`, `StressXX`, `VonMises`): a scalar array by its name, a component of
+/// a multi-component array by the array name followed by the component name (VTK's
+/// `ComponentName`s, else `X Y Z` for 3 and `XX YY ZZ XY YZ XZ` for 6 components, else the
+/// index). Arrays whose names are not identifiers (`[A-Za-z_][A-Za-z0-9_]*`) are left out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueryField {
+    pub name: String,
+    pub location: DataLocation,
+    /// Index into the grid's point or cell arrays.
+    pub array: usize,
+    /// The component (`None` for a scalar array).
+    pub component: Option<usize>,
+}
+
+fn is_identifier(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && (b[0].is_ascii_alphabetic() || b[0] == b'_')
+        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+}
+
+impl VtuGrid {
+    /// The query identifiers of the point and cell arrays (see [`QueryField`]).
+    pub fn query_fields(&self) -> Vec<QueryField> {
+        let mut out = Vec::new();
+        for loc in [DataLocation::Point, DataLocation::Cell] {
+            for (i, a) in self.arrays(loc).iter().enumerate() {
+                if !is_identifier(&a.name) || a.name == GMSH_PHYSICAL {
+                    continue;
+                }
+                if a.components == 1 {
+                    out.push(QueryField {
+                        name: a.name.clone(),
+                        location: loc,
+                        array: i,
+                        component: None,
+                    });
+                    continue;
+                }
+                for k in 0..a.components {
+                    let comp = match (a.component_names.get(k), a.components) {
+                        (Some(n), _) if !n.is_empty() => n.clone(),
+                        (_, 3) => ["X", "Y", "Z"][k].to_string(),
+                        (_, 6) => SYMMETRIC_TENSOR_COMPONENTS[k].to_string(),
+                        _ => format!("_{k}"),
+                    };
+                    let name = format!("{}{comp}", a.name);
+                    if is_identifier(&name) {
+                        out.push(QueryField {
+                            name,
+                            location: loc,
+                            array: i,
+                            component: Some(k),
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The values of a query field.
+    pub fn query_values(&self, f: &QueryField) -> Vec<f64> {
+        let a = &self.arrays(f.location)[f.array];
+        match f.component {
+            None => a.values.clone(),
+            Some(k) => a.component(k),
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Writing
 
