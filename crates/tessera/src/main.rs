@@ -12,7 +12,9 @@ mod cmd_fem;
 mod cmd_flow;
 mod cmd_mesh;
 mod cmd_query;
+mod cmd_serve;
 mod cmd_spmv;
+mod cmd_stream;
 mod device;
 mod util;
 
@@ -42,6 +44,10 @@ enum Cmd {
     Flow(cmd_flow::FlowArgs),
     /// Derived-field queries: evaluate expressions (interp | cpu-jit | gpu) and benchmark them.
     Query(cmd_query::QueryArgs),
+    /// The streaming server: a simulation streamed to browsers with pull flow control (dissertation §6.3).
+    Serve(cmd_serve::ServeArgs),
+    /// Streaming clients and benchmarks (dissertation §6.4.1-6.4.2).
+    Stream(cmd_stream::StreamArgs),
 }
 
 fn main() {
@@ -54,6 +60,8 @@ fn main() {
         Cmd::Spmv(a) => cmd_spmv::run(a),
         Cmd::Query(a) => cmd_query::run(a),
         Cmd::Flow(a) => cmd_flow::run(a),
+        Cmd::Serve(a) => cmd_serve::run(a),
+        Cmd::Stream(a) => cmd_stream::run(a),
     };
     if let Err(e) = res {
         // one clear line (DESIGN.md principle 6)

@@ -1,0 +1,52 @@
+//! Simulation sources for `tessera serve` by scene name (dissertation §6.3.2: the simulation
+//! back-end provides named result fields). `analytic` is the closed-form Taylor-Green source
+//! of `tessera-flow`, on the CPU or mirrored to a GPU, kept as the test source.
+
+use std::sync::Arc;
+
+use tessera_flow::{AnalyticSource, Simulation};
+use tessera_gpu::Gpu;
+
+use crate::StreamError;
+
+/// Scene names `open` knows.
+pub const SCENES: &[&str] = &["analytic"];
+
+/// Default grid of a scene.
+pub fn default_grid(_scene: &str) -> [usize; 2] {
+    [512, 512]
+}
+
+/// Parses `WxH`.
+pub fn parse_grid(s: &str) -> Result<[usize; 2], StreamError> {
+    let bad = || StreamError::Invalid(format!("grid `{s}`: expected WxH, like 1024x1024"));
+    let (w, h) = s.split_once(['x', 'X']).ok_or_else(bad)?;
+    let w: usize = w.trim().parse().map_err(|_| bad())?;
+    let h: usize = h.trim().parse().map_err(|_| bad())?;
+    if w == 0 || h == 0 {
+        return Err(bad());
+    }
+    Ok([w, h])
+}
+
+/// The simulation of `scene` on `grid` (the scene's default if `None`), on `gpu` when given.
+pub fn open(
+    scene: &str,
+    grid: Option<[usize; 2]>,
+    gpu: Option<Arc<Gpu>>,
+) -> Result<Box<dyn Simulation>, StreamError> {
+    let [nx, ny] = grid.unwrap_or_else(|| default_grid(scene));
+    match scene {
+        "analytic" => {
+            let s = AnalyticSource::new(nx, ny, 0.01)?;
+            Ok(match gpu {
+                Some(g) => Box::new(s.on_gpu(g)?),
+                None => Box::new(s),
+            })
+        }
+        _ => Err(StreamError::Invalid(format!(
+            "unknown scene `{scene}` (known: {})",
+            SCENES.join(", ")
+        ))),
+    }
+}

@@ -1,0 +1,88 @@
+//! `tessera serve [--sim SCENE] [--grid WxH] [--device D] [--bind ADDR] [--token T]`: the
+//! streaming server (dissertation §6.3): open the printed URL in a browser.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context};
+use clap::Args;
+use tessera_core::DeviceChoice;
+use tessera_stream::{serve, source, ServerConfig};
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Simulation scene (`analytic`: the closed-form Taylor-Green source).
+    #[arg(long, default_value = "analytic")]
+    pub sim: String,
+    /// Grid as WxH (default: the scene's).
+    #[arg(long)]
+    pub grid: Option<String>,
+    /// auto, cpu, cuda or cuda:N (auto: CUDA device 0 when usable, else the CPU).
+    #[arg(long, default_value = "auto")]
+    pub device: DeviceChoice,
+    /// Address to listen on; binds loopback only unless told otherwise.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub bind: SocketAddr,
+    /// Require this token (`/?token=T`) for the page and the stream.
+    #[arg(long)]
+    pub token: Option<String>,
+    /// Most simulation steps per second (default: as fast as it runs).
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Most clients at once.
+    #[arg(long, default_value_t = 128)]
+    pub max_clients: usize,
+    /// Seconds one message may take to send before a client that stopped reading is dropped.
+    #[arg(long, default_value_t = 30.0)]
+    pub send_timeout: f64,
+    /// Serve the web client from this folder instead of the embedded copy (development).
+    #[arg(long)]
+    pub web_dir: Option<PathBuf>,
+    /// Stop after this many seconds (default: run until interrupted).
+    #[arg(long)]
+    pub seconds: Option<f64>,
+}
+
+pub fn run(a: ServeArgs) -> anyhow::Result<()> {
+    let backend = crate::device::resolve(a.device)?;
+    eprintln!("device: {}", backend.describe());
+    let grid = a.grid.as_deref().map(source::parse_grid).transpose()?;
+    let sim = source::open(&a.sim, grid, backend.gpu().cloned())?;
+    let [nx, ny, _] = sim.grid().dims;
+    if !(a.send_timeout.is_finite() && a.send_timeout > 0.0) {
+        return Err(anyhow!(
+            "--send-timeout {}: must be positive",
+            a.send_timeout
+        ));
+    }
+    let config = ServerConfig {
+        bind: a.bind,
+        token: a.token.clone(),
+        max_clients: a.max_clients,
+        send_timeout: Duration::from_secs_f64(a.send_timeout),
+        rate_hz: a.rate,
+        web_dir: a.web_dir,
+        ..Default::default()
+    };
+    let rt = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    rt.block_on(async move {
+        let server = serve(config, sim).await?;
+        eprintln!(
+            "serving `{}` ({nx}x{ny}) at {}  (stream: {}; protocol: http://{}/tessera_stream.proto)",
+            a.sim,
+            server.url(a.token.as_deref()),
+            server.ws_url(),
+            server.local_addr()
+        );
+        match a.seconds {
+            Some(s) => tokio::time::sleep(Duration::from_secs_f64(s.max(0.0))).await,
+            None => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+        eprintln!("stopping");
+        server.shutdown().await;
+        Ok::<_, anyhow::Error>(())
+    })
+}

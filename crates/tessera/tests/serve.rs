@@ -1,0 +1,234 @@
+//! `tessera serve` as a user runs it: 100 concurrent headless clients on loopback all receive
+//! frames for a bounded time while the server's memory stays bounded (peak reported), and
+//! `tessera stream bench` measures a short run against it. `TESSERA_LOAD_SECONDS` sets the load
+//! duration (default 10; the recorded figure in BENCHMARKS.md uses 30).
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tessera_stream::client::{Client, Event};
+use tessera_stream::pb::Encoding;
+
+fn bin() -> std::ffi::OsString {
+    std::env::var_os("TESSERA_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_tessera").into())
+}
+
+/// Starts `tessera serve ARGS --bind 127.0.0.1:0` and returns the child and its stream URL.
+fn start_server(args: &[&str]) -> (Child, String) {
+    let mut child = Command::new(bin())
+        .arg("serve")
+        .args(args)
+        .args(["--bind", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run tessera serve");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(rest) = line.split("(stream: ").nth(1) {
+                let _ = tx.send(rest.split(';').next().unwrap().to_string());
+            }
+        }
+    });
+    let url = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("tessera serve printed its address");
+    (child, url)
+}
+
+/// Resident set size of a process in bytes (Linux).
+fn rss(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kb: u64 = s
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+#[test]
+fn hundred_clients_receive_frames_and_server_memory_stays_bounded() {
+    let secs: f64 = std::env::var("TESSERA_LOAD_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10.0);
+    let (mut child, url) = start_server(&[
+        "--sim", "analytic", "--grid", "128x128", "--device", "cpu", "--rate", "30",
+    ]);
+    let pid = child.id();
+    // sample the server's memory every 100 ms
+    let done = Arc::new(AtomicBool::new(false));
+    let peak = Arc::new(AtomicU64::new(0));
+    let sampler = {
+        let (done, peak) = (done.clone(), peak.clone());
+        std::thread::spawn(move || {
+            let mut series = Vec::new();
+            while !done.load(Ordering::Relaxed) {
+                if let Some(r) = rss(pid) {
+                    peak.fetch_max(r, Ordering::Relaxed);
+                    series.push((Instant::now(), r));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            series
+        })
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let counts: Vec<u64> = rt.block_on(async {
+        let mut tasks = Vec::new();
+        for k in 0..100u32 {
+            let url = url.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut c = Client::connect(&url).await.expect("connect");
+                // most clients share one subscription, every fifth one has its own query
+                if k % 5 == 0 {
+                    c.subscribe(
+                        &[],
+                        &format!("sqrt(VelocityX^2+VelocityY^2)*{}", k + 1),
+                        Encoding::F32,
+                        1,
+                    )
+                    .await
+                    .unwrap();
+                } else {
+                    c.subscribe(&["Pressure"], "", Encoding::F32, 1)
+                        .await
+                        .unwrap();
+                }
+                c.request(2).await.unwrap();
+                let end = Instant::now() + Duration::from_secs_f64(secs);
+                let mut frames = 0u64;
+                while Instant::now() < end {
+                    let left = end.saturating_duration_since(Instant::now());
+                    match c.next_event_within(left).await.expect("stream") {
+                        Some(Event::Frame(f)) => {
+                            assert_eq!(f.values(0).len(), 128 * 128);
+                            frames += 1;
+                            c.request(1).await.unwrap();
+                        }
+                        Some(Event::Error(e)) => panic!("client {k}: {}", e.message),
+                        Some(Event::QueryError(q)) => panic!("client {k}: {}", q.message),
+                        _ => {}
+                    }
+                }
+                c.close().await;
+                frames
+            }));
+        }
+        let mut out = Vec::new();
+        for t in tasks {
+            out.push(t.await.unwrap());
+        }
+        out
+    });
+    // the server is still alive and serves a new client after the load
+    let alive = rt.block_on(async {
+        let mut c = Client::connect(&url).await.ok()?;
+        c.subscribe(&["VelocityX"], "", Encoding::F32, 1)
+            .await
+            .ok()?;
+        c.request(1).await.ok()?;
+        c.next_frame(Duration::from_secs(20))
+            .await
+            .ok()
+            .map(|f| f.frame.frame_id)
+    });
+    done.store(true, Ordering::Relaxed);
+    let series = sampler.join().unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        alive.is_some(),
+        "the server serves a new client after the load"
+    );
+    let min = *counts.iter().min().unwrap();
+    let total: u64 = counts.iter().sum();
+    let peak_mb = peak.load(Ordering::Relaxed) as f64 / 1e6;
+    // growth from the first third of the run to its end: bounded, not a leak
+    let t0 = series.first().map(|s| s.0).unwrap();
+    let third = series
+        .iter()
+        .find(|s| s.0 - t0 >= Duration::from_secs_f64(secs / 3.0))
+        .map_or(0, |s| s.1);
+    let last = series.last().map_or(0, |s| s.1);
+    eprintln!(
+        "load: 100 clients x {secs} s: {total} frames (min {min} per client), server peak RSS {peak_mb:.1} MB, \
+         RSS at 1/3 {:.1} MB, at the end {:.1} MB",
+        third as f64 / 1e6,
+        last as f64 / 1e6
+    );
+    assert!(min > 0, "every client received frames: {counts:?}");
+    assert!(peak_mb < 400.0, "server peak RSS {peak_mb:.1} MB");
+    assert!(
+        (last as f64) < third as f64 * 1.5 + 32e6,
+        "server memory keeps growing: {third} -> {last} bytes"
+    );
+}
+
+#[test]
+fn serve_binds_loopback_by_default_and_stream_bench_runs() {
+    let help = Command::new(bin())
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("[default: 127.0.0.1:8080]"), "{help}");
+    let (mut child, url) = start_server(&["--grid", "64x64", "--device", "cpu"]);
+    let out = Command::new(bin())
+        .args([
+            "stream",
+            "bench",
+            "--url",
+            &url,
+            "--fields",
+            "1,2",
+            "--outstanding",
+            "1,2",
+        ])
+        .args([
+            "--seconds",
+            "0.5",
+            "--warmup",
+            "0.2",
+            "--limit-mbit",
+            "0,50",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = v["stream"].as_array().unwrap();
+    assert_eq!(runs.len(), 8);
+    for r in runs {
+        assert!(r["frames"].as_u64().unwrap() > 0, "{r}");
+    }
+    // a bad option is one clear line
+    let bad = Command::new(bin())
+        .args(["stream", "bench", "--url", &url, "--fields", "4"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&bad.stderr).trim(),
+        "error: --fields 4: 1, 2 or 3"
+    );
+}
