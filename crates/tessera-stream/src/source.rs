@@ -1,21 +1,17 @@
 //! Simulation sources for `tessera serve` by scene name (dissertation §6.3.2: the simulation
-//! back-end provides named result fields). `analytic` is the closed-form Taylor-Green source
-//! of `tessera-flow`, on the CPU or mirrored to a GPU, kept as the test source.
+//! back-end provides named result fields): the 2D fluid scenes of `tessera-flow` (`cylinder2d`,
+//! `smoke2d`: cut-cell MAC fluid with multigrid pressure projection) and `analytic`, the
+//! closed-form Taylor-Green source, on the CPU or mirrored to a GPU, kept as the test source.
 
 use std::sync::Arc;
 
-use tessera_flow::{AnalyticSource, Simulation};
+use tessera_flow::{scene, AnalyticSource, Fluid, Simulation};
 use tessera_gpu::Gpu;
 
 use crate::StreamError;
 
 /// Scene names `open` knows.
-pub const SCENES: &[&str] = &["analytic"];
-
-/// Default grid of a scene.
-pub fn default_grid(_scene: &str) -> [usize; 2] {
-    [512, 512]
-}
+pub const SCENES: &[&str] = &["cylinder2d", "smoke2d", "analytic"];
 
 /// Parses `WxH`.
 pub fn parse_grid(s: &str) -> Result<[usize; 2], StreamError> {
@@ -35,9 +31,13 @@ pub fn open(
     grid: Option<[usize; 2]>,
     gpu: Option<Arc<Gpu>>,
 ) -> Result<Box<dyn Simulation>, StreamError> {
-    let [nx, ny] = grid.unwrap_or_else(|| default_grid(scene));
     match scene {
+        "cylinder2d" | "smoke2d" => {
+            let (setup, _) = scene::build(scene, grid.as_ref().map(|g| &g[..]), None)?;
+            Ok(Box::new(Fluid::new(setup, gpu)?))
+        }
         "analytic" => {
+            let [nx, ny] = grid.unwrap_or([512, 512]);
             let s = AnalyticSource::new(nx, ny, 0.01)?;
             Ok(match gpu {
                 Some(g) => Box::new(s.on_gpu(g)?),

@@ -138,7 +138,7 @@ fn never_more_frames_in_flight_than_requests() {
             c.subscribed(T).await.unwrap();
             c.request(n).await.unwrap();
             let mut frames = 0;
-            let mut last = 0;
+            let mut last = None::<u64>;
             let end = tokio::time::Instant::now() + Duration::from_millis(700);
             while let Some(ev) = c
                 .next_event_within(end.saturating_duration_since(tokio::time::Instant::now()))
@@ -147,8 +147,8 @@ fn never_more_frames_in_flight_than_requests() {
             {
                 if let Event::Frame(f) = ev {
                     frames += 1;
-                    assert!(f.frame.frame_id > last);
-                    last = f.frame.frame_id;
+                    assert!(last.is_none_or(|l| f.frame.frame_id > l));
+                    last = Some(f.frame.frame_id);
                 }
             }
             assert_eq!(
@@ -159,7 +159,7 @@ fn never_more_frames_in_flight_than_requests() {
             // one more request: exactly one more frame, of a newer step than the last one
             c.request(1).await.unwrap();
             let f = c.next_frame(T).await.unwrap();
-            assert!(f.frame.frame_id > last);
+            assert!(f.frame.frame_id > last.unwrap());
             assert!(
                 f.frame.frame_id >= steps_before,
                 "the newest step, not a stale one"
@@ -290,6 +290,53 @@ fn half_precision_frames_are_within_half_an_ulp() {
                 "{k}"
             );
         }
+        c.close().await;
+        server.shutdown().await;
+    });
+}
+
+#[test]
+fn fluid_scene_streams_its_fields_and_a_derived_field() {
+    runtime().block_on(async {
+        let sim = tessera_stream::source::open("cylinder2d", Some([64, 16]), None).unwrap();
+        let config = ServerConfig {
+            bind: "127.0.0.1:0".parse().unwrap(),
+            ..Default::default()
+        };
+        let server = serve(config, sim).await.unwrap();
+        let mut c = Client::connect(&server.ws_url()).await.unwrap();
+        assert_eq!(c.hello.simulation, "cylinder2d");
+        let names: Vec<&str> = c.hello.fields.iter().map(|f| f.name.as_str()).collect();
+        assert!(
+            names.starts_with(&["Pressure", "VelocityX", "VelocityY"]),
+            "{names:?}"
+        );
+        let expr = "sqrt(VelocityX^2+VelocityY^2)";
+        c.subscribe(&["VelocityX", "VelocityY"], expr, Encoding::F32, 1)
+            .await
+            .unwrap();
+        c.subscribed(T).await.unwrap();
+        c.request(2).await.unwrap();
+        let mut last = None;
+        for _ in 0..4 {
+            let f = c.next_frame(T).await.unwrap();
+            c.request(1).await.unwrap();
+            assert!(last.is_none_or(|l| f.frame.frame_id > l));
+            last = Some(f.frame.frame_id);
+            let (vx, vy, s) = (f.values(0), f.values(1), f.values(2));
+            assert_eq!(s.len(), 64 * 16);
+            for k in 0..s.len() {
+                let want = (vx[k] * vx[k] + vy[k] * vy[k]).sqrt();
+                assert!(
+                    (s[k] - want).abs() <= 2.0 * f32::EPSILON * want.max(1.0),
+                    "{k}"
+                );
+            }
+        }
+        assert!(
+            f32::max(0.0, c.next_frame(T).await.unwrap().blocks()[0].max) > 0.0,
+            "the inflow moves the fluid"
+        );
         c.close().await;
         server.shutdown().await;
     });

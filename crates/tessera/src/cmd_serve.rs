@@ -12,8 +12,9 @@ use tessera_stream::{serve, source, ServerConfig};
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Simulation scene (`analytic`: the closed-form Taylor-Green source).
-    #[arg(long, default_value = "analytic")]
+    /// Simulation scene: cylinder2d, smoke2d (cut-cell fluid), analytic (closed-form
+    /// Taylor-Green source).
+    #[arg(long, default_value = "cylinder2d")]
     pub sim: String,
     /// Grid as WxH (default: the scene's).
     #[arg(long)]

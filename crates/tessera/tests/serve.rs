@@ -185,7 +185,8 @@ fn serve_binds_loopback_by_default_and_stream_bench_runs() {
         .unwrap();
     let help = String::from_utf8_lossy(&help.stdout);
     assert!(help.contains("[default: 127.0.0.1:8080]"), "{help}");
-    let (mut child, url) = start_server(&["--grid", "64x64", "--device", "cpu"]);
+    let (mut child, url) =
+        start_server(&["--sim", "analytic", "--grid", "64x64", "--device", "cpu"]);
     let out = Command::new(bin())
         .args([
             "stream",
