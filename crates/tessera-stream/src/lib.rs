@@ -14,6 +14,8 @@
 //! browser client ([`web`]) views the payload as a `Float32Array` without copying, uploads it
 //! as an R32F texture and colors it in a fragment shader; the headless [`client`] does the
 //! same in Rust for tests and [`bench`]marks.
+//! Besides running simulations ([`source`]), [`results`] serves a finished `fem solve`: a slice
+//! plane through its `.vtu` fields resampled to a grid, as a source that does not change.
 //!
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -42,6 +44,7 @@ pub mod error;
 pub mod f16;
 pub mod frame;
 pub mod hub;
+pub mod results;
 pub mod server;
 pub mod source;
 pub mod throttle;

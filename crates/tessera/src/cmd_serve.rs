@@ -1,5 +1,6 @@
 //! `tessera serve [--sim SCENE] [--grid WxH] [--device D] [--bind ADDR] [--token T]`: the
 //! streaming server (dissertation §6.3): open the printed URL in a browser.
+//! `tessera serve --results OUT/ [--slice z:0.5]` serves a finished `fem solve` instead.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -8,6 +9,7 @@ use std::time::Duration;
 use anyhow::{anyhow, Context};
 use clap::Args;
 use tessera_core::DeviceChoice;
+use tessera_stream::results::ResultsSlice;
 use tessera_stream::{serve, source, ServerConfig};
 
 #[derive(Args, Debug)]
@@ -37,6 +39,17 @@ pub struct ServeArgs {
     /// Seconds one message may take to send before a client that stopped reading is dropped.
     #[arg(long, default_value_t = 30.0)]
     pub send_timeout: f64,
+    /// Serve the fields of a finished `tessera fem solve` (its output folder or a .vtu file)
+    /// instead of a simulation: a slice plane through the result resampled to a grid.
+    #[arg(long, value_name = "OUT/")]
+    pub results: Option<PathBuf>,
+    /// Slice plane of --results: the axis it is normal to and its position as a fraction of
+    /// the body's extent along it.
+    #[arg(long, value_name = "AXIS:FRACTION", default_value = "z:0.5")]
+    pub slice: tessera_stream::results::SlicePlane,
+    /// Cells along the longer side of the --results slice.
+    #[arg(long, default_value_t = 512)]
+    pub resolution: usize,
     /// Serve the web client from this folder instead of the embedded copy (development).
     #[arg(long)]
     pub web_dir: Option<PathBuf>,
@@ -48,8 +61,18 @@ pub struct ServeArgs {
 pub fn run(a: ServeArgs) -> anyhow::Result<()> {
     let backend = crate::device::resolve(a.device)?;
     eprintln!("device: {}", backend.describe());
-    let grid = a.grid.as_deref().map(source::parse_grid).transpose()?;
-    let sim = source::open(&a.sim, grid, backend.gpu().cloned())?;
+    let (sim, rate): (Box<dyn tessera_flow::Simulation>, _) = match &a.results {
+        Some(dir) => {
+            let sim = ResultsSlice::open(dir, a.slice, a.resolution)?;
+            // the result does not change: a few frames per second are enough
+            (Box::new(sim), Some(a.rate.unwrap_or(10.0)))
+        }
+        None => {
+            let grid = a.grid.as_deref().map(source::parse_grid).transpose()?;
+            (source::open(&a.sim, grid, backend.gpu().cloned())?, a.rate)
+        }
+    };
+    let title = sim.name().to_string();
     let [nx, ny, _] = sim.grid().dims;
     if !(a.send_timeout.is_finite() && a.send_timeout > 0.0) {
         return Err(anyhow!(
@@ -62,7 +85,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
         token: a.token.clone(),
         max_clients: a.max_clients,
         send_timeout: Duration::from_secs_f64(a.send_timeout),
-        rate_hz: a.rate,
+        rate_hz: rate,
         web_dir: a.web_dir,
         ..Default::default()
     };
@@ -71,7 +94,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
         let server = serve(config, sim).await?;
         eprintln!(
             "serving `{}` ({nx}x{ny}) at {}  (stream: {}; protocol: http://{}/tessera_stream.proto)",
-            a.sim,
+            title,
             server.url(a.token.as_deref()),
             server.ws_url(),
             server.local_addr()

@@ -233,3 +233,114 @@ fn serve_binds_loopback_by_default_and_stream_bench_runs() {
         "error: --fields 4: 1, 2 or 3"
     );
 }
+
+#[test]
+fn serve_results_streams_a_slice_of_a_finished_fem_solve() {
+    // the cantilever of examples/ (10 x 1 x 1, clamped at x = 0, tip load in -z; quadratic
+    // tetrahedra), solved on the CPU
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-results");
+    let _ = std::fs::remove_dir_all(&out);
+    let root = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/cantilever.toml"
+    );
+    let solve = Command::new(bin())
+        .args(["fem", "solve", root, "--device", "cpu", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        solve.status.success(),
+        "{}",
+        String::from_utf8_lossy(&solve.stderr)
+    );
+    // the plane y = 0.5 lies on element faces (two layers of cells): points on it belong to
+    // both neighbours
+    let dir = out.to_str().unwrap();
+    let (mut child, url) =
+        start_server(&["--results", dir, "--slice", "y:0.5", "--resolution", "200"]);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let got = rt.block_on(async {
+        let mut c = Client::connect(&url).await.expect("connect");
+        let names: Vec<String> = c.hello.fields.iter().map(|f| f.name.clone()).collect();
+        let dims = c.hello.grid.as_ref().expect("grid").dims.clone();
+        c.subscribe(
+            &["DisplacementZ", "VonMises"],
+            "-1000*DisplacementZ",
+            Encoding::F32,
+            1,
+        )
+        .await
+        .unwrap();
+        c.request(2).await.unwrap();
+        let a = c.next_frame(Duration::from_secs(20)).await.expect("frame");
+        let b = c.next_frame(Duration::from_secs(20)).await.expect("frame");
+        // a misspelt result array is a clear error
+        c.subscribe(&["Displacement"], "", Encoding::F32, 2)
+            .await
+            .unwrap();
+        let err = loop {
+            match c.next_event().await.expect("stream") {
+                Event::Error(e) => break e.message,
+                Event::QueryError(q) => break q.message,
+                _ => {}
+            }
+        };
+        c.close().await;
+        (names, dims, a, b, err)
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let (names, dims, a, b, err) = got;
+    for want in [
+        "DisplacementX",
+        "DisplacementZ",
+        "DisplacementMagnitude",
+        "StressXX",
+        "StressXZ",
+        "VonMises",
+        "CellVonMises",
+    ] {
+        assert!(names.iter().any(|n| n == want), "{want} not in {names:?}");
+    }
+    assert_eq!(dims[..2], [200, 20], "x along the beam, z across");
+    assert!(b.frame.frame_id > a.frame.frame_id);
+    assert!(err.contains("unknown field `Displacement`"), "{err}");
+    let w = a.field("DisplacementZ").unwrap();
+    let q = a.values(2);
+    assert_eq!(w.len(), 200 * 20);
+    for (k, (&w, &q)) in w.iter().zip(q.iter()).enumerate() {
+        assert!(w.is_finite(), "cell {k} of the slice is inside the body");
+        assert!(
+            (q + 1000.0 * w).abs() <= 1e-3 * (1.0 + q.abs()),
+            "{k}: {q} vs {w}"
+        );
+    }
+    // Timoshenko beam: tip deflection 4.024 (the solve reports 4.03), zero at the clamp,
+    // growing monotonically along the beam (sampled at cell centres x = 0.025 .. 9.975)
+    let row = 10;
+    let line: Vec<f32> = (0..200).map(|i| w[i + 200 * row]).collect();
+    assert!(line[0].abs() < 0.01, "at the clamp: {}", line[0]);
+    assert!((line[199] + 4.02).abs() < 0.05, "at the tip: {}", line[199]);
+    assert!(line.windows(2).all(|p| p[1] < p[0]), "{line:?}");
+    // von Mises is largest at the clamp, on the beam's top and bottom faces
+    let vm = a.field("VonMises").unwrap();
+    let max = vm.iter().cloned().fold(f32::MIN, f32::max);
+    let at = vm.iter().position(|&v| v == max).unwrap();
+    assert!(at % 200 < 20, "largest von Mises at column {}", at % 200);
+
+    // a folder without a result is one clear line
+    let empty = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-results-empty");
+    let _ = std::fs::create_dir_all(&empty);
+    let bad = Command::new(bin())
+        .args(["serve", "--bind", "127.0.0.1:0", "--results"])
+        .arg(&empty)
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    let msg = String::from_utf8_lossy(&bad.stderr);
+    assert!(msg.contains("no .vtu result file"), "{msg}");
+}
