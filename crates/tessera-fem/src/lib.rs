@@ -9,6 +9,7 @@ pub mod error;
 pub mod loads;
 pub mod material;
 pub mod multi_index;
+pub mod multigrid;
 pub mod nodes;
 pub mod pattern;
 pub mod problem;

@@ -34,8 +34,21 @@
 //!
 //! [solver]
 //! method = "pcg"               # or "cholesky" (direct, CPU: faer sparse Cholesky)
+//! preconditioner = "amg"       # "block-jacobi", "amg" or "pmg" (default: amg for p = 1, pmg for p >= 2)
 //! tolerance = 1e-8
 //! max_iterations = 10000
+//!
+//! [solver.amg]                 # smoothed aggregation (all keys optional, defaults shown)
+//! strength = 0.08              # strength-of-connection threshold θ
+//! smoother = "chebyshev"       # or "jacobi" (damped block Jacobi)
+//! degree = 2                   # Chebyshev degree (AMG levels)
+//! fine_degree = 3              # Chebyshev degree on the order-p level of pmg
+//! sweeps = 2                   # Jacobi sweeps
+//! omega = 0.6                  # Jacobi damping
+//! coarse_size = 512            # DOFs of the coarsest level (dense solve)
+//! max_levels = 16
+//! cycle = "v"                  # or "w"
+//! near_null_space = "rigid-body"  # or "translations"
 //! ```
 //!
 //! Selectors (`type`): `group` (`name` or `tag` of a Gmsh physical surface group),
@@ -166,6 +179,45 @@ pub enum Load {
     Gravity { acceleration: [f64; 3] },
 }
 
+/// Preconditioner of the PCG.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PreconditionerKind {
+    /// Block Jacobi: the inverted `3 × 3` diagonal blocks (dissertation §4.4.2).
+    BlockJacobi,
+    /// Smoothed-aggregation AMG with the rigid-body modes (`tessera_solve::amg`).
+    Amg,
+    /// p-multigrid: order-`p` smoothing, AMG on the order-1 level (`tessera_solve::pmg`).
+    Pmg,
+}
+
+impl PreconditionerKind {
+    /// Name as in the problem file.
+    pub fn name(self) -> &'static str {
+        match self {
+            PreconditionerKind::BlockJacobi => "block-jacobi",
+            PreconditionerKind::Amg => "amg",
+            PreconditionerKind::Pmg => "pmg",
+        }
+    }
+    /// Parse a problem-file name.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "block-jacobi" => Some(PreconditionerKind::BlockJacobi),
+            "amg" => Some(PreconditionerKind::Amg),
+            "pmg" => Some(PreconditionerKind::Pmg),
+            _ => None,
+        }
+    }
+    /// The default for order `p`: the fastest we have, AMG for p = 1 and p-multigrid above.
+    pub fn default_for(order: usize) -> Self {
+        if order >= 2 {
+            PreconditionerKind::Pmg
+        } else {
+            PreconditionerKind::Amg
+        }
+    }
+}
+
 /// Linear solver choice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SolverMethod {
@@ -179,8 +231,20 @@ pub enum SolverMethod {
 #[derive(Clone, Debug, PartialEq)]
 pub struct SolverSpec {
     pub method: SolverMethod,
+    /// The PCG's preconditioner; `None`: [`PreconditionerKind::default_for`] the order.
+    pub preconditioner: Option<PreconditionerKind>,
     pub tolerance: f64,
     pub max_iterations: usize,
+    /// `[solver.amg]`: the multigrid knobs (AMG levels, and the order-`p` smoother of pmg).
+    pub multigrid: tessera_solve::PmgParams,
+}
+
+impl SolverSpec {
+    /// The preconditioner that runs for order `p`.
+    pub fn preconditioner_for(&self, order: usize) -> PreconditionerKind {
+        self.preconditioner
+            .unwrap_or(PreconditionerKind::default_for(order))
+    }
 }
 
 /// A validated problem.
@@ -491,6 +555,104 @@ fn parse_selector(c: &Ctx, parent: &Table, ppath: &str) -> Result<Selector, Prob
             ))
         }
     })
+}
+
+/// `[solver.amg]` (see the module docs).
+fn parse_multigrid(c: &Ctx<'_>, t: &Table) -> Result<tessera_solve::PmgParams, ProblemError> {
+    use tessera_solve::{Cycle, NearNullSpace, Smoother};
+    let path = "solver.amg";
+    c.keys(
+        t,
+        path,
+        &[
+            "strength",
+            "smoother",
+            "degree",
+            "fine_degree",
+            "sweeps",
+            "omega",
+            "coarse_size",
+            "max_levels",
+            "cycle",
+            "near_null_space",
+        ],
+    )?;
+    let mut p = tessera_solve::PmgParams::default();
+    let a = &mut p.amg;
+    if let Some(v) = c.num(t, path, "strength")? {
+        if !(0.0..1.0).contains(&v) {
+            return Err(c.err("solver.amg.strength", format!("must be in [0, 1), got {v}")));
+        }
+        a.strength = v;
+    }
+    let int_in = |key: &str, lo: i64, hi: i64| -> Result<Option<usize>, ProblemError> {
+        match c.int(t, path, key)? {
+            Some(v) if !(lo..=hi).contains(&v) => Err(c.err(
+                &format!("solver.amg.{key}"),
+                format!("must be in {lo}..={hi}, got {v}"),
+            )),
+            v => Ok(v.map(|v| v as usize)),
+        }
+    };
+    let degree = int_in("degree", 1, 16)?;
+    let fine_degree = int_in("fine_degree", 1, 16)?;
+    let sweeps = int_in("sweeps", 1, 16)?;
+    let omega = c.num(t, path, "omega")?;
+    if let Some(w) = omega {
+        if !(w > 0.0 && w < 2.0) {
+            return Err(c.err("solver.amg.omega", format!("must be in (0, 2), got {w}")));
+        }
+    }
+    match c.string(t, path, "smoother")?.unwrap_or("chebyshev") {
+        "chebyshev" => {
+            a.smoother = Smoother::Chebyshev {
+                degree: degree.unwrap_or(2),
+            };
+            p.smoother = Smoother::Chebyshev {
+                degree: fine_degree.unwrap_or(3),
+            };
+        }
+        "jacobi" => {
+            let j = Smoother::Jacobi {
+                sweeps: sweeps.unwrap_or(2),
+                omega: omega.unwrap_or(0.6),
+            };
+            a.smoother = j;
+            p.smoother = j;
+        }
+        o => {
+            return Err(c.err(
+                "solver.amg.smoother",
+                format!("unknown smoother `{o}` (chebyshev or jacobi)"),
+            ))
+        }
+    }
+    if let Some(v) = int_in("coarse_size", 6, 20_000)? {
+        a.coarse_size = v;
+    }
+    if let Some(v) = int_in("max_levels", 1, 40)? {
+        a.max_levels = v;
+    }
+    if let Some(v) = c.string(t, path, "cycle")? {
+        a.cycle = match v {
+            "v" | "V" => Cycle::V,
+            "w" | "W" => Cycle::W,
+            o => return Err(c.err("solver.amg.cycle", format!("unknown cycle `{o}` (v or w)"))),
+        };
+    }
+    if let Some(v) = c.string(t, path, "near_null_space")? {
+        a.near_null_space = match v {
+            "rigid-body" => NearNullSpace::RigidBody,
+            "translations" => NearNullSpace::Translations,
+            o => {
+                return Err(c.err(
+                    "solver.amg.near_null_space",
+                    format!("unknown near-null space `{o}` (rigid-body or translations)"),
+                ))
+            }
+        };
+    }
+    Ok(p)
 }
 
 impl Problem {
@@ -804,11 +966,34 @@ impl Problem {
         // solver
         let mut solver = SolverSpec {
             method: SolverMethod::Pcg,
+            preconditioner: None,
             tolerance: 1e-8,
             max_iterations: 20_000,
+            multigrid: tessera_solve::PmgParams::default(),
         };
         if let Some(s) = c.table(&root, "", "solver")? {
-            c.keys(s, "solver", &["method", "tolerance", "max_iterations"])?;
+            c.keys(
+                s,
+                "solver",
+                &[
+                    "method",
+                    "preconditioner",
+                    "tolerance",
+                    "max_iterations",
+                    "amg",
+                ],
+            )?;
+            if let Some(pk) = c.string(s, "solver", "preconditioner")? {
+                solver.preconditioner = Some(PreconditionerKind::parse(pk).ok_or_else(|| {
+                    c.err(
+                        "solver.preconditioner",
+                        format!("unknown preconditioner `{pk}` (block-jacobi, amg or pmg)"),
+                    )
+                })?);
+            }
+            if let Some(t) = c.table(s, "solver", "amg")? {
+                solver.multigrid = parse_multigrid(&c, t)?;
+            }
             if let Some(m) = c.string(s, "solver", "method")? {
                 solver.method = match m {
                     "pcg" => SolverMethod::Pcg,

@@ -25,14 +25,19 @@ use tessera_mesh::MeshError;
 use tessera_sparse::binbcsr::BinBcsr;
 
 use tessera_solve::cuda::{pcg_gpu, SolveKernels};
-use tessera_solve::{pcg, Constraints, PcgParams, SolveError, SolveReport};
+use tessera_solve::{
+    pcg, pcg_with, Amg, BlockCsr, Constraints, PMultigrid, PcgParams, SolveError, SolveReport,
+};
 
 use crate::assemble::{assemble_stiffness, AssembleOptions, AssemblyStats, Operator, Summation};
 use crate::cuda::{DeviceBinBcsr, DeviceHoMesh, FemKernels, GpuAssembler};
 use crate::error::FemError;
 use crate::loads::{add_body_force, add_traction, boundary_faces, face_nodes, BoundaryFace};
+use crate::multigrid::degree_elevation;
 use crate::nodes::HoMesh;
-use crate::problem::{Load, MeshSource, Problem, ProblemError, Selector, SolverMethod};
+use crate::problem::{
+    Load, MeshSource, PreconditionerKind, Problem, ProblemError, Selector, SolverMethod,
+};
 
 pub use tessera_solve::relative_residual;
 
@@ -254,6 +259,8 @@ pub struct StaticSolution {
     pub stages_ms: StageTimes,
     /// Scalar stored nonzeros of `K` (diagonal blocks included, padding excluded).
     pub nonzeros: u64,
+    /// The preconditioner that ran and its hierarchy.
+    pub solver: SolverInfo,
 }
 
 /// Check that the fixed DOFs remove every rigid-body motion of a 3D body (3 translations,
@@ -579,12 +586,132 @@ pub enum Stiffness<'a> {
     Device(&'a Gpu, &'a DeviceBinBcsr<f64>),
 }
 
-/// Stage 4: solve `K u = f` with the problem's method. The PCG runs where the matrix is;
-/// the direct solver runs on the CPU (a device matrix is downloaded first and returned).
+/// What the solver reports beside the iteration: the preconditioner that ran and its
+/// hierarchy (for block Jacobi: one level, complexities 1).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SolverInfo {
+    /// `block-jacobi`, `amg`, `pmg`, or `cholesky` for the direct solver.
+    pub preconditioner: String,
+    /// Levels of the multigrid hierarchy (the finest included).
+    pub levels: usize,
+    /// `Σ blocks / blocks₀` over the levels (the finest operator counts as 1).
+    pub operator_complexity: f64,
+    /// `Σ DOFs / DOFs₀` over the levels.
+    pub grid_complexity: f64,
+    /// Bytes of the hierarchy beyond the finest operator.
+    pub hierarchy_bytes: usize,
+    /// DOFs per level.
+    pub level_dofs: Vec<usize>,
+    /// Setup sub-stages in run order (ms).
+    pub setup_stages_ms: StageTimes,
+}
+
+impl SolverInfo {
+    fn single(name: &str) -> Self {
+        SolverInfo {
+            preconditioner: name.to_string(),
+            levels: 1,
+            operator_complexity: 1.0,
+            grid_complexity: 1.0,
+            hierarchy_bytes: 0,
+            level_dofs: Vec::new(),
+            setup_stages_ms: Vec::new(),
+        }
+    }
+}
+
+/// A preconditioner set up for the stiffness matrix (stage `setup`).
+pub enum SolverSetup<'a> {
+    BlockJacobi,
+    Amg(Amg),
+    Pmg(PMultigrid<'a, BinBcsr<f64>>),
+    /// The direct solver needs no preconditioner.
+    Direct,
+}
+
+/// The stiffness matrix's preconditioner, set up (stage `setup`): the multigrid
+/// hierarchies are built on the filtered operator from the control-point positions
+/// (rigid-body modes) and, for p-multigrid, the degree elevation to order 1.
+pub fn setup_stage<'a>(
+    problem: &Problem,
+    prep: &'a Prepared,
+    k: &'a BinBcsr<f64>,
+) -> Result<(SolverSetup<'a>, SolverInfo), StaticError> {
+    if problem.solver.method == SolverMethod::Cholesky {
+        return Ok((SolverSetup::Direct, SolverInfo::single("cholesky")));
+    }
+    let cons = &prep.constraints;
+    let params = &problem.solver.multigrid;
+    let kind = problem.solver.preconditioner_for(prep.ho.order());
+    let kind = if kind == PreconditionerKind::Pmg && prep.ho.order() == 1 {
+        PreconditionerKind::Amg
+    } else {
+        kind
+    };
+    match kind {
+        PreconditionerKind::BlockJacobi => {
+            Ok((SolverSetup::BlockJacobi, SolverInfo::single("block-jacobi")))
+        }
+        PreconditionerKind::Amg => {
+            let t = Instant::now();
+            let abar = BlockCsr::from_binbcsr_filtered(k, &cons.fixed)?;
+            let positions = prep.ho.node_positions();
+            let copy_ms = t.elapsed().as_secs_f64() * 1e3;
+            let amg = Amg::setup(abar, &cons.fixed, &positions, &params.amg)?;
+            let mut stages = vec![("filtered_copy".to_string(), copy_ms)];
+            stages.extend(amg.stats.setup_ms.iter().cloned());
+            let info = SolverInfo {
+                preconditioner: "amg".into(),
+                levels: amg.num_levels(),
+                operator_complexity: amg.stats.operator_complexity,
+                grid_complexity: amg.stats.grid_complexity,
+                hierarchy_bytes: amg.stats.hierarchy_bytes,
+                level_dofs: amg.stats.dofs.clone(),
+                setup_stages_ms: stages,
+            };
+            Ok((SolverSetup::Amg(amg), info))
+        }
+        PreconditionerKind::Pmg => {
+            let t = Instant::now();
+            let abar = BlockCsr::from_binbcsr_filtered(k, &cons.fixed)?;
+            let prol = degree_elevation(&prep.ho)?;
+            let nv = prol.ncols;
+            let coarse_fixed = &cons.fixed[..3 * nv];
+            let coarse_pos = &prep.ho.mesh().positions()[..nv];
+            let copy_ms = t.elapsed().as_secs_f64() * 1e3;
+            let pmg = PMultigrid::setup(k, cons, &abar, &prol, coarse_fixed, coarse_pos, params)?;
+            drop(abar);
+            let mut stages = vec![("filtered_copy".to_string(), copy_ms)];
+            stages.extend(pmg.setup_ms.iter().cloned());
+            let fine_blocks = k.pattern().block_nonzeros() as f64;
+            let st = &pmg.amg.stats;
+            let mut level_dofs = vec![3 * k.pattern().num_block_rows()];
+            level_dofs.extend(st.dofs.iter().copied());
+            let info = SolverInfo {
+                preconditioner: "pmg".into(),
+                levels: pmg.num_levels(),
+                operator_complexity: 1.0 + st.blocks.iter().sum::<usize>() as f64 / fine_blocks,
+                grid_complexity: level_dofs.iter().sum::<usize>() as f64 / level_dofs[0] as f64,
+                hierarchy_bytes: st.hierarchy_bytes
+                    + st.blocks[0] * 72
+                    + pmg.p.bytes()
+                    + pmg.r.bytes(),
+                level_dofs,
+                setup_stages_ms: stages,
+            };
+            Ok((SolverSetup::Pmg(pmg), info))
+        }
+    }
+}
+
+/// Stage 4: solve `K u = f` with the problem's method and the preconditioner of
+/// [`setup_stage`]. The PCG runs where the matrix is; the direct solver runs on the CPU (a
+/// device matrix is downloaded first and returned).
 pub fn solve_stage(
     problem: &Problem,
     prep: &Prepared,
     k: Stiffness<'_>,
+    prec: &SolverSetup<'_>,
 ) -> Result<(Vec<f64>, SolveReport, Option<BinBcsr<f64>>), StaticError> {
     let params = PcgParams {
         tolerance: problem.solver.tolerance,
@@ -593,26 +720,32 @@ pub fn solve_stage(
     };
     let (f, cons) = (&prep.f, &prep.constraints);
     let mut u = Vec::new();
-    match (problem.solver.method, k) {
-        (SolverMethod::Pcg, Stiffness::Host(m)) => {
-            let report = pcg(m, f, cons, &params, &mut u)?;
-            Ok((u, report, None))
-        }
-        (SolverMethod::Pcg, Stiffness::Device(gpu, m)) => {
-            let sk = SolveKernels::new(gpu)?;
-            let report = pcg_gpu(&sk, m, f, cons, &params, &mut u)?;
-            Ok((u, report, None))
-        }
-        (SolverMethod::Cholesky, Stiffness::Host(m)) => {
-            let report = cholesky_report(m, f, cons, &mut u)?;
-            Ok((u, report, None))
-        }
-        (SolverMethod::Cholesky, Stiffness::Device(gpu, m)) => {
+    let none = &mut |_: usize, _: f64| {};
+    let report = match (prec, k) {
+        (SolverSetup::Direct, Stiffness::Host(m)) => cholesky_report(m, f, cons, &mut u)?,
+        (SolverSetup::Direct, Stiffness::Device(gpu, m)) => {
             let host = m.download(gpu)?;
             let report = cholesky_report(&host, f, cons, &mut u)?;
-            Ok((u, report, Some(host)))
+            return Ok((u, report, Some(host)));
         }
-    }
+        (SolverSetup::BlockJacobi, Stiffness::Host(m)) => pcg(m, f, cons, &params, &mut u)?,
+        (SolverSetup::BlockJacobi, Stiffness::Device(gpu, m)) => {
+            let sk = SolveKernels::new(gpu)?;
+            pcg_gpu(&sk, m, f, cons, &params, &mut u)?
+        }
+        (SolverSetup::Amg(amg), Stiffness::Host(m)) => {
+            pcg_with(m, amg, f, cons, &params, &mut u, none)?
+        }
+        (SolverSetup::Pmg(pmg), Stiffness::Host(m)) => {
+            pcg_with(m, pmg, f, cons, &params, &mut u, none)?
+        }
+        (_, Stiffness::Device(..)) => {
+            return Err(StaticError::Unsupported(
+                "multigrid preconditioners on the GPU need the host matrix".into(),
+            ))
+        }
+    };
+    Ok((u, report, None))
 }
 
 /// Run the whole static simulation on the CPU or a GPU (see [`StaticOptions::device`]).
@@ -637,22 +770,47 @@ pub fn solve_problem(
         st.list.push(("gpu_init".into(), t));
     }
     let prep = st.run("preprocess", || preprocess(problem, loaded.mesh))?;
-    let (u, report, matrix, device_matrix, assembly) = match loaded.gpu {
-        None => {
-            let asm = st.run("assemble", || assemble_cpu(problem, &prep.ho, opts))?;
-            let (u, report, _) = st.run("solve", || {
-                solve_stage(problem, &prep, Stiffness::Host(&asm.matrix))
-            })?;
-            (u, report, Some(asm.matrix), None, asm.stats)
-        }
-        Some(gpu) => {
+    let kind = problem.solver.preconditioner_for(prep.ho.order());
+    let on_gpu = loaded.gpu.is_some();
+    let (u, report, matrix, device_matrix, assembly, info) = match loaded.gpu {
+        Some(gpu)
+            if problem.solver.method == SolverMethod::Cholesky
+                || kind == PreconditionerKind::BlockJacobi =>
+        {
             let (mat, stats) = assemble_gpu(problem, &prep.ho, &gpu, opts, &mut st)?;
+            let (prec, info) = if problem.solver.method == SolverMethod::Cholesky {
+                (SolverSetup::Direct, SolverInfo::single("cholesky"))
+            } else {
+                (SolverSetup::BlockJacobi, SolverInfo::single("block-jacobi"))
+            };
             let (u, report, host) = st.run("solve", || {
-                solve_stage(problem, &prep, Stiffness::Device(&gpu, &mat))
+                solve_stage(problem, &prep, Stiffness::Device(&gpu, &mat), &prec)
             })?;
-            (u, report, host, Some((gpu, mat)), stats)
+            (u, report, host, Some((gpu, mat)), stats, info)
+        }
+        gpu => {
+            // multigrid runs on the CPU for now: a GPU run assembles on the device and
+            // downloads the matrix
+            let (m, stats, dm) = match &gpu {
+                None => {
+                    let asm = st.run("assemble", || assemble_cpu(problem, &prep.ho, opts))?;
+                    (asm.matrix, asm.stats, None)
+                }
+                Some(g) => {
+                    let (mat, stats) = assemble_gpu(problem, &prep.ho, g, opts, &mut st)?;
+                    let host = mat.download(g)?;
+                    (host, stats, Some((g.clone(), mat)))
+                }
+            };
+            let (prec, info) = st.run("setup", || setup_stage(problem, &prep, &m))?;
+            let (u, report, _) = st.run("solve", || {
+                solve_stage(problem, &prep, Stiffness::Host(&m), &prec)
+            })?;
+            drop(prec);
+            (u, report, Some(m), dm, stats, info)
         }
     };
+    let _ = on_gpu;
     let device = device_matrix
         .as_ref()
         .map_or("cpu".to_string(), |(g, _)| format!("cuda:{}", g.ordinal()));
@@ -669,6 +827,7 @@ pub fn solve_problem(
         device,
         stages_ms: st.list,
         nonzeros,
+        solver: info,
     })
 }
 

@@ -2,7 +2,7 @@
 //! unconstrained problems give one clear error each, naming the key.
 
 use std::path::Path;
-use tessera_fem::problem::{Load, MeshSource, Problem, Selector};
+use tessera_fem::problem::{Load, MeshSource, PreconditionerKind, Problem, Selector};
 use tessera_fem::static_solve::{solve_problem, StaticError, StaticOptions};
 
 const GOOD: &str = r#"
@@ -47,8 +47,38 @@ fn good_file_parses_with_preset_and_defaults() {
         }
     );
     assert!(matches!(p.fixed[0].selector, Selector::Plane { .. }));
+    // the preconditioner defaults to the fastest for the order: pmg for p >= 2, amg for p = 1
+    assert_eq!(p.solver.preconditioner, None);
+    assert_eq!(p.solver.preconditioner_for(2), PreconditionerKind::Pmg);
+    assert_eq!(p.solver.preconditioner_for(1), PreconditionerKind::Amg);
     let sol = solve_problem(&p, &StaticOptions::default(), &mut |_| {}).unwrap();
     assert!(sol.report.final_residual <= 1e-8);
+    assert_eq!(sol.solver.preconditioner, "pmg");
+    // [solver.amg] knobs
+    let q = Problem::parse(
+        &format!(
+            "{GOOD}[solver]\npreconditioner = \"amg\"\n[solver.amg]\nstrength = 0.1\nsmoother = \"jacobi\"\nsweeps = 3\nomega = 0.5\ncoarse_size = 100\ncycle = \"w\"\nnear_null_space = \"translations\"\n"
+        ),
+        "p.toml",
+        Path::new("."),
+    )
+    .unwrap();
+    let a = &q.solver.multigrid.amg;
+    assert_eq!(q.solver.preconditioner, Some(PreconditionerKind::Amg));
+    assert_eq!(a.strength, 0.1);
+    assert_eq!(
+        a.smoother,
+        tessera_solve::Smoother::Jacobi {
+            sweeps: 3,
+            omega: 0.5
+        }
+    );
+    assert_eq!(a.coarse_size, 100);
+    assert_eq!(a.cycle, tessera_solve::Cycle::W);
+    assert_eq!(
+        a.near_null_space,
+        tessera_solve::NearNullSpace::Translations
+    );
 }
 
 #[test]
@@ -106,6 +136,42 @@ fn bad_files_name_the_key() {
         assert!(GOOD.contains(from), "{from}");
         let e = err(&GOOD.replacen(from, to, 1));
         assert!(e.contains(key), "{to}: expected {key} in: {e}");
+    }
+    // the solver's keys
+    for (add, key) in [
+        (
+            "[solver]\npreconditioner = \"ilu\"",
+            "`solver.preconditioner`",
+        ),
+        (
+            "[solver]\n[solver.amg]\nstrength = 1.5",
+            "`solver.amg.strength`",
+        ),
+        (
+            "[solver]\n[solver.amg]\nsmoother = \"gauss-seidel\"",
+            "`solver.amg.smoother`",
+        ),
+        ("[solver]\n[solver.amg]\ndegree = 0", "`solver.amg.degree`"),
+        (
+            "[solver]\n[solver.amg]\ncoarse_size = 1",
+            "`solver.amg.coarse_size`",
+        ),
+        (
+            "[solver]\n[solver.amg]\ncycle = \"f\"",
+            "`solver.amg.cycle`",
+        ),
+        (
+            "[solver]\n[solver.amg]\nnear_null_space = \"none\"",
+            "`solver.amg.near_null_space`",
+        ),
+        (
+            "[solver]\n[solver.amg]\nomega = 2.5\nsmoother = \"jacobi\"",
+            "`solver.amg.omega`",
+        ),
+        ("[solver]\n[solver.amg]\nlevels = 3", "`solver.amg.levels`"),
+    ] {
+        let e = err(&format!("{GOOD}{add}\n"));
+        assert!(e.contains(key), "{add}: expected {key} in: {e}");
     }
     // syntax errors carry the line
     let e = err("order = 2\n[mesh\n");

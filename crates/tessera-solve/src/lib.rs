@@ -34,16 +34,28 @@
 //! assert!((u[2] - 2.0).abs() < 1e-9 && report.iterations <= 2);
 //! ```
 
+pub mod aggregation;
+pub mod amg;
+pub mod blockcsr;
 pub mod cholesky;
 pub mod constraints;
 pub mod cuda;
+pub mod dense;
 pub mod error;
 pub mod jacobi;
+pub mod nullspace;
 pub mod operator;
 pub mod pcg;
+pub mod pmg;
+pub mod smoother;
 
+pub use amg::{Amg, AmgParams, Cycle};
+pub use blockcsr::BlockCsr;
 pub use constraints::Constraints;
 pub use error::SolveError;
 pub use jacobi::{invert_small, BlockJacobi};
+pub use nullspace::NearNullSpace;
 pub use operator::{dot, BlockOperator, Preconditioner};
 pub use pcg::{pcg, pcg_with, relative_residual, PcgParams, SolveReport};
+pub use pmg::{PMultigrid, PmgParams};
+pub use smoother::Smoother;

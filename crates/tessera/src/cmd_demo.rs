@@ -75,6 +75,8 @@ pub struct DemoSummary {
     /// displacement (mm) and von Mises stress (MPa), its stage times, and its full summary.
     pub dofs: u64,
     pub iterations: u64,
+    /// The PCG's preconditioner (the default for p = 2: p-multigrid).
+    pub preconditioner: String,
     pub final_residual: f64,
     pub max_displacement: f64,
     pub max_von_mises: f64,
@@ -245,7 +247,8 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
     files.push(p.display().to_string());
     drop(sub);
     // The static simulation to convergence (dissertation §4.1; issue 6): the bracket at p = 2,
-    // bolt holes fixed, a downward traction on the rib's load hole; PCG on Bin-BCSR*.
+    // bolt holes fixed, a downward traction on the rib's load hole; PCG on Bin-BCSR* with the
+    // default preconditioner (p-multigrid).
     let fem = st.run("static solve (p = 2)", || {
         let problem = demo_problem(a.resolution, 2)?;
         let s = crate::cmd_fem::cmd_fem_solve::run_problem(
@@ -261,9 +264,10 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
             true,
         )?;
         let d = format!(
-            "{} dofs, {} PCG iterations, max |u| {:.4e} mm, max von Mises {:.4e} MPa",
+            "{} dofs, {} PCG iterations ({}), max |u| {:.4e} mm, max von Mises {:.4e} MPa",
             s["dofs"],
             s["iterations"],
+            s["preconditioner"].as_str().unwrap_or("?"),
             s["max_displacement"].as_f64().unwrap_or(f64::NAN),
             s["max_von_mises"].as_f64().unwrap_or(f64::NAN)
         );
@@ -291,6 +295,10 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         total_ms: total.elapsed().as_secs_f64() * 1e3,
         dofs: fem["dofs"].as_u64().unwrap_or(0),
         iterations: fem["iterations"].as_u64().unwrap_or(0),
+        preconditioner: fem["preconditioner"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
         final_residual: fem["final_residual"].as_f64().unwrap_or(f64::NAN),
         max_displacement: fem["max_displacement"].as_f64().unwrap_or(f64::NAN),
         max_von_mises: fem["max_von_mises"].as_f64().unwrap_or(f64::NAN),

@@ -109,7 +109,15 @@ pub fn run_problem(
     stages.push(("results".into(), results_ms));
     let extra = serde_json::json!({
         "device": sol.device,
-        "solver": match problem.solver.method { tessera_fem::problem::SolverMethod::Pcg => "pcg (block Jacobi, filtered constraints)", tessera_fem::problem::SolverMethod::Cholesky => "cholesky (faer sparse LLT, constraints eliminated)" },
+        "solver": match problem.solver.method { tessera_fem::problem::SolverMethod::Pcg => "pcg (filtered constraints)", tessera_fem::problem::SolverMethod::Cholesky => "cholesky (faer sparse LLT, constraints eliminated)" },
+        "preconditioner": sol.solver.preconditioner,
+        "setup_ms": tessera_fem::static_solve::stage_ms(&sol.stages_ms, "setup").unwrap_or(0.0),
+        "levels": sol.solver.levels,
+        "level_dofs": sol.solver.level_dofs,
+        "operator_complexity": sol.solver.operator_complexity,
+        "grid_complexity": sol.solver.grid_complexity,
+        "hierarchy_bytes": sol.solver.hierarchy_bytes,
+        "setup_stages_ms": sol.solver.setup_stages_ms.iter().map(|(k, v)| (k.clone(), serde_json::json!(v))).collect::<serde_json::Map<String, serde_json::Value>>(),
         "fixed_dofs": sol.constraints.num_fixed(),
         "block_nonzeros": sol.assembly.block_nonzeros,
         "youngs": problem.material.youngs,
@@ -150,11 +158,22 @@ pub fn print_summary(s: &serde_json::Value) {
         g("nonzeros")
     );
     println!(
-        "solver           {}: {} iterations, relative residual {:.3e}",
+        "solver           {}, {}: {} iterations, relative residual {:.3e}",
         g("solver").as_str().unwrap_or(""),
+        g("preconditioner").as_str().unwrap_or(""),
         g("iterations"),
         g("final_residual").as_f64().unwrap_or(f64::NAN)
     );
+    if g("levels").as_u64().unwrap_or(1) > 1 {
+        println!(
+            "multigrid        {} levels {}, operator complexity {:.3}, grid complexity {:.3}, setup {:.1} ms",
+            g("levels"),
+            g("level_dofs"),
+            g("operator_complexity").as_f64().unwrap_or(f64::NAN),
+            g("grid_complexity").as_f64().unwrap_or(f64::NAN),
+            g("setup_ms").as_f64().unwrap_or(f64::NAN)
+        );
+    }
     println!(
         "max displacement {:.6e}",
         g("max_displacement").as_f64().unwrap_or(f64::NAN)
