@@ -43,6 +43,7 @@ pub mod cuda;
 pub mod dense;
 pub mod error;
 pub mod jacobi;
+pub mod matrix_market;
 pub mod nullspace;
 pub mod operator;
 pub mod pcg;

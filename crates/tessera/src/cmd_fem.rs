@@ -4,10 +4,16 @@
 //! [--device D] [--summation per-node|inline|per-entry] [--json]` assembles the stiffness
 //! matrix of linear isotropic elasticity into Bin-BCSR* with exact allocation and prints its
 //! size, the Zayer et al. bound, memory, ‖K‖_F and stage times.
+//!
+//! `tessera fem assemble MESH|PROBLEM.toml ... -o K.mtx [--rhs b.mtx] [--nullspace B.mtx]
+//! [--fixed fixed.txt]` exports the system for other solvers (Matrix Market, see
+//! `tessera_solve::matrix_market`): with a problem file, that problem's `K` (f64, the
+//! problem's material and order, the mesh numbering `tessera fem solve` uses), its load
+//! vector and its constrained DOFs.
 
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use tessera_core::{DeviceChoice, Par};
 use tessera_fem::assemble::{
     assemble_mass, assemble_stiffness, AssembleOptions, Assembly, AssemblyStats, Summation,
@@ -68,8 +74,24 @@ pub enum MatrixKind {
 #[derive(Args, Debug)]
 pub struct AssembleArgs {
     /// Mesh file (any format `tessera mesh` reads), or `gen:bracket:N` (the generated bracket
-    /// at resolution N), or `gen:box:N` (an N x N x N unit box of Kuhn tetrahedra).
+    /// at resolution N), or `gen:box:N` (an N x N x N unit box of Kuhn tetrahedra), or a
+    /// problem file (`.toml`, as `tessera fem solve` reads; implies f64 on the CPU).
     pub mesh: String,
+    /// Write K as Matrix Market (coordinate real symmetric, lower triangle, 1-based; DOFs
+    /// node-major x, y, z). Assembles f64 on the CPU.
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+    /// With -o and a problem file: the load vector b (Matrix Market array, n x 1).
+    #[arg(long, requires = "output")]
+    pub rhs: Option<PathBuf>,
+    /// With -o: the six rigid-body modes at the nodes (Matrix Market array, n x 6: translations
+    /// x, y, z, rotations about x, y, z through the centroid, lengths scaled to O(1)).
+    #[arg(long, requires = "output")]
+    pub nullspace: Option<PathBuf>,
+    /// With -o and a problem file: the constrained DOFs, one `DOF VALUE` line each (0-based
+    /// DOF index, prescribed displacement).
+    #[arg(long, requires = "output")]
+    pub fixed: Option<PathBuf>,
     /// Polynomial order p >= 1.
     #[arg(long, short = 'p', default_value_t = 1)]
     pub order: usize,
@@ -143,6 +165,9 @@ pub fn load_simplex_mesh(spec: &str) -> anyhow::Result<SimplexMesh> {
 }
 
 fn run_assemble(a: AssembleArgs) -> anyhow::Result<()> {
+    if a.output.is_some() || a.mesh.ends_with(".toml") {
+        return run_export(a);
+    }
     let material = Material::new(a.youngs, a.poisson, a.density);
     material.validate()?;
     // Inline summation computes element matrices inside the summation kernel, which the GPU
@@ -268,4 +293,132 @@ fn assemble_any_gpu<T: tessera_fem::cuda::GpuScalar>(
     };
     let host = dm.download(gpu)?;
     Ok((stats, host.frobenius_norm()))
+}
+
+/// Write `bytes` to `path` atomically (a temporary file beside it, then a rename).
+fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .with_context(|| format!("{} has no file name", path.display()))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        anyhow::anyhow!("renaming {} to {}: {e}", tmp.display(), path.display())
+    })
+}
+
+/// `tessera fem assemble ... -o K.mtx`: the Matrix Market export (see the module docs).
+fn run_export(a: AssembleArgs) -> anyhow::Result<()> {
+    use tessera_solve::matrix_market::{write_array, write_symmetric};
+    let output = a
+        .output
+        .clone()
+        .context("a problem file is exported with -o K.mtx (and --rhs, --nullspace, --fixed)")?;
+    anyhow::ensure!(
+        a.matrix == MatrixKind::Stiffness,
+        "-o exports the stiffness matrix only"
+    );
+    let is_problem = a.mesh.ends_with(".toml");
+    let (ho, material, cons_f) = if is_problem {
+        let path = Path::new(&a.mesh);
+        let problem = tessera_fem::problem::Problem::from_file(path)?;
+        let loaded = tessera_fem::static_solve::load_mesh(&problem.mesh, Par::auto())?;
+        let ho = HoMesh::new(loaded.mesh, problem.order)?;
+        let (cons, f) =
+            tessera_fem::static_solve::constraints_and_loads(&problem, &ho, &loaded.groups)?;
+        (ho, problem.material.clone(), Some((cons, f)))
+    } else {
+        anyhow::ensure!(
+            a.rhs.is_none() && a.fixed.is_none(),
+            "--rhs and --fixed need a problem file (PROBLEM.toml) with loads and fixed regions"
+        );
+        let m = Material::new(a.youngs, a.poisson, a.density);
+        (HoMesh::new(load_simplex_mesh(&a.mesh)?, a.order)?, m, None)
+    };
+    material.validate()?;
+    let opts = AssembleOptions {
+        summation: a.summation.into(),
+        par: if a.serial { Par::Seq } else { Par::auto() },
+        device: DeviceChoice::Cpu,
+    };
+    let k = assemble_stiffness::<f64>(&ho, &material, &opts)?.matrix;
+    let n = 3 * ho.num_nodes();
+    let comment = format!(
+        "tessera fem assemble {}: stiffness K of linear elasticity, p = {}, {} nodes, DOFs node-major (x, y, z)",
+        a.mesh,
+        ho.order(),
+        ho.num_nodes()
+    );
+    let mut buf = Vec::new();
+    write_symmetric(&k, &comment, &mut buf)?;
+    write_atomic(&output, &buf)?;
+    let mut written = vec![output.display().to_string()];
+    if let Some(p) = &a.nullspace {
+        let b = tessera_solve::nullspace::rigid_body_modes(
+            &ho.node_positions(),
+            &[],
+            tessera_solve::NearNullSpace::RigidBody,
+        );
+        let mut buf = Vec::new();
+        write_array(
+            &b,
+            n,
+            6,
+            "rigid-body modes: translations x, y, z; rotations about x, y, z through the centroid",
+            &mut buf,
+        )?;
+        write_atomic(p, &buf)?;
+        written.push(p.display().to_string());
+    }
+    if let Some((cons, f)) = &cons_f {
+        if let Some(p) = &a.rhs {
+            let mut buf = Vec::new();
+            write_array(f, n, 1, "load vector b", &mut buf)?;
+            write_atomic(p, &buf)?;
+            written.push(p.display().to_string());
+        }
+        if let Some(p) = &a.fixed {
+            let mut text = String::from(
+                "# constrained DOFs: DOF (0-based, node-major x, y, z) and prescribed value\n",
+            );
+            for i in 0..n {
+                if cons.fixed[i] {
+                    text += &format!("{i} {:e}\n", cons.values[i]);
+                }
+            }
+            write_atomic(p, text.as_bytes())?;
+            written.push(p.display().to_string());
+        }
+    }
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "mesh": a.mesh,
+                "order": ho.order(),
+                "nodes": ho.num_nodes(),
+                "dofs": n,
+                "block_nonzeros": k.pattern().block_nonzeros(),
+                "fixed_dofs": cons_f.as_ref().map(|(c, _)| c.num_fixed()),
+                "written": written,
+            })
+        );
+    } else {
+        println!(
+            "{} dofs, {} block nonzeros; wrote {}",
+            n,
+            k.pattern().block_nonzeros(),
+            written.join(", ")
+        );
+    }
+    Ok(())
 }
