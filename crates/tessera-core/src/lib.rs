@@ -8,6 +8,7 @@
 pub mod device;
 pub mod par;
 pub mod scan;
+pub mod table;
 pub mod trace;
 
 pub use device::{DeviceChoice, DeviceParseError};

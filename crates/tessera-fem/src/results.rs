@@ -215,6 +215,8 @@ pub fn summary_json(
         "dofs": dofs,
         "nonzeros": nonzeros,
         "stages_ms": stages_ms.iter().map(|(k, v)| (k.clone(), serde_json::json!(v))).collect::<serde_json::Map<String, serde_json::Value>>(),
+        // the same times in the order the stages ran (a JSON object's keys have no order)
+        "stages": stages_ms.iter().map(|(k, v)| serde_json::json!({"stage": k, "ms": v})).collect::<Vec<_>>(),
         "iterations": report.iterations,
         "final_residual": report.final_residual,
         "max_displacement": results.max_displacement(),

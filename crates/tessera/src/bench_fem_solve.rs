@@ -1,5 +1,5 @@
 //! `tessera bench fem-solve`: the static linear-elasticity simulation end to end (dissertation
-//! §4.1, "the static simulation to convergence"; issue 6), on the bracket: file load,
+//! §4.1, "the static simulation to convergence"), on the bracket: file load,
 //! preprocessing (order-`p` mesh, boundary selection, constraints, load vector), assembly
 //! into Bin-BCSR* and the filtered block-Jacobi PCG, with iterations and the SpMV bandwidth.
 //!
@@ -35,7 +35,7 @@ pub struct BenchFemSolveArgs {
     /// generated bracket(131) (1.7M tets) at p = 1 and bracket(98) (0.7M tets) at p = 2.
     #[arg(long = "case")]
     pub cases: Vec<String>,
-    /// Where the shared meshes are (default: .device/data, then ../shared/meshes).
+    /// Where the shared benchmark meshes are (default: the shared mesh folder when present).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
     /// auto, cpu or cuda[:N].
@@ -96,7 +96,12 @@ fn case_problem(spec: &str, tolerance: f64) -> anyhow::Result<Case> {
         return Ok(Case {
             label: format!("bracket({r}) p={order}"),
             problem,
-            tets_hint: format!("~{:.2}M", 0.75 * (r as f64).powi(3) / 1e6),
+            // the generated bracket has about 0.75 r³ tetrahedra
+            tets_hint: if r >= 50 {
+                format!("~{:.2}M", 0.75 * (r as f64).powi(3) / 1e6)
+            } else {
+                String::new()
+            },
         });
     }
     let path = Path::new(mesh);
@@ -155,15 +160,22 @@ fn max_displacement(sol: &StaticSolution) -> f64 {
         .fold(0.0, f64::max)
 }
 
-fn run_case(case: &Case, a: &BenchFemSolveArgs) -> anyhow::Result<Row> {
+fn run_case(
+    case: &Case,
+    a: &BenchFemSolveArgs,
+    pb: &indicatif::ProgressBar,
+) -> anyhow::Result<Row> {
     let opts = StaticOptions {
         par: Par::auto(),
         device: a.device,
         ..Default::default()
     };
     // warm-up: fills the kernel caches and the page cache of the file
-    eprintln!("{}: warm-up run", case.label);
-    drop(solve_problem(&case.problem, &opts, &mut |_| {})?);
+    let label = case.label.clone();
+    let stage = |what: &str, run: &str| pb.set_message(format!("{label}: {run}: {what}"));
+    drop(solve_problem(&case.problem, &opts, &mut |s| {
+        stage(s, "warm-up run")
+    })?);
     // (wall ms, stage times) per run; the last solution is kept for the SpMV timing (every
     // run computes the same one), and alive during the next run, as a user's process keeps
     // its CUDA context
@@ -171,16 +183,17 @@ fn run_case(case: &Case, a: &BenchFemSolveArgs) -> anyhow::Result<Row> {
     let mut last: Option<StaticSolution> = None;
     for i in 0..a.repeat {
         let t = Instant::now();
-        let sol = solve_problem(&case.problem, &opts, &mut |_| {})?;
+        let run = format!("run {}/{}", i + 1, a.repeat);
+        let sol = solve_problem(&case.problem, &opts, &mut |s| stage(s, &run))?;
         let ms = t.elapsed().as_secs_f64() * 1e3;
-        eprintln!(
+        pb.println(format!(
             "{}: run {} {:.1} ms, {} iterations, stages {:?}",
             case.label,
             i + 1,
             ms,
             sol.report.iterations,
             sol.stages_ms
-        );
+        ));
         runs.push((ms, sol.stages_ms.clone()));
         last = Some(sol);
     }
@@ -238,6 +251,44 @@ fn run_case(case: &Case, a: &BenchFemSolveArgs) -> anyhow::Result<Row> {
     })
 }
 
+/// The end-to-end table: one column per stage, in the order the stages ran (a stage a row
+/// did not run, such as `upload` on the CPU, shows `-`).
+fn end_to_end_table(rows: &[Row]) -> anyhow::Result<tessera_core::table::Table> {
+    let mut stages: Vec<&str> = Vec::new();
+    for r in rows {
+        for (k, _) in &r.stages_ms {
+            if !stages.contains(&k.as_str()) {
+                stages.push(k);
+            }
+        }
+    }
+    let mut head = vec!["case", "device", "tets", "dofs", "iters"];
+    let stage_heads: Vec<String> = stages.iter().map(|s| format!("{s} ms")).collect();
+    head.extend(stage_heads.iter().map(|s| s.as_str()));
+    head.extend(["total ms", "target"]);
+    let mut t = tessera_core::table::Table::new(&head);
+    for r in rows {
+        let mut cells = vec![
+            r.case.clone(),
+            r.device.clone(),
+            r.cells.to_string(),
+            r.dofs.to_string(),
+            r.iterations.to_string(),
+        ];
+        for s in &stages {
+            cells.push(stage_ms(&r.stages_ms, s).map_or("-".to_string(), |v| format!("{v:.1}")));
+        }
+        cells.push(format!("{:.1}", r.end_to_end_ms));
+        cells.push(if r.order == 1 && r.cells > 1_500_000 {
+            format!("{}1500", if r.end_to_end_ms < 1500.0 { "<" } else { ">" })
+        } else {
+            "-".into()
+        });
+        t.row(cells)?;
+    }
+    Ok(t)
+}
+
 pub fn run(a: BenchFemSolveArgs) -> anyhow::Result<()> {
     let data = a.data_dir.clone().or_else(|| {
         [".device/data", "../shared/meshes"]
@@ -255,13 +306,16 @@ pub fn run(a: BenchFemSolveArgs) -> anyhow::Result<()> {
         .map(|s| case_problem(s, a.tolerance))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let mut rows = Vec::new();
+    let pb = crate::util::steps(a.json, cases.len() as u64, "cases");
     for c in &cases {
-        let r = run_case(c, &a)?;
+        let r = run_case(c, &a, &pb)?;
+        pb.inc(1);
         if a.json {
             println!("{}", serde_json::to_string(&r)?);
         }
         rows.push(r);
     }
+    pb.finish_and_clear();
     if a.json {
         return Ok(());
     }
@@ -272,45 +326,7 @@ pub fn run(a: BenchFemSolveArgs) -> anyhow::Result<()> {
         "end-to-end = wall clock, file load to displacement on the host, median of {} runs after a warm-up; PCG tolerance {:e}",
         a.repeat, a.tolerance
     );
-    println!(
-        "{:<26} {:>6} {:>9} {:>9} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9}",
-        "case",
-        "device",
-        "tets",
-        "dofs",
-        "iters",
-        "load",
-        "gpu_init",
-        "preproc",
-        "assemble",
-        "solve",
-        "total ms",
-        "target"
-    );
-    for r in &rows {
-        let g = |k: &str| stage_ms(&r.stages_ms, k);
-        let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
-        println!(
-            "{:<26} {:>6} {:>9} {:>9} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9.1} {:>9}",
-            r.case,
-            r.device,
-            r.cells,
-            r.dofs,
-            r.iterations,
-            f(g("load")),
-            f(g("gpu_init")),
-            f(g("preprocess")),
-            f(g("upload")),
-            f(g("assemble")),
-            f(g("solve")),
-            r.end_to_end_ms,
-            if r.order == 1 && r.cells > 1_500_000 {
-                format!("{}1500", if r.end_to_end_ms < 1500.0 { "<" } else { ">" })
-            } else {
-                "-".into()
-            }
-        );
-    }
+    print!("{}", end_to_end_table(&rows)?.markdown());
     println!();
     println!("PCG SpMV (Bin-BCSR*, f64; bytes = stored blocks + column indices + diagonal + x + y once; floor at {:.1} TB/s copy bandwidth)", COPY_BANDWIDTH / 1e12);
     println!(

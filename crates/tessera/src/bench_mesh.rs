@@ -653,6 +653,7 @@ fn bench_one(
     pools: &[(rayon::ThreadPool, Par); 2],
     backend: &Backend,
     a: &BenchMeshArgs,
+    pb: &indicatif::ProgressBar,
 ) -> anyhow::Result<MeshResult> {
     let pi = paper_index(&name);
     let runs = a.runs;
@@ -661,8 +662,14 @@ fn bench_one(
         .map(|op| OpResult {
             name: op.name,
             table: op.paper.table,
-            ms_1_thread: time_op(&pools[0].0, op, mesh, pools[0].1, runs),
-            ms_all_threads: time_op(&pools[1].0, op, mesh, pools[1].1, runs),
+            ms_1_thread: {
+                pb.set_message(format!("{name}: {} (1 thread)", op.name));
+                time_op(&pools[0].0, op, mesh, pools[0].1, runs)
+            },
+            ms_all_threads: {
+                pb.set_message(format!("{name}: {} (all threads)", op.name));
+                time_op(&pools[1].0, op, mesh, pools[1].1, runs)
+            },
             gpu: None,
             paper_cpu_ms: pi.map(|i| op.paper.cpu[i]),
             paper_gpu_ms: pi.map(|i| op.paper.gpu[i]),
@@ -673,6 +680,7 @@ fn bench_one(
     let mut extra_gpu_ops = Vec::new();
     let mut gpu_error = None;
     if let Some(g) = backend.gpu() {
+        pb.set_message(format!("{name}: GPU operations"));
         // on a copy: the GPU benchmark fills the relation caches of the mesh it is given
         let copy = mesh.clone();
         match tessera_mesh::cuda::bench::run_gpu_mesh_bench(g, &copy, GPU_RUNS) {
@@ -698,6 +706,7 @@ fn bench_one(
             Err(e) => gpu_error = Some(e.to_string()),
         }
     }
+    pb.set_message(format!("{name}: subdivision"));
     let subdivision = bench_subdivision(mesh, pi, pools, backend.gpu().map(|g| &**g), a)?;
     Ok(MeshResult {
         paper_mesh: pi.map(|i| PAPER_MESHES[i]),
@@ -969,7 +978,13 @@ pub fn run(a: BenchMeshArgs) -> anyhow::Result<()> {
         println!("{note}");
     }
     let mut results = Vec::new();
+    let total = if a.files.is_empty() { 1 } else { a.files.len() };
+    let pb = crate::util::steps(a.json, total as u64, "meshes");
     if a.files.is_empty() {
+        pb.set_message(format!(
+            "generating a bracket (resolution {})",
+            a.resolution
+        ));
         let t = Instant::now();
         let mesh = tessera_mesh::generate::bracket(a.resolution)?;
         let gen_s = t.elapsed().as_secs_f64();
@@ -985,12 +1000,15 @@ pub fn run(a: BenchMeshArgs) -> anyhow::Result<()> {
             &pools,
             &backend,
             &a,
+            &pb,
         )?);
+        pb.inc(1);
         if !a.json {
-            print_table(results.last().unwrap());
+            pb.suspend(|| print_table(results.last().unwrap()));
         }
     }
     for path in &a.files {
+        pb.set_message(format!("reading {}", path.display()));
         let mesh = tessera_mesh::io::read_mesh(path)
             .with_context(|| format!("reading {}", path.display()))?
             .mesh;
@@ -999,13 +1017,15 @@ pub fn run(a: BenchMeshArgs) -> anyhow::Result<()> {
             |n| n.to_string_lossy().into_owned(),
         );
         results.push(
-            bench_one(name, &mesh, &pools, &backend, &a)
+            bench_one(name, &mesh, &pools, &backend, &a, &pb)
                 .with_context(|| format!("benchmarking {}", path.display()))?,
         );
+        pb.inc(1);
         if !a.json {
-            print_table(results.last().unwrap());
+            pb.suspend(|| print_table(results.last().unwrap()));
         }
     }
+    pb.finish_and_clear();
     if a.json {
         println!("{}", serde_json::to_string_pretty(&results)?);
     }

@@ -52,6 +52,8 @@ enum Cmd {
 
 fn main() {
     let cli = Cli::parse();
+    // `--json` output stays machine-readable: no spinners or bars on stderr either
+    util::set_quiet(std::env::args().any(|a| a == "--json"));
     let res = match cli.cmd {
         Cmd::Demo(a) => cmd_demo::run(a),
         Cmd::Mesh(a) => cmd_mesh::run(a),
