@@ -57,6 +57,13 @@ pub enum StaticError {
     Selection { key: String, message: String },
     #[error("{0}")]
     Unsupported(String),
+    /// A mesh file with cells folded over relative to their neighbours.
+    #[error("{file}: {count} inverted cell(s), first {first}; the mesh is tangled (see `tessera mesh quality {file}`); smooth it without --plain, or pass --allow-inverted to solve anyway")]
+    InvertedCells {
+        file: String,
+        count: usize,
+        first: String,
+    },
 }
 
 /// A surface physical group of the mesh file, as sorted vertex triples.
@@ -74,14 +81,27 @@ pub struct LoadedMesh {
     pub groups: Vec<SurfaceGroup>,
 }
 
-/// Load (read or generate) the problem's mesh and convert it to a [`SimplexMesh`].
-pub fn load_mesh(source: &MeshSource, par: Par) -> Result<LoadedMesh, StaticError> {
+/// Load (read or generate) the problem's mesh and convert it to a [`SimplexMesh`]; a file
+/// with inverted cells is refused (naming how many and the first ones) unless
+/// `allow_inverted`.
+pub fn load_mesh(
+    source: &MeshSource,
+    par: Par,
+    allow_inverted: bool,
+) -> Result<LoadedMesh, StaticError> {
     use tessera_mesh::generate::{box_mesh, bracket, BoxKind};
     let (mut mesh, groups) = match source {
         // straight to the simplex form, then renumbered along a Morton curve for the locality
         // of assembly and SpMV (file numberings are often scattered)
         MeshSource::File(p) => {
             let mut mf = tessera_mesh::io::read_simplex_mesh(p)?;
+            if mf.inverted.count > 0 && !allow_inverted {
+                return Err(StaticError::InvertedCells {
+                    file: p.display().to_string(),
+                    count: mf.inverted.count,
+                    first: mf.inverted.describe(5),
+                });
+            }
             mf.mesh.set_par(par);
             let new_of_old = mf.mesh.renumber_morton();
             let groups = mf
@@ -224,6 +244,9 @@ pub struct StaticOptions {
     /// An already opened GPU to run on (overrides `device`); otherwise one is opened, in a
     /// background thread while the mesh loads.
     pub gpu: Option<Arc<Gpu>>,
+    /// Solve even when the mesh file has inverted (folded-over) cells (for experiments; the
+    /// results of a tangled mesh are not those of the body).
+    pub allow_inverted: bool,
 }
 
 impl Default for StaticOptions {
@@ -233,6 +256,7 @@ impl Default for StaticOptions {
             device: DeviceChoice::Auto,
             summation: Summation::PerNode,
             gpu: None,
+            allow_inverted: false,
         }
     }
 }
@@ -500,7 +524,7 @@ pub fn load_stage(problem: &Problem, opts: &StaticOptions) -> Result<Loaded, Sta
                 Ok::<_, StaticError>((g, t.elapsed().as_secs_f64() * 1e3))
             })
         });
-        let mesh = load_mesh(&problem.mesh, opts.par);
+        let mesh = load_mesh(&problem.mesh, opts.par, opts.allow_inverted);
         let gpu = match init {
             Some(h) => match h.join() {
                 Ok(r) => r.map(|(g, t)| (g, Some(t))),
@@ -766,7 +790,8 @@ pub fn solve_problem(
         progress,
     };
     let loaded = st.run("load", || load_stage(problem, opts))?;
-    if let Some(t) = loaded.gpu_init_ms {
+    // a CPU run (no device found under `auto`) lists no GPU stage
+    if let (Some(t), Some(_)) = (loaded.gpu_init_ms, &loaded.gpu) {
         st.list.push(("gpu_init".into(), t));
     }
     let prep = st.run("preprocess", || preprocess(problem, loaded.mesh))?;

@@ -96,13 +96,13 @@ pub struct AssembleArgs {
     #[arg(long, short = 'p', default_value_t = 1)]
     pub order: usize,
     /// Young's modulus E.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub youngs: f64,
     /// Poisson's ratio ν.
-    #[arg(long, default_value_t = 0.3)]
+    #[arg(long, default_value_t = 0.3, allow_negative_numbers = true)]
     pub poisson: f64,
     /// Mass density ρ (for --matrix mass).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub density: f64,
     /// Scalar type of the matrix values (default: f32 on the GPU, f64 on the CPU).
     #[arg(long, value_enum)]
@@ -122,6 +122,9 @@ pub struct AssembleArgs {
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Assemble even when the mesh file has inverted (folded-over) cells, for experiments.
+    #[arg(long)]
+    pub allow_inverted: bool,
 }
 
 pub fn run(a: FemArgs) -> anyhow::Result<()> {
@@ -133,6 +136,12 @@ pub fn run(a: FemArgs) -> anyhow::Result<()> {
 
 /// Load a tetrahedral mesh from a file or a `gen:` specification.
 pub fn load_simplex_mesh(spec: &str) -> anyhow::Result<SimplexMesh> {
+    load_simplex_mesh_checked(spec, true)
+}
+
+/// [`load_simplex_mesh`]; a file with inverted cells is refused unless `allow_inverted`
+/// (the count and the first cells with their place in the file are named).
+pub fn load_simplex_mesh_checked(spec: &str, allow_inverted: bool) -> anyhow::Result<SimplexMesh> {
     let poly = if let Some(rest) = spec.strip_prefix("gen:") {
         let (kind, n) = rest
             .split_once(':')
@@ -156,7 +165,16 @@ pub fn load_simplex_mesh(spec: &str) -> anyhow::Result<SimplexMesh> {
             _ => anyhow::bail!("`{spec}`: unknown generator `{kind}` (expected bracket or box)"),
         }
     } else {
-        tessera_mesh::io::read_mesh(Path::new(spec))?.mesh
+        let f = tessera_mesh::io::read_simplex_mesh(Path::new(spec))?;
+        if f.inverted.count > 0 && !allow_inverted {
+            anyhow::bail!(
+                "{spec}: {} inverted cell(s), first {}; the mesh is tangled (see `tessera mesh quality {spec}`); smooth it without --plain, or pass --allow-inverted to assemble anyway",
+                f.inverted.count,
+                f.inverted.describe(5)
+            );
+        }
+        anyhow::ensure!(f.mesh.num_cells() > 0, "{spec}: the mesh has no cells");
+        return Ok(f.mesh);
     };
     let sm = SimplexMesh::from_poly(&poly)
         .with_context(|| format!("{spec}: FEM assembly needs a tetrahedral mesh"))?;
@@ -191,7 +209,7 @@ fn run_assemble(a: AssembleArgs) -> anyhow::Result<()> {
     } else {
         Precision::F64
     });
-    let sm = load_simplex_mesh(&a.mesh)?;
+    let sm = load_simplex_mesh_checked(&a.mesh, a.allow_inverted)?;
     let (nv, nc) = (sm.num_vertices(), sm.num_cells());
     let ho = HoMesh::new(sm, a.order)?;
     let opts = AssembleOptions {
@@ -331,7 +349,8 @@ fn run_export(a: AssembleArgs) -> anyhow::Result<()> {
     let (ho, material, cons_f) = if is_problem {
         let path = Path::new(&a.mesh);
         let problem = tessera_fem::problem::Problem::from_file(path)?;
-        let loaded = tessera_fem::static_solve::load_mesh(&problem.mesh, Par::auto())?;
+        let loaded =
+            tessera_fem::static_solve::load_mesh(&problem.mesh, Par::auto(), a.allow_inverted)?;
         let ho = HoMesh::new(loaded.mesh, problem.order)?;
         let (cons, f) =
             tessera_fem::static_solve::constraints_and_loads(&problem, &ho, &loaded.groups)?;
@@ -342,7 +361,14 @@ fn run_export(a: AssembleArgs) -> anyhow::Result<()> {
             "--rhs and --fixed need a problem file (PROBLEM.toml) with loads and fixed regions"
         );
         let m = Material::new(a.youngs, a.poisson, a.density);
-        (HoMesh::new(load_simplex_mesh(&a.mesh)?, a.order)?, m, None)
+        (
+            HoMesh::new(
+                load_simplex_mesh_checked(&a.mesh, a.allow_inverted)?,
+                a.order,
+            )?,
+            m,
+            None,
+        )
     };
     material.validate()?;
     let opts = AssembleOptions {

@@ -1,5 +1,5 @@
 //! `tessera fem solve PROBLEM.toml [--device D] [-o OUT/] [--json]`: a static linear-elasticity
-//! analysis from a problem file (dissertation §4.1; issue 6). Writes `OUT/<title>.vtu`
+//! analysis from a problem file (dissertation §4.1). Writes `OUT/<title>.vtu`
 //! (higher-order cells, nodal displacement/strain/stress/von Mises, cell values) and
 //! `OUT/summary.json`, and prints the summary.
 
@@ -15,7 +15,9 @@ use tessera_fem::vtk_ho::write_results_vtu;
 
 #[derive(Args, Debug)]
 pub struct SolveArgs {
-    /// Problem description (TOML; see the tessera_fem::problem docs and examples/*.toml).
+    /// Problem description (TOML): mesh, order, material, fixed regions, loads, solver.
+    /// Every key is described in docs/problem-format.md; examples in examples/*.toml
+    /// (examples/bracket-gmsh.toml solves a Gmsh mesh through its physical groups).
     pub problem: PathBuf,
     /// auto, cpu, cuda or cuda:N (auto: CUDA device 0 when usable, else the CPU).
     #[arg(long, default_value = "auto")]
@@ -32,10 +34,31 @@ pub struct SolveArgs {
     /// Print each stage's start time to stderr as it begins.
     #[arg(long, short = 'v')]
     pub verbose: bool,
+    /// Write the .vtu arrays as ASCII text (default: binary, zlib-compressed, appended raw).
+    #[arg(long)]
+    pub ascii: bool,
+    /// Solve even when the mesh has inverted (folded-over) cells, for experiments; by default
+    /// such a mesh is refused with the cells named.
+    #[arg(long)]
+    pub allow_inverted: bool,
 }
 
 pub fn run(a: SolveArgs) -> anyhow::Result<()> {
+    // the output folder before any work: it must be creatable and not a file
+    if a.out.exists() && !a.out.is_dir() {
+        anyhow::bail!(
+            "-o {}: is a file; give a folder for the results",
+            a.out.display()
+        );
+    }
+    crate::cmd_mesh::check_output_dir(&a.out)?;
     let problem = Problem::from_file(&a.problem)?;
+    if a.ascii {
+        ASCII.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    if a.allow_inverted {
+        ALLOW_INVERTED.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     let par = if a.serial { Par::Seq } else { Par::auto() };
     if a.verbose {
         VERBOSE.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -52,6 +75,12 @@ pub fn run(a: SolveArgs) -> anyhow::Result<()> {
 /// `--verbose`: stage start times go to stderr.
 static VERBOSE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// `--allow-inverted`: solve tangled meshes.
+static ALLOW_INVERTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `--ascii`: the result .vtu in ASCII.
+static ASCII: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Solve, post-process and write results; returns the JSON summary (also written to
 /// `out/summary.json`). Progress goes to stderr unless `quiet`.
 pub fn run_problem(
@@ -67,6 +96,7 @@ pub fn run_problem(
         par,
         device,
         gpu,
+        allow_inverted: ALLOW_INVERTED.load(std::sync::atomic::Ordering::Relaxed),
         ..Default::default()
     };
     let pb = if quiet {
@@ -100,7 +130,12 @@ pub fn run_problem(
         })
         .collect();
     let vtu = out.join(format!("{safe}.vtu"));
-    write_results_vtu(&vtu, &sol.ho, &results, Default::default())?;
+    let enc = if ASCII.load(std::sync::atomic::Ordering::Relaxed) {
+        tessera_mesh::io::VtuEncoding::Ascii
+    } else {
+        tessera_mesh::io::VtuEncoding::default()
+    };
+    write_results_vtu(&vtu, &sol.ho, &results, enc)?;
     let results_ms = t.elapsed().as_secs_f64() * 1e3;
     if let Some(pb) = &pb {
         pb.finish_and_clear();
@@ -182,9 +217,13 @@ pub fn print_summary(s: &serde_json::Value) {
         "max von Mises    {:.6e}",
         g("max_von_mises").as_f64().unwrap_or(f64::NAN)
     );
-    if let Some(st) = s.get("stages_ms").and_then(|v| v.as_object()) {
-        for (k, v) in st {
-            println!("  {k:<14} {:>10.1} ms", v.as_f64().unwrap_or(f64::NAN));
+    if let Some(st) = s.get("stages").and_then(|v| v.as_array()) {
+        for e in st {
+            println!(
+                "  {:<14} {:>10.1} ms",
+                e["stage"].as_str().unwrap_or(""),
+                e["ms"].as_f64().unwrap_or(f64::NAN)
+            );
         }
     }
     println!("wrote            {}", g("vtu").as_str().unwrap_or(""));

@@ -145,6 +145,59 @@ fn safe_smoothing_by_default_plain_on_request() {
         "{text}"
     );
     assert!(text.contains("INVERTED"), "{text}");
+    // FEM refuses the tangled file, naming the count and the first cells with their lines
+    let e = tessera(&["fem", "assemble", s(&plain), "--device", "cpu"]);
+    assert!(!e.status.success());
+    let err = String::from_utf8_lossy(&e.stderr);
+    assert!(
+        err.contains(&format!(
+            "{folded} inverted cell(s), first cell {first} (line "
+        )),
+        "{err}"
+    );
+    ok(&[
+        "fem",
+        "assemble",
+        s(&plain),
+        "--device",
+        "cpu",
+        "--allow-inverted",
+    ]);
+    ok(&["fem", "assemble", s(&safe), "--device", "cpu"]);
+    let toml = d.join("p.toml");
+    std::fs::write(
+        &toml,
+        "order = 1\n[mesh]\nfile = \"plain.msh\"\n[material]\npreset = \"steel\"\n\
+         [[fixed]]\nselector = { type = \"plane\", point = [0, 0, 0], normal = [0, 0, 1] }\n\
+         [[loads]]\ntype = \"traction\"\nselector = { type = \"plane\", point = [1, 0, 0], normal = [1, 0, 0] }\n\
+         traction = [1.0, 0.0, 0.0]\n[solver]\nmethod = \"cholesky\"\n",
+    )
+    .unwrap();
+    let o = tessera(&[
+        "fem",
+        "solve",
+        s(&toml),
+        "-o",
+        s(&d.join("out")),
+        "--device",
+        "cpu",
+    ]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("inverted cell(s)") && err.contains("--allow-inverted"),
+        "{err}"
+    );
+    ok(&[
+        "fem",
+        "solve",
+        s(&toml),
+        "-o",
+        s(&d.join("out")),
+        "--device",
+        "cpu",
+        "--allow-inverted",
+    ]);
     // a stricter threshold rejects more moves; an impossible one is refused before work
     let r2 = json(&[
         "mesh",

@@ -133,6 +133,32 @@ pub struct SimplexMeshFile {
     pub mesh: crate::simplex::SimplexMesh,
     /// Groups sorted by `(dim, tag)`.
     pub groups: Vec<SimplexGroup>,
+    /// Cells folded over relative to their neighbours (their file vertex order has the
+    /// minority orientation; see [`crate::quality`]). Readers orient every cell, so these
+    /// are valid cells of a tangled mesh; FEM refuses them.
+    pub inverted: InvertedCells,
+}
+
+/// Inverted cells of a file: how many, and the first ones as (cell index in the file's order
+/// of volume elements, place in the file).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InvertedCells {
+    pub count: usize,
+    pub first: Vec<(u32, String)>,
+}
+
+impl InvertedCells {
+    /// "cell 12 (line 40), cell 99 (line 127), ..." for messages.
+    pub fn describe(&self, n: usize) -> String {
+        let v: Vec<String> = self
+            .first
+            .iter()
+            .take(n)
+            .map(|(c, at)| format!("cell {c} ({at})"))
+            .collect();
+        let more = if self.count > v.len() { ", ..." } else { "" };
+        format!("{}{more}", v.join(", "))
+    }
 }
 
 /// A physical group of a [`SimplexMeshFile`]: its elements as mesh entities given by their
@@ -194,6 +220,15 @@ fn simplex_from_poly_file(path: &Path, mf: MeshFile) -> Result<SimplexMeshFile, 
         MeshError::Unsupported(format!("{}: not a tetrahedral mesh: {e}", path.display()))
     })?;
     let poly = &mf.mesh;
+    let v = crate::quality::validity(poly);
+    let inverted = InvertedCells {
+        count: v.inverted,
+        first: v
+            .inverted_cells
+            .iter()
+            .map(|&c| (c, format!("cell {c}")))
+            .collect(),
+    };
     let groups = mf
         .groups
         .into_iter()
@@ -233,7 +268,11 @@ fn simplex_from_poly_file(path: &Path, mf: MeshFile) -> Result<SimplexMeshFile, 
             out
         })
         .collect();
-    Ok(SimplexMeshFile { mesh, groups })
+    Ok(SimplexMeshFile {
+        mesh,
+        groups,
+        inverted,
+    })
 }
 
 /// Which representation a reader builds.
@@ -522,11 +561,12 @@ impl Collected {
             .map(|&n| new_index[n as usize])
             .collect();
         drop(self.cell_nodes);
-        // orient to positive volume; zero volume is an error at the element's line
-        let bad = cv
+        // orient to positive volume (0: kept, 1: flipped, 2: repeats a vertex, 3: zero
+        // volume); degenerate cells are an error naming their count and the first lines
+        let status: Vec<(u8, f64)> = cv
             .par_chunks_mut(4)
-            .enumerate()
-            .map(|(c, t)| {
+            .with_min_len(4096)
+            .map(|t| {
                 let p = |i: usize| positions[t[i] as usize];
                 let (a, b, d, e) = (p(0), p(1), p(2), p(3));
                 let u = [b[0] - a[0], b[1] - a[1], b[2] - a[2]];
@@ -534,27 +574,76 @@ impl Collected {
                 let w = [e[0] - a[0], e[1] - a[1], e[2] - a[2]];
                 let vol = u[0] * (v[1] * w[2] - v[2] * w[1]) - u[1] * (v[0] * w[2] - v[2] * w[0])
                     + u[2] * (v[0] * w[1] - v[1] * w[0]);
-                let repeated = (0..4).any(|i| (0..i).any(|j| t[i] == t[j]));
-                if repeated || vol == 0.0 || !vol.is_finite() {
-                    return Some((c, repeated));
+                if (0..4).any(|i| (0..i).any(|j| t[i] == t[j])) {
+                    return (2, 0.0);
+                }
+                if vol == 0.0 || !vol.is_finite() {
+                    return (3, 0.0);
                 }
                 if vol < 0.0 {
                     t.swap(2, 3);
+                    return (1, -vol);
                 }
-                None
+                (0, vol)
             })
-            .filter_map(|x| x)
-            .min_by_key(|&(c, _)| c);
-        if let Some((c, repeated)) = bad {
+            .collect();
+        let degenerate: Vec<usize> = (0..status.len()).filter(|&c| status[c].0 >= 2).collect();
+        if let Some(&c) = degenerate.first() {
+            let more: Vec<String> = degenerate
+                .iter()
+                .skip(1)
+                .take(4)
+                .map(|&c| cur.describe_loc(self.cell_loc[c]))
+                .collect();
             return Err(cur.err_at(
                 self.cell_loc[c],
-                if repeated {
-                    "degenerate tetrahedron: it repeats a vertex".to_string()
-                } else {
-                    "degenerate tetrahedron: zero volume".to_string()
-                },
+                format!(
+                    "degenerate tetrahedron: {}{}",
+                    if status[c].0 == 2 {
+                        "it repeats a vertex"
+                    } else {
+                        "zero volume"
+                    },
+                    if degenerate.len() > 1 {
+                        format!(
+                            " ({} degenerate tetrahedra in all; the next at {}{})",
+                            degenerate.len(),
+                            more.join(", "),
+                            if degenerate.len() > 5 { ", ..." } else { "" }
+                        )
+                    } else {
+                        String::new()
+                    }
+                ),
             ));
         }
+        // the orientation of the file's vertex order is the one holding most of the volume
+        // (a tool's convention, such as TetGen's); cells of the other orientation are folded
+        // over relative to their neighbours
+        let (kept, flipped) =
+            status.iter().fold(
+                (0.0, 0.0),
+                |(k, f), &(s, v)| {
+                    if s == 1 {
+                        (k, f + v)
+                    } else {
+                        (k + v, f)
+                    }
+                },
+            );
+        let minority: u8 = if flipped > kept { 0 } else { 1 };
+        let mut inverted = InvertedCells::default();
+        for (c, &(s, _)) in status.iter().enumerate() {
+            if s == minority {
+                inverted.count += 1;
+                if inverted.first.len() < crate::quality::LIST_LIMIT {
+                    inverted
+                        .first
+                        .push((c as u32, cur.describe_loc(self.cell_loc[c])));
+                }
+            }
+        }
+        drop(status);
         let mut mesh = crate::simplex::SimplexMesh::new(3, cv, positions)?;
         mesh.set_par(tessera_core::Par::auto());
         tr.mark("compact + orient + SimplexMesh::new");
@@ -704,7 +793,11 @@ impl Collected {
                 g
             })
             .collect();
-        Ok(SimplexMeshFile { mesh, groups })
+        Ok(SimplexMeshFile {
+            mesh,
+            groups,
+            inverted,
+        })
     }
 
     /// Build the mesh (nodes not used by any cell are dropped; the others keep their

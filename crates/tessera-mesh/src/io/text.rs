@@ -299,6 +299,17 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// A remembered location as text (`line 12`, `byte 340`, `cell 7`).
+    pub fn describe_loc(&self, loc: u64) -> String {
+        if self.cells {
+            format!("cell {loc}")
+        } else if self.binary {
+            format!("byte {loc}")
+        } else {
+            format!("line {loc}")
+        }
+    }
+
     /// A parse error at a remembered location.
     pub fn err_at(&self, loc: u64, msg: impl Into<String>) -> MeshError {
         if self.cells {
