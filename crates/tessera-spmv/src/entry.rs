@@ -242,7 +242,7 @@ impl EntrySpec {
                 Err(SpmvError::BadOption {
                     what: "entry",
                     value: name.to_string(),
-                    expected: format!("one of {} or a TOML file", BUILTIN_ENTRIES.join(", ")),
+                    expected: "real, complex, quaternion, dualquat, blockE with E = 1..8 (block3 = 3x3 blocks), or a TOML file".into(),
                 })
             }
         }

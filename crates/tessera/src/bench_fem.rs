@@ -1155,7 +1155,7 @@ fn print_gpu_tables(recs: &[GpuRecord], orders: &[usize], device: &str) {
         }
     }
     println!();
-    println!("Targets (issue 5, H100, f32 per-node total):");
+    println!("Targets (H100, f32 per-node total):");
     for (p, tets, t, limit, gp) in target_checks(recs) {
         println!(
             "  p = {p} at {}: {} ms (target <= {limit} ms, GP100 {gp} ms): {}",

@@ -14,7 +14,7 @@ enum BenchCmd {
     Mesh(crate::bench_mesh::BenchMeshArgs),
     /// FEM assembly (dissertation Tables 4.1-4.3).
     Fem(crate::bench_fem::BenchFemArgs),
-    /// The static solve end to end: load, preprocess, assemble, PCG (issue 6, §4.1).
+    /// The static solve end to end: load, preprocess, assemble, PCG (dissertation §4.1).
     FemSolve(crate::bench_fem_solve::BenchFemSolveArgs),
 }
 

@@ -76,8 +76,12 @@ struct BenchArgs {
     /// Timed repetitions per measurement (median).
     #[arg(long, default_value_t = 21)]
     reps: usize,
-    /// Skip the GPU even if one is present.
-    #[arg(long)]
+    /// auto (the GPU columns when a CUDA device is usable), cpu (CPU backends only) or
+    /// cuda[:N].
+    #[arg(long, default_value = "auto")]
+    device: tessera_core::DeviceChoice,
+    /// Skip the GPU even if one is present (the same as --device cpu).
+    #[arg(long, hide = true)]
     no_gpu: bool,
 }
 
@@ -88,7 +92,7 @@ pub fn run(a: QueryArgs) -> anyhow::Result<()> {
             let opts = tessera_query::bench::BenchOptions {
                 sizes: b.sizes,
                 reps: b.reps,
-                gpu: !b.no_gpu,
+                gpu: !b.no_gpu && b.device != tessera_core::DeviceChoice::Cpu,
             };
             let report =
                 tessera_query::bench::run(&opts).map_err(|e| anyhow!("query bench: {e}"))?;

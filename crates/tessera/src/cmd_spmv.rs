@@ -25,16 +25,19 @@ pub struct SpmvArgs {
 #[derive(Subcommand, Debug)]
 enum SpmvCmd {
     /// Jointly tune layout and schedule for one matrix; print the ranked layouts and the
-    /// speedups over the natural CSR-AoS-AoS layout and over cuSPARSE.
+    /// speedups over the natural CSR-AoS-AoS layout and over cuSPARSE. Times generated CUDA
+    /// kernels: needs a CUDA GPU (the CPU layouts are checked by `spmv verify --device cpu`).
     Tune(TuneArgs),
     /// Run the whole suite: Tables 5.1-5.3 and Table 9 beside the dissertation's numbers.
+    /// Needs a CUDA GPU (as `tune`).
     Bench(BenchArgs),
     /// Print the generated CUDA source of one variant.
     Codegen(CodegenArgs),
     /// Run every layout (and on a GPU every schedule variant) against the CPU reference;
     /// exits non-zero if any disagrees.
     Verify(VerifyArgs),
-    /// Memory use of each outer layout (seed 002 Table 9) for one matrix (CPU only).
+    /// Memory use of each outer layout for one matrix (as in Table 9 of the layout-tuning
+    /// paper; computed on the CPU).
     Memory(MemoryArgs),
 }
 
@@ -51,16 +54,20 @@ struct MatrixArg {
 struct TuneArgs {
     #[command(flatten)]
     m: MatrixArg,
+    /// Scalar type of the entries: f32 or f64.
     #[arg(long, default_value = "f32")]
     precision: String,
-    /// full: exhaustive joint search; fast: threads-per-SM diagonals (seed 002 §5.4).
+    /// full: exhaustive joint search; fast: one schedule per threads-per-SM diagonal, then
+    /// the best diagonal in full (the schedule-tuning paper, §5.4).
     #[arg(long, default_value = "fast")]
     search: String,
     /// Weight w of the memory overhead in the score time * (bytes / bytes_CSR)^w.
     #[arg(long, default_value_t = 0.0)]
     memory_weight: f64,
+    /// Timed runs per variant (the median is used).
     #[arg(long, default_value_t = 50)]
     runs: usize,
+    /// Untimed runs before timing.
     #[arg(long, default_value_t = 5)]
     warmup: usize,
     /// Tuning database (default: $TESSERA_TUNING_DB or the cache folder).
@@ -72,6 +79,7 @@ struct TuneArgs {
     /// Search even when the database has a record (the new result replaces it).
     #[arg(long)]
     force: bool,
+    /// The CUDA device: cuda or cuda:N (auto picks cuda:0; there is no CPU tuning).
     #[arg(long, default_value = "cuda")]
     device: DeviceChoice,
 }
@@ -81,43 +89,56 @@ struct BenchArgs {
     /// Smaller suite (skips the largest matrices).
     #[arg(long)]
     quick: bool,
+    /// full or fast (see `spmv tune --help`).
     #[arg(long, default_value = "fast")]
     search: String,
     /// f32, f64 or both.
     #[arg(long, default_value = "both")]
     precision: String,
-    /// Folder with the Matrix Market test matrices (default: ../shared/matrices or .device/data/matrices).
+    /// Folder with the Matrix Market test matrices (default: the shared matrix folder when
+    /// present, else generated matrices only).
     #[arg(long)]
     matrices: Option<PathBuf>,
     /// Stop starting new matrices after this many seconds.
     #[arg(long, default_value_t = 1e9)]
     budget_s: f64,
+    /// Timed runs per variant (the median is used).
     #[arg(long, default_value_t = 50)]
     runs: usize,
+    /// Untimed runs before timing.
     #[arg(long, default_value_t = 5)]
     warmup: usize,
+    /// Weight w of the memory overhead in the score time * (bytes / bytes_CSR)^w.
     #[arg(long, default_value_t = 0.0)]
     memory_weight: f64,
     /// Do not read or write the tuning database (always search).
     #[arg(long)]
     no_db: bool,
+    /// The CUDA device: cuda or cuda:N (auto picks cuda:0; there is no CPU benchmark).
     #[arg(long, default_value = "cuda")]
     device: DeviceChoice,
 }
 
 #[derive(Args, Debug)]
 struct CodegenArgs {
+    /// Entry type: real, complex, quaternion, dualquat, blockE (E = 1..8; block3 = 3x3
+    /// blocks), or a TOML spec file.
     #[arg(long)]
     entry: String,
+    /// Scalar type of the entries: f32 or f64.
     #[arg(long, default_value = "f32")]
     precision: String,
     /// OUTER-INNER-VECTOR: OUTER in csr, ell, sell16, sell32; INNER and VECTOR in aos, soa.
     #[arg(long)]
     layout: String,
+    /// Schedule kind: static (rows split evenly over the blocks) or dynamic (blocks take
+    /// chunks of rows from a shared counter).
     #[arg(long, default_value = "static")]
     schedule: String,
+    /// Blocks per SM (n_b).
     #[arg(long, default_value_t = 4)]
     nb: u32,
+    /// Threads per block (n_t).
     #[arg(long, default_value_t = 256)]
     nt: u32,
 }
@@ -129,6 +150,7 @@ struct VerifyArgs {
     /// f32, f64 or both.
     #[arg(long, default_value = "both")]
     precision: String,
+    /// cpu: every layout's CPU reference; cuda[:N]: every layout x schedule on the GPU.
     #[arg(long, default_value = "cpu")]
     device: DeviceChoice,
     /// On a GPU: conformance (both families, several n_b / n_t), diagonal (one per threads-per-SM
@@ -176,7 +198,9 @@ fn open_gpu(d: DeviceChoice) -> anyhow::Result<SpmvGpu> {
     let n = match d {
         DeviceChoice::Cuda(n) => n,
         DeviceChoice::Auto => 0,
-        DeviceChoice::Cpu => bail!("this command needs a CUDA device (--device cuda[:N])"),
+        DeviceChoice::Cpu => bail!(
+            "spmv tune and spmv bench time generated CUDA kernels and have no CPU path; use --device cuda[:N] on a machine with a GPU (`tessera spmv verify --device cpu` checks every layout on the CPU)"
+        ),
     };
     SpmvGpu::new(n).map_err(|e| {
         anyhow!(
@@ -214,7 +238,7 @@ pub fn run(args: SpmvArgs) -> anyhow::Result<()> {
             let (spec, src, m) = load(&a.m)?;
             let st = MatrixStats::of(&m);
             let (base, r) = memory_overhead_with(&m, 4, 8)?;
-            println!("{} ({} x {}, {} {} entries; 4-byte indices, 8-byte scalars as in seed 002 Table 9)", src.name(), st.n_rows, st.n_cols, st.nnz, spec.name);
+            println!("{} ({} x {}, {} {} entries; 4-byte indices, 8-byte scalars as in the layout-tuning paper's Table 9)", src.name(), st.n_rows, st.n_cols, st.nnz, spec.name);
             println!("| CSR/BSR | ELL | SI-16 | SI-32 |\n|---|---|---|---|");
             println!(
                 "| {:.1} KiB | {:.2}x | {:.2}x | {:.2}x |",
@@ -298,10 +322,11 @@ pub fn run(args: SpmvArgs) -> anyhow::Result<()> {
             Ok(())
         }
         SpmvCmd::Tune(a) => {
-            let (spec, src, m) = load(&a.m)?;
+            // the device first: no matrix is built for a run that cannot happen
             let p: Precision = a.precision.parse()?;
             let search: Search = a.search.parse()?;
             let g = open_gpu(a.device)?;
+            let (spec, src, m) = load(&a.m)?;
             let opts = BenchOptions {
                 search,
                 runs: a.runs,
