@@ -307,6 +307,7 @@ impl Built {
 pub fn write_mesh_file(f: &MeshFile, path: &Path, vtu: VtuEncoding) -> Result<(), MeshError> {
     match Format::from_path(path) {
         Some(Format::Vtu) => vtu::write_vtu_groups(path, &f.mesh, &f.groups, &[], vtu),
+        Some(Format::Msh) => msh::write_groups(&f.mesh, &f.groups, path),
         _ => write_mesh(&f.mesh, path),
     }
 }
@@ -314,7 +315,7 @@ pub fn write_mesh_file(f: &MeshFile, path: &Path, vtu: VtuEncoding) -> Result<()
 /// The groups of `f` that a file written to `path` cannot hold (empty when it keeps all).
 pub fn groups_lost<'a>(f: &'a MeshFile, path: &Path) -> Vec<&'a PhysicalGroup> {
     match Format::from_path(path) {
-        Some(Format::Vtu) => Vec::new(),
+        Some(Format::Vtu | Format::Msh) => Vec::new(),
         _ => f.groups.iter().collect(),
     }
 }

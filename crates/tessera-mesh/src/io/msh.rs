@@ -1,16 +1,19 @@
 //! Gmsh MSH files: versions 2.2 and 4.1, ASCII and binary, read; 4.1 ASCII written.
 //!
 //! Volume elements become cells (types 4, 5, 6, 7 and their higher-order variants, read by
-//! their corner nodes only). Points, lines, triangles and quadrangles are not cells: they
+//! their corner nodes only); the writer keeps physical groups. Points, lines, triangles and quadrangles are not cells: they
 //! only fill [`PhysicalGroup`](super::PhysicalGroup)s (dim 2 elements are mapped to the
 //! mesh face with the same vertex set). Node tags may be non-contiguous and spread over
 //! many entity blocks.
 
 use super::text::{show, Cursor, TagMap};
-use super::{fmt_f64, write_atomic, Build, Built, Collected, GroupElement, MeshFile};
+use super::{
+    fmt_f64, write_atomic, Build, Built, Collected, GroupElement, MeshFile, PhysicalGroup,
+};
 use crate::{CellType, MeshError, PolyMesh};
 use std::collections::HashMap;
 use std::path::Path;
+use tessera_sparse::tcsr::col;
 
 /// (dimension, number of nodes, number of corner nodes, cell type for dim 3)
 fn element_info(ty: i64) -> Option<(u8, usize, usize, Option<CellType>)> {
@@ -771,9 +774,23 @@ fn gmsh_type(ty: CellType) -> u32 {
     }
 }
 
-/// Write MSH 4.1 ASCII: one volume entity, nodes `1..V`, elements `1..C` in cell order
-/// (one element block per run of equal type). General polyhedra have no MSH element type.
+/// Write MSH 4.1 ASCII: nodes `1..V`, elements `1..C` in cell order (one element block per
+/// run of equal type). General polyhedra have no MSH element type.
 pub fn write(mesh: &PolyMesh, path: &Path) -> Result<(), MeshError> {
+    write_groups(mesh, &[], path)
+}
+
+/// Write MSH 4.1 ASCII with physical groups: `$PhysicalNames` for the named groups, one
+/// model entity per distinct set of physical tags in each dimension (cells of no volume group
+/// in an entity without tags), and the faces, edges and vertices of lower-dimensional groups
+/// as triangles or quadrangles, lines and points of the entities of their dimension (after
+/// the cells, so element `c + 1` is cell `c`).
+pub fn write_groups(
+    mesh: &PolyMesh,
+    groups: &[PhysicalGroup],
+    path: &Path,
+) -> Result<(), MeshError> {
+    use std::collections::BTreeMap;
     let nc = mesh.num_cells();
     let mut types = Vec::with_capacity(nc);
     let mut conn: Vec<u32> = Vec::with_capacity(nc * 4);
@@ -788,6 +805,85 @@ pub fn write(mesh: &PolyMesh, path: &Path) -> Result<(), MeshError> {
         types.push(ty);
         conn.extend_from_slice(&buf[..ty.num_vertices().expect("standard")]);
     }
+    let limit = |d: u8| match d {
+        3 => nc,
+        2 => mesh.num_faces(),
+        1 => mesh.num_edges(),
+        _ => mesh.num_vertices(),
+    };
+    // per dimension: element -> its physical tags (in group order, groups sorted by tag)
+    let mut tags: [BTreeMap<u32, Vec<i32>>; 4] = Default::default();
+    for g in groups {
+        let d = g.dim.min(3);
+        for &e in &g.entities {
+            if e as usize >= limit(d) {
+                return Err(MeshError::Unsupported(format!(
+                    "{}: group ({}, {}) names entity {e}, but the mesh has {} of dimension {d}",
+                    path.display(),
+                    g.dim,
+                    g.tag,
+                    limit(d)
+                )));
+            }
+            let t = tags[d as usize].entry(e).or_default();
+            if !t.contains(&g.tag) {
+                t.push(g.tag);
+            }
+        }
+    }
+    // model entities: per dimension, one per distinct tag set (first seen first)
+    let mut entities: [Vec<Vec<i32>>; 4] = Default::default();
+    let mut entity_of = |d: usize, set: &[i32]| -> usize {
+        match entities[d].iter().position(|s| s == set) {
+            Some(i) => i + 1,
+            None => {
+                entities[d].push(set.to_vec());
+                entities[d].len()
+            }
+        }
+    };
+    let no_tags: Vec<i32> = Vec::new();
+    // volume blocks: runs of equal (entity, type) in cell order
+    let mut runs: Vec<(usize, CellType, usize, usize)> = Vec::new();
+    for (c, &t) in types.iter().enumerate() {
+        let e = entity_of(3, tags[3].get(&(c as u32)).unwrap_or(&no_tags));
+        match runs.last_mut() {
+            Some(r) if r.0 == e && r.1 == t => r.3 = c + 1,
+            _ => runs.push((e, t, c, c + 1)),
+        }
+    }
+    // lower-dimensional blocks: (dim, entity, gmsh type) -> elements as vertex lists
+    let fv = mesh.face_vertices();
+    let mut blocks: BTreeMap<(usize, usize, u32), Vec<Vec<u32>>> = BTreeMap::new();
+    for d in (0..3).rev() {
+        for (&e, set) in &tags[d] {
+            let verts: Vec<u32> = match d {
+                2 => fv.row(e as usize).iter().map(|&v| col(v)).collect(),
+                1 => mesh.edge_vertices()[e as usize].to_vec(),
+                _ => vec![e],
+            };
+            let ty = match (d, verts.len()) {
+                (2, 3) => 2,
+                (2, 4) => 3,
+                (2, n) => {
+                    return Err(MeshError::Unsupported(format!(
+                        "{}: face {e} of a physical group has {n} vertices; MSH stores triangles and quadrangles (write .vtu instead)",
+                        path.display()
+                    )))
+                }
+                (1, _) => 1,
+                _ => 15,
+            };
+            let ent = entity_of(d, set);
+            blocks.entry((d, ent, ty)).or_default().push(verts);
+        }
+    }
+    // the nodes belong to volume entity 1, which exists even without cells
+    if entities[3].is_empty() {
+        entities[3].push(Vec::new());
+    }
+    let n_lower: usize = blocks.values().map(|v| v.len()).sum();
+    let n_elem = nc + n_lower;
     let pos = mesh.positions();
     let (mut lo, mut hi) = ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]);
     for p in pos {
@@ -800,19 +896,57 @@ pub fn write(mesh: &PolyMesh, path: &Path) -> Result<(), MeshError> {
         lo = [0.0; 3];
         hi = [0.0; 3];
     }
+    let named: Vec<&PhysicalGroup> = groups.iter().filter(|g| !g.name.is_empty()).collect();
     write_atomic(path, |w| {
         writeln!(w, "$MeshFormat\n4.1 0 8\n$EndMeshFormat")?;
-        writeln!(w, "$Entities\n0 0 0 1")?;
+        if !named.is_empty() {
+            writeln!(w, "$PhysicalNames\n{}", named.len())?;
+            for g in &named {
+                // a quote would end the name early: Gmsh names have none
+                writeln!(w, "{} {} \"{}\"", g.dim, g.tag, g.name.replace('"', "'"))?;
+            }
+            writeln!(w, "$EndPhysicalNames")?;
+        }
         writeln!(
             w,
-            "1 {} {} {} {} {} {} 0 0",
+            "$Entities\n{} {} {} {}",
+            entities[0].len(),
+            entities[1].len(),
+            entities[2].len(),
+            entities[3].len()
+        )?;
+        let bbox = format!(
+            "{} {} {} {} {} {}",
             fmt_f64(lo[0]),
             fmt_f64(lo[1]),
             fmt_f64(lo[2]),
             fmt_f64(hi[0]),
             fmt_f64(hi[1]),
             fmt_f64(hi[2])
-        )?;
+        );
+        for (d, list) in entities.iter().enumerate() {
+            for (i, set) in list.iter().enumerate() {
+                let mut line = if d == 0 {
+                    format!(
+                        "{} {} {} {}",
+                        i + 1,
+                        fmt_f64(lo[0]),
+                        fmt_f64(lo[1]),
+                        fmt_f64(lo[2])
+                    )
+                } else {
+                    format!("{} {bbox}", i + 1)
+                };
+                line.push_str(&format!(" {}", set.len()));
+                for t in set {
+                    line.push_str(&format!(" {t}"));
+                }
+                if d > 0 {
+                    line.push_str(" 0");
+                }
+                writeln!(w, "{line}")?;
+            }
+        }
         writeln!(w, "$EndEntities")?;
         let nv = pos.len();
         writeln!(w, "$Nodes\n1 {nv} {} {nv}", nv.min(1))?;
@@ -824,19 +958,16 @@ pub fn write(mesh: &PolyMesh, path: &Path) -> Result<(), MeshError> {
             writeln!(w, "{} {} {}", fmt_f64(p[0]), fmt_f64(p[1]), fmt_f64(p[2]))?;
         }
         writeln!(w, "$EndNodes")?;
-        // runs of equal type
-        let mut runs: Vec<(CellType, usize, usize)> = Vec::new();
-        for (c, &t) in types.iter().enumerate() {
-            match runs.last_mut() {
-                Some(r) if r.0 == t => r.2 = c + 1,
-                _ => runs.push((t, c, c + 1)),
-            }
-        }
-        writeln!(w, "$Elements\n{} {nc} {} {nc}", runs.len(), nc.min(1))?;
+        writeln!(
+            w,
+            "$Elements\n{} {n_elem} {} {n_elem}",
+            runs.len() + blocks.len(),
+            n_elem.min(1)
+        )?;
         let mut k = 0;
         let mut line = String::with_capacity(128);
-        for (t, a, b) in runs {
-            writeln!(w, "3 1 {} {}", gmsh_type(t), b - a)?;
+        for &(ent, t, a, b) in &runs {
+            writeln!(w, "3 {ent} {} {}", gmsh_type(t), b - a)?;
             let n = t.num_vertices().expect("standard");
             for c in a..b {
                 use std::fmt::Write as _;
@@ -846,6 +977,20 @@ pub fn write(mesh: &PolyMesh, path: &Path) -> Result<(), MeshError> {
                     let _ = write!(line, " {}", v + 1);
                 }
                 k += n;
+                writeln!(w, "{line}")?;
+            }
+        }
+        let mut id = nc;
+        for (&(d, ent, ty), elems) in &blocks {
+            writeln!(w, "{d} {ent} {ty} {}", elems.len())?;
+            for verts in elems {
+                use std::fmt::Write as _;
+                id += 1;
+                line.clear();
+                let _ = write!(line, "{id}");
+                for &v in verts {
+                    let _ = write!(line, " {}", v + 1);
+                }
                 writeln!(w, "{line}")?;
             }
         }
