@@ -1,0 +1,575 @@
+//! Atomic, private file writes: every file Tessera writes goes through here.
+//!
+//! [`write_atomic`] creates a temporary file next to the destination under a unique name
+//! (`.NAME.tessera-tmp.PID.N`), with `O_CREAT | O_EXCL | O_NOFOLLOW` and mode `0600`, so a
+//! planted file or symlink at that name is never opened or followed and nobody else can
+//! write into it. The body is written and `fsync`ed, the file gets the permissions a plain
+//! create would have given (or those of the file it replaces), and it is renamed over the
+//! destination; the directory is `fsync`ed after the rename. A reader therefore sees either
+//! the old file or the complete new one. On an error (or a panic) the temporary file is
+//! removed; with [`cleanup_on_signals`] (the command-line program turns it on) it is also
+//! removed on Ctrl-C, `SIGTERM` and `SIGHUP` before the process ends by that signal.
+//! Temporary files left by a process that was killed outright (`SIGKILL`) are recognized
+//! by their name and removed by the next write to the same destination once their process
+//! is gone.
+//!
+//! Outputs made of several files (a TetGen `.node` + `.ele` pair, a result `.vtu` with its
+//! `summary.json`) are [`stage`]d one by one and [`publish`]ed together: all are written
+//! and synced before the first rename, and the renames run under an exclusive lock on the
+//! directory, so concurrent writers into one directory publish whole sets one after the
+//! other and never interleave.
+//!
+//! ```
+//! let dir = std::env::temp_dir().join(format!("tessera-atomic-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir).unwrap();
+//! let out = dir.join("hello.txt");
+//! tessera_core::atomic::write_bytes(&out, b"hello\n").unwrap();
+//! assert_eq!(std::fs::read(&out).unwrap(), b"hello\n");
+//! let a = tessera_core::atomic::stage(&dir.join("a.node"), |w| w.write_all(b"1\n")).unwrap();
+//! let b = tessera_core::atomic::stage(&dir.join("a.ele"), |w| w.write_all(b"2\n")).unwrap();
+//! tessera_core::atomic::publish(vec![a, b]).unwrap();
+//! assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 3); // no temporary file is left
+//! std::fs::remove_dir_all(&dir).unwrap();
+//! ```
+
+use crate::error::CoreError;
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, Once};
+
+/// The marker in every temporary name: `.NAME` + `TEMP_MARK` + `PID.N`.
+pub const TEMP_MARK: &str = ".tessera-tmp.";
+
+/// Longest part of the destination name kept in a temporary name (names stay < 255 bytes).
+const NAME_KEEP: usize = 120;
+
+/// A written and synced temporary file waiting to be renamed over its destination by
+/// [`publish`]. Dropping it unpublished removes the temporary file.
+#[derive(Debug)]
+pub struct Staged {
+    tmp: PathBuf,
+    dest: PathBuf,
+    id: u64,
+    done: bool,
+}
+
+impl Staged {
+    /// The destination this file will replace.
+    pub fn dest(&self) -> &Path {
+        &self.dest
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = std::fs::remove_file(&self.tmp);
+            unregister(self.id);
+        }
+    }
+}
+
+/// Write `dest` atomically: `body` writes the content into a private temporary file,
+/// which replaces `dest` only when everything was written and synced.
+pub fn write_atomic<F>(dest: &Path, body: F) -> Result<(), CoreError>
+where
+    F: FnOnce(&mut dyn Write) -> std::io::Result<()>,
+{
+    publish(vec![stage(dest, body)?])
+}
+
+/// [`write_atomic`] of a byte slice.
+pub fn write_bytes(dest: &Path, bytes: &[u8]) -> Result<(), CoreError> {
+    write_atomic(dest, |w| w.write_all(bytes))
+}
+
+/// Write the content of `dest` into a private temporary file beside it (see the module
+/// docs); [`publish`] renames it over `dest`.
+pub fn stage<F>(dest: &Path, body: F) -> Result<Staged, CoreError>
+where
+    F: FnOnce(&mut dyn Write) -> std::io::Result<()>,
+{
+    let name = dest
+        .file_name()
+        .ok_or_else(|| CoreError::io(dest, "writing", std::io::Error::other("no file name")))?;
+    if let Ok(m) = std::fs::symlink_metadata(dest) {
+        if m.is_dir() {
+            return Err(CoreError::io(
+                dest,
+                "writing",
+                std::io::Error::other("is a directory"),
+            ));
+        }
+    }
+    let dir = parent_dir(dest);
+    remove_stale(&dir, name);
+    // the mode a plain create would give, or the mode of the file being replaced
+    let mode = match std::fs::metadata(dest) {
+        Ok(m) if m.is_file() => m.permissions().mode() & 0o7777,
+        _ => 0o666 & !umask(),
+    };
+    let (file, tmp, id) = create_temp(&dir, name, dest)?;
+    let mut staged = Staged {
+        tmp,
+        dest: dest.to_path_buf(),
+        id,
+        done: false,
+    };
+    let res = (|| -> std::io::Result<()> {
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+        body(&mut w)?;
+        let file = w.into_inner().map_err(|e| e.into_error())?;
+        file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        file.sync_all()
+    })();
+    match res {
+        Ok(()) => Ok(staged),
+        Err(e) => {
+            let _ = std::fs::remove_file(&staged.tmp);
+            unregister(staged.id);
+            staged.done = true;
+            Err(CoreError::io(dest, "writing", e))
+        }
+    }
+}
+
+/// Rename staged files over their destinations, in the given order, under an exclusive
+/// lock on each directory involved (concurrent publishers into one directory take turns,
+/// so a set of files always comes from one publisher). On a failed rename the remaining
+/// temporary files are removed and the error names the destination.
+pub fn publish(mut files: Vec<Staged>) -> Result<(), CoreError> {
+    let mut dirs: Vec<PathBuf> = files.iter().map(|s| parent_dir(&s.dest)).collect();
+    dirs.sort();
+    dirs.dedup();
+    // held until the end of this function (closing the descriptors releases the locks)
+    let _locks: Vec<Option<File>> = dirs.iter().map(|d| lock_dir(d)).collect();
+    for s in files.iter_mut() {
+        if let Err(e) = std::fs::rename(&s.tmp, &s.dest) {
+            return Err(CoreError::io(&s.dest, "replacing", e));
+            // `files` drops here: the unpublished temporary files are removed
+        }
+        s.done = true;
+        unregister(s.id);
+    }
+    for d in &dirs {
+        if let Ok(f) = File::open(d) {
+            let _ = f.sync_all();
+        }
+    }
+    Ok(())
+}
+
+fn parent_dir(p: &Path) -> PathBuf {
+    match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// `.NAME.tessera-tmp.` for a destination name (long names shortened).
+fn temp_prefix(name: &OsStr) -> Vec<u8> {
+    let b = name.as_bytes();
+    let mut keep = b.len().min(NAME_KEEP);
+    // do not split a UTF-8 sequence (names stay valid where they were)
+    while keep < b.len() && keep > 0 && (b[keep] & 0xC0) == 0x80 {
+        keep -= 1;
+    }
+    let mut s = Vec::with_capacity(keep + 32);
+    s.push(b'.');
+    s.extend_from_slice(&b[..keep]);
+    s.extend_from_slice(TEMP_MARK.as_bytes());
+    s
+}
+
+static SEQ: AtomicU64 = AtomicU64::new(0);
+
+fn create_temp(dir: &Path, name: &OsStr, dest: &Path) -> Result<(File, PathBuf, u64), CoreError> {
+    let prefix = temp_prefix(name);
+    let pid = std::process::id();
+    let mut last = None;
+    for _ in 0..64 {
+        let n = SEQ.fetch_add(1, Ordering::Relaxed);
+        let salt = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let mut tname = prefix.clone();
+        tname.extend_from_slice(format!("{pid}.{n}{salt:08x}").as_bytes());
+        let tmp = dir.join(OsStr::from_bytes(&tname));
+        // registered before it exists, so a signal in between cannot leave it behind
+        let id = register(&tmp);
+        match open_private_new(&tmp) {
+            Ok(f) => return Ok((f, tmp, id)),
+            Err(e) => {
+                unregister(id);
+                if e.kind() != std::io::ErrorKind::AlreadyExists {
+                    return Err(CoreError::io(
+                        dest,
+                        "creating a temporary file beside it",
+                        e,
+                    ));
+                }
+                last = Some(e);
+            }
+        }
+    }
+    Err(CoreError::io(
+        dest,
+        "creating a temporary file beside it",
+        last.unwrap_or_else(|| std::io::Error::other("no free temporary name")),
+    ))
+}
+
+/// Create a new file readable and writable by its owner only; fails (`AlreadyExists`) when
+/// anything, including a symlink, is at `path` (`O_EXCL`; `O_NOFOLLOW` as well).
+fn open_private_new(path: &Path) -> std::io::Result<File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// Remove temporary files of `name` in `dir` whose writing process no longer exists
+/// (left by a process that was killed with `SIGKILL`). Files of live processes and
+/// anything that is not a regular file are left alone.
+fn remove_stale(dir: &Path, name: &OsStr) {
+    let prefix = temp_prefix(name);
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for ent in rd.flatten() {
+        let fname = ent.file_name();
+        let b = fname.as_bytes();
+        let Some(rest) = b.strip_prefix(prefix.as_slice()) else {
+            continue;
+        };
+        let pid: Option<u32> = rest
+            .split(|&c| c == b'.')
+            .next()
+            .and_then(|p| std::str::from_utf8(p).ok())
+            .and_then(|p| p.parse().ok());
+        let Some(pid) = pid else { continue };
+        if pid == std::process::id() || process_alive(pid) {
+            continue;
+        }
+        if ent.file_type().map(|t| t.is_file()).unwrap_or(false) {
+            let _ = std::fs::remove_file(ent.path());
+        }
+    }
+}
+
+fn process_alive(pid: u32) -> bool {
+    // SAFETY: kill with signal 0 only checks whether the process exists; no signal is sent.
+    let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// The process umask, read from `/proc/self/status` (no change to the process state);
+/// `022` when it cannot be read.
+fn umask() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Umask:"))
+                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        })
+        .unwrap_or(0o022)
+}
+
+/// An exclusive advisory lock on a directory (released when the file is closed); `None`
+/// when the directory cannot be opened or locked (the renames are still atomic one by one).
+fn lock_dir(dir: &Path) -> Option<File> {
+    let f = File::open(dir).ok()?;
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor we own; it blocks until the lock is granted.
+    let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
+    (r == 0).then_some(f)
+}
+
+// ---------------------------------------------------------------------------------------
+// Live temporary files, removed on SIGINT / SIGTERM / SIGHUP
+
+struct Live {
+    next: u64,
+    paths: Vec<(u64, PathBuf)>,
+}
+
+static LIVE: Mutex<Live> = Mutex::new(Live {
+    next: 1,
+    paths: Vec::new(),
+});
+
+fn register(p: &Path) -> u64 {
+    let mut l = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let id = l.next;
+    l.next += 1;
+    l.paths.push((id, p.to_path_buf()));
+    id
+}
+
+fn unregister(id: u64) {
+    let mut l = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(i) = l.paths.iter().position(|(k, _)| *k == id) {
+        l.paths.swap_remove(i);
+    }
+}
+
+/// The temporary files being written right now (for tests and diagnostics).
+pub fn live_temporaries() -> Vec<PathBuf> {
+    let l = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    l.paths.iter().map(|(_, p)| p.clone()).collect()
+}
+
+static PIPE_W: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    let fd = PIPE_W.load(Ordering::Relaxed);
+    let b = sig as u8;
+    // SAFETY: write(2) is async-signal-safe; the pipe and the byte outlive the call.
+    unsafe {
+        libc::write(fd, &b as *const u8 as *const libc::c_void, 1);
+    }
+}
+
+/// Remove the temporary files being written when the process gets `SIGINT`, `SIGTERM` or
+/// `SIGHUP`, then end it by that signal (exit status 128 + signal, as without a handler).
+/// Installed once per process; programs that handle these signals themselves (a Python
+/// interpreter, a server with its own shutdown) do not call it.
+pub fn cleanup_on_signals() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: pipe2 fills two descriptors that this process then owns for its lifetime.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return;
+        }
+        PIPE_W.store(fds[1], Ordering::Relaxed);
+        let rfd = fds[0];
+        let spawned = std::thread::Builder::new()
+            .name("tessera-signal-cleanup".into())
+            .spawn(move || loop {
+                let mut b = 0u8;
+                // SAFETY: reading one byte into a local from the pipe's read end.
+                let n = unsafe { libc::read(rfd, &mut b as *mut u8 as *mut libc::c_void, 1) };
+                if n == 1 {
+                    let sig = b as libc::c_int;
+                    for p in live_temporaries() {
+                        let _ = std::fs::remove_file(p);
+                    }
+                    // SAFETY: restoring the default disposition and re-raising ends the
+                    // process by the signal, as if no handler had been installed.
+                    unsafe {
+                        libc::signal(sig, libc::SIG_DFL);
+                        libc::raise(sig);
+                    }
+                    std::process::exit(128 + sig);
+                } else if n == 0 {
+                    return;
+                }
+            });
+        if spawned.is_err() {
+            return;
+        }
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            // SAFETY: installs an async-signal-safe handler (it only writes one byte to a pipe).
+            unsafe {
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = on_signal as *const () as usize;
+                sa.sa_flags = libc::SA_RESTART;
+                libc::sigemptyset(&mut sa.sa_mask);
+                libc::sigaction(sig, &sa, std::ptr::null_mut());
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmpdir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "tessera-atomic-{tag}-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn names(d: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn replaces_and_leaves_no_temporary() {
+        let d = tmpdir("replace");
+        let p = d.join("out.txt");
+        std::fs::write(&p, b"old").unwrap();
+        write_bytes(&p, b"new").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"new");
+        assert_eq!(names(&d), ["out.txt"]);
+        assert!(live_temporaries().iter().all(|t| !t.starts_with(&d)));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn failed_body_keeps_old_file_and_removes_temporary() {
+        let d = tmpdir("fail");
+        let p = d.join("out.txt");
+        std::fs::write(&p, b"old").unwrap();
+        let e = write_atomic(&p, |w| {
+            w.write_all(b"partial")?;
+            Err(std::io::Error::other("disk full"))
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("disk full"), "{e}");
+        assert_eq!(std::fs::read(&p).unwrap(), b"old");
+        assert_eq!(names(&d), ["out.txt"]);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn planted_symlink_at_a_temporary_name_is_never_followed() {
+        let d = tmpdir("symlink");
+        let victim = d.join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        // a symlink (live or dangling) planted at a temporary name is not opened
+        let planted = d.join(".out.txt.tessera-tmp.1.0");
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        let e = open_private_new(&planted).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists);
+        let dangling = d.join(".out.txt.tessera-tmp.1.1");
+        std::os::unix::fs::symlink(d.join("nowhere"), &dangling).unwrap();
+        assert!(open_private_new(&dangling).is_err());
+        assert!(!d.join("nowhere").exists());
+        // a symlink at the destination itself is replaced, not followed
+        let p = d.join("out.txt");
+        std::os::unix::fs::symlink(&victim, &p).unwrap();
+        write_bytes(&p, b"new").unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        assert!(!std::fs::symlink_metadata(&p)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read(&p).unwrap(), b"new");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn stale_temporaries_of_dead_processes_are_removed() {
+        let d = tmpdir("stale");
+        let p = d.join("out.txt");
+        // a pid that cannot exist (above the kernel's pid_max limit of 2^22)
+        let stale = d.join(format!(".out.txt{TEMP_MARK}{}.0", 9_999_999));
+        std::fs::write(&stale, b"left by SIGKILL").unwrap();
+        // one of a live process (ours, another name) and an unrelated file stay
+        let other = d.join(format!(".other.txt{TEMP_MARK}{}.0", 9_999_999));
+        std::fs::write(&other, b"x").unwrap();
+        write_bytes(&p, b"new").unwrap();
+        assert_eq!(
+            names(&d),
+            [format!(".other.txt{TEMP_MARK}9999999.0"), "out.txt".into()]
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn published_file_gets_a_plain_mode() {
+        let d = tmpdir("mode");
+        let p = d.join("out.txt");
+        write_bytes(&p, b"x").unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o666 & !umask());
+        // replacing keeps the mode of the replaced file
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_bytes(&p, b"y").unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn temporary_is_created_private() {
+        let d = tmpdir("private");
+        let p = d.join("out.txt");
+        let seen = std::cell::Cell::new(0u32);
+        write_atomic(&p, |w| {
+            w.write_all(b"x")?;
+            let t = live_temporaries()
+                .into_iter()
+                .find(|t| t.starts_with(&d))
+                .expect("a live temporary");
+            seen.set(std::fs::metadata(t)?.permissions().mode() & 0o777);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen.get(), 0o600);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn directory_destination_is_an_error_on_one_line() {
+        let d = tmpdir("dir");
+        let e = write_bytes(&d, b"x").unwrap_err().to_string();
+        assert!(e.ends_with("writing: is a directory"), "{e}");
+        assert!(!e.contains("os error"), "{e}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn publish_of_a_set_renames_all_and_drops_clean_up() {
+        let d = tmpdir("set");
+        let a = stage(&d.join("m.node"), |w| w.write_all(b"n")).unwrap();
+        let b = stage(&d.join("m.ele"), |w| w.write_all(b"e")).unwrap();
+        assert_eq!(names(&d).len(), 2); // two temporaries, nothing published yet
+        publish(vec![a, b]).unwrap();
+        assert_eq!(names(&d), ["m.ele", "m.node"]);
+        let c = stage(&d.join("x"), |w| w.write_all(b"x")).unwrap();
+        drop(c);
+        assert_eq!(names(&d), ["m.ele", "m.node"]);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn concurrent_writers_never_mix_a_set() {
+        let d = tmpdir("concurrent");
+        let threads: Vec<_> = (0..4u8)
+            .map(|t| {
+                let d = d.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..25 {
+                        let body = vec![b'a' + t; 100_000];
+                        let a = stage(&d.join("r.vtu"), |w| w.write_all(&body)).unwrap();
+                        let b =
+                            stage(&d.join("summary.json"), |w| w.write_all(&[b'a' + t])).unwrap();
+                        publish(vec![a, b]).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let v = std::fs::read(d.join("r.vtu")).unwrap();
+        let s = std::fs::read(d.join("summary.json")).unwrap();
+        assert_eq!(v.len(), 100_000);
+        assert!(v.iter().all(|&c| c == s[0]));
+        assert_eq!(names(&d), ["r.vtu", "summary.json"]);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
