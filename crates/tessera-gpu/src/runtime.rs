@@ -310,6 +310,38 @@ impl Gpu {
         })
     }
 
+    /// Copy the first `n` elements of a device buffer into the start of a pinned host buffer
+    /// and wait for the copy: the download of a result whose length is known only after the
+    /// kernels ran (a compacted frame), without moving the rest of the allocation.
+    pub fn download_prefix_pinned<T: Element>(
+        &self,
+        buf: &DeviceBuffer<T>,
+        n: usize,
+        dst: &mut PinnedBuffer<T>,
+    ) -> GpuResult<()> {
+        if n > buf.len || n > dst.len {
+            return Err(GpuError::InvalidArgument(format!(
+                "{n} elements of a buffer of {} into a pinned buffer of {}",
+                buf.len, dst.len
+            )));
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        guard("download", || {
+            let host = dst
+                .host
+                .as_mut_slice()
+                .map_err(|e| GpuError::driver("cuEventSynchronize", e))?;
+            self.stream
+                .memcpy_dtoh(&buf.slice.slice(0..n), &mut host[..n])
+                .map_err(|e| GpuError::driver("cuMemcpyDtoH", e))?;
+            self.stream
+                .synchronize()
+                .map_err(|e| GpuError::driver("cuStreamSynchronize", e))
+        })
+    }
+
     /// One element of a device buffer.
     pub fn download_at<T: Element>(&self, buf: &DeviceBuffer<T>, i: usize) -> GpuResult<T> {
         Ok(self.download_range(buf, i..i + 1)?[0])
