@@ -16,7 +16,9 @@
 //! and the benchmark lives in `tessera bench flow`.
 //!
 //! - [`analytic`]: a closed-form, time-varying 2D source (a travelling Taylor-Green vortex
-//!   lattice) that the server and its tests use when no solver is wanted.
+//!   lattice) that the server and its tests use when no solver is wanted;
+//! - [`shallow_water`]: the GPU flood simulation of §6.3.5 (Kurganov-Petrova on active
+//!   16x16 tiles) with its CPU reference.
 //!
 //! ```
 //! use tessera_flow::{scene, Fluid, Simulation, FieldData};
@@ -40,6 +42,7 @@ pub mod poisson;
 pub mod real;
 pub mod run;
 pub mod scene;
+pub mod shallow_water;
 pub mod simulation;
 pub mod surface;
 pub mod vtk;
