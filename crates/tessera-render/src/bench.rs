@@ -336,3 +336,63 @@ mod tests {
         assert_eq!(disc_raster(8, 8, 1000).visible(), 64);
     }
 }
+
+/// Median stage timings of the GPU frame pipeline.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FrameTiming {
+    pub depth: DepthBits,
+    pub visible: usize,
+    pub coverage: f64,
+    pub frame_bytes: usize,
+    pub rasterize_ms: f64,
+    pub encode_ms: f64,
+    pub copy_ms: f64,
+    /// Host wall clock around one whole `render` call (rasterize + encode + count read +
+    /// copy into pinned memory), median.
+    pub total_ms: f64,
+}
+
+/// Times `runs` frames (after `warmup`) of `surf` seen by `cam` on the GPU.
+pub fn gpu_frame_timing(
+    r: &mut crate::cuda::GpuRenderer,
+    surf: &crate::cuda::GpuSurface,
+    cam: &Camera,
+    depth: DepthBits,
+    warmup: usize,
+    runs: usize,
+) -> Result<FrameTiming, RenderError> {
+    let params = EncodeParams::new(0, depth);
+    for _ in 0..warmup {
+        r.render(surf, cam, &params)?;
+    }
+    let (mut ra, mut en, mut co, mut to) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..runs.max(1) {
+        let t = r.render_timed(surf, cam, &params)?;
+        ra.push(t.rasterize_ms);
+        en.push(t.encode_ms);
+        co.push(t.copy_ms);
+        let t0 = Instant::now();
+        r.render(surf, cam, &params)?;
+        to.push(t0.elapsed().as_secs_f64() * 1e3);
+    }
+    let frame = r.frame()?;
+    let h = crate::rixel::FrameHeader::parse(frame)?;
+    let (w, hh) = r.size();
+    Ok(FrameTiming {
+        depth,
+        visible: h.visible as usize,
+        coverage: h.visible as f64 / (w as f64 * hh as f64),
+        frame_bytes: frame.len(),
+        rasterize_ms: tessera_gpu::median(&mut ra),
+        encode_ms: tessera_gpu::median(&mut en),
+        copy_ms: tessera_gpu::median(&mut co),
+        total_ms: tessera_gpu::median(&mut to),
+    })
+}
+
+/// Bytes the frame pipeline must move through device memory at least: vertices and
+/// indices read once, clip positions written and read, the depth keys cleared, written and
+/// read, the resolved depth/value/id written and read by the encoder, the frame written.
+pub fn frame_floor_bytes(vertices: usize, triangles: usize, pixels: usize, frame: usize) -> usize {
+    vertices * 16 + triangles * 12 + vertices * 32 + pixels * 24 + pixels * 24 + frame
+}

@@ -51,7 +51,7 @@ pub struct CompressParams {
 impl Default for CompressParams {
     fn default() -> Self {
         CompressParams {
-            level: 1,
+            level: 6,
             depth_order: 2,
             value_order: 1,
         }

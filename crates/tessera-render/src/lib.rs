@@ -41,9 +41,11 @@ pub mod camera;
 pub mod compress;
 pub mod cuda;
 pub mod error;
+pub mod frame;
 pub mod io;
 pub mod raster;
 pub mod rixel;
+pub mod scene;
 pub mod surface;
 
 pub use camera::{Camera, Mat4, Orbit};

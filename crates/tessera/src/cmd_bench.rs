@@ -16,6 +16,8 @@ enum BenchCmd {
     Fem(crate::bench_fem::BenchFemArgs),
     /// The static solve end to end: load, preprocess, assemble, PCG (dissertation §4.1).
     FemSolve(crate::bench_fem_solve::BenchFemSolveArgs),
+    /// Shallow water on active tiles: cell updates/s against the bandwidth floor (§6.3.5).
+    ShallowWater(crate::bench_shallow_water::BenchSwArgs),
 }
 
 pub fn run(a: BenchArgs) -> anyhow::Result<()> {
@@ -23,5 +25,6 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
         BenchCmd::Mesh(a) => crate::bench_mesh::run(a),
         BenchCmd::Fem(a) => crate::bench_fem::run(a),
         BenchCmd::FemSolve(a) => crate::bench_fem_solve::run(a),
+        BenchCmd::ShallowWater(a) => crate::bench_shallow_water::run(a),
     }
 }

@@ -6,6 +6,7 @@
 mod bench_fem;
 mod bench_fem_solve;
 mod bench_mesh;
+mod bench_shallow_water;
 mod cmd_bench;
 mod cmd_demo;
 mod cmd_fem;
@@ -13,6 +14,7 @@ mod cmd_flow;
 mod cmd_mesh;
 mod cmd_query;
 mod cmd_serve;
+mod cmd_render;
 mod cmd_spmv;
 mod cmd_stream;
 mod device;
@@ -48,6 +50,8 @@ enum Cmd {
     Serve(cmd_serve::ServeArgs),
     /// Streaming clients and benchmarks (dissertation §6.4.1-6.4.2).
     Stream(cmd_stream::StreamArgs),
+    /// Hybrid remote rendering with rixels: encode a frame of a 3D scene, benchmarks (§6.3.5).
+    Render(cmd_render::RenderArgs),
 }
 
 fn main() {
@@ -64,6 +68,7 @@ fn main() {
         Cmd::Flow(a) => cmd_flow::run(a),
         Cmd::Serve(a) => cmd_serve::run(a),
         Cmd::Stream(a) => cmd_stream::run(a),
+        Cmd::Render(a) => cmd_render::run(a),
     };
     if let Err(e) = res {
         // one clear line (DESIGN.md principle 6)

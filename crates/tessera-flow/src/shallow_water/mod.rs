@@ -24,6 +24,7 @@
 // `!(x > 0.0)` mirrors the CUDA kernels' NaN-safe tests; index loops mirror the kernels too.
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::needless_range_loop)]
 
+pub mod bench;
 pub mod gpu;
 pub mod reference;
 pub mod terrain;
@@ -71,8 +72,11 @@ pub struct SwParams {
     pub cfl: f64,
     /// Largest time step (s), also the step when nothing moves.
     pub dt_max: f64,
-    /// Depth (m) below which velocities are desingularized (`eps = depth^4`).
+    /// Depth `kappa` (m) below which velocities are desingularized (`eps = kappa^4`) and
+    /// cell momenta rebuilt from them.
     pub desing_depth: f64,
+    /// Darcy-Weisbach bed friction factor (0: frictionless; 0.05 for the flood scenes).
+    pub friction: f64,
     pub rain: Option<Rain>,
 }
 
@@ -83,7 +87,8 @@ impl Default for SwParams {
             theta: 1.3,
             cfl: 0.25,
             dt_max: 1.0,
-            desing_depth: 1e-3,
+            desing_depth: 1e-2,
+            friction: 0.0,
             rain: None,
         }
     }
@@ -197,7 +202,9 @@ impl ShallowWater {
             && pr.cfl > 0.0
             && pr.cfl <= 0.25
             && pr.dt_max > 0.0
-            && pr.desing_depth > 0.0;
+            && pr.desing_depth > 0.0
+            && pr.friction >= 0.0
+            && pr.friction.is_finite();
         if !ok {
             return Err(FlowError::Invalid(format!(
                 "shallow water parameters {pr:?}: need g > 0, theta in [1, 2], 0 < cfl <= 1/4, dt_max > 0, desing_depth > 0"
@@ -210,10 +217,6 @@ impl ShallowWater {
                 0.25 * ((c(i, j) + c(i + 1, j)) + (c(i, j + 1) + c(i + 1, j + 1)))
             })
             .collect();
-        let mut scratch = 0.0;
-        for s in 0..n {
-            clamp_cell(&mut w[s], &mut hu[s], &mut hv[s], bc[s], &mut scratch);
-        }
         let rain = pr.rain.unwrap_or(Rain {
             rate: 0.0,
             center: [0.0; 2],
@@ -232,7 +235,21 @@ impl ShallowWater {
             rain_x: rain.center[0],
             rain_y: rain.center[1],
             rain_r2: rain.radius * rain.radius,
+            kappa: pr.desing_depth,
+            friction: pr.friction,
         };
+        let mut scratch = 0.0;
+        for s in 0..n {
+            clamp_cell(
+                &mut w[s],
+                &mut hu[s],
+                &mut hv[s],
+                bc[s],
+                &p,
+                0.0,
+                &mut scratch,
+            );
+        }
         let (tx, ty) = (p.tiles_x(), p.tiles_y());
         let forced: Vec<u32> = (0..tx * ty)
             .map(|t| {
@@ -312,7 +329,10 @@ impl ShallowWater {
                 0.25 * ((c(i, j) + c(i + 1, j)) + (c(i, j + 1) + c(i + 1, j + 1)))
             })
             .collect();
-        let mut params = SwParams::default();
+        let mut params = SwParams {
+            friction: 0.05,
+            ..SwParams::default()
+        };
         let w = match scene {
             Scene::DamBreak => {
                 // a reservoir in the upper 22 % of the valley, its level chosen so that

@@ -15,6 +15,8 @@ struct Params {
     double dx, g, theta, eps, cfl, dt_max;
     double rain;              // m/s added to w inside the rain disc
     double rain_x, rain_y, rain_r2;
+    double kappa;             // depth below which cell momenta are desingularized
+    double friction;          // Darcy-Weisbach friction factor f (0: none)
 };
 
 // Scalar parameters travel in a small device buffer (see gpu.rs, `param_block`).
@@ -23,7 +25,7 @@ __device__ __forceinline__ Params load_params(int nx, int ny, const double* __re
     P.nx = nx; P.ny = ny;
     P.tiles_x = (nx + T - 1) / T; P.tiles_y = (ny + T - 1) / T;
     P.dx = prm[0]; P.g = prm[1]; P.theta = prm[2]; P.eps = prm[3]; P.cfl = prm[4]; P.dt_max = prm[5];
-    P.rain = prm[6]; P.rain_x = prm[7]; P.rain_y = prm[8]; P.rain_r2 = prm[9];
+    P.rain = prm[6]; P.rain_x = prm[7]; P.rain_y = prm[8]; P.rain_r2 = prm[9]; P.kappa = prm[10]; P.friction = prm[11];
     return P;
 }
 
@@ -110,13 +112,28 @@ __device__ __forceinline__ int mirror(int i, int n, bool* flip) {
     return min(max(i, 0), n - 1);
 }
 
-// Positivity: a cell whose depth is not positive becomes dry (w = B, no momentum); the
-// largest negative depth met is returned through *neg.
-__device__ __forceinline__ void clamp_cell(double* w, double* hu, double* hv, double b, double* neg) {
+// After each stage: a cell whose depth is not positive becomes dry (w = B, no momentum; the
+// largest negative depth met goes to *neg); in cells thinner than kappa the momenta are
+// rebuilt from desingularized velocities (KP07); bed friction (Darcy-Weisbach,
+// du/dt = -f |u| u / (8 h)) is applied semi-implicitly over dt.
+__device__ __forceinline__ void clamp_cell(double* w, double* hu, double* hv, double b, const Params& P, double dt,
+                                           double* neg) {
     double h = *w - b;
     if (!(h > 0.0)) {
         if (h < 0.0 && -h > *neg) *neg = -h;
         *w = b; *hu = 0.0; *hv = 0.0;
+        return;
+    }
+    if (h < P.kappa) {
+        *hu = h * desing(h, *hu, P.eps);
+        *hv = h * desing(h, *hv, P.eps);
+    }
+    if (P.friction > 0.0) {
+        double u = desing(h, *hu, P.eps), v = desing(h, *hv, P.eps);
+        double sp = sqrt(u * u + v * v);
+        double k = 1.0 / (1.0 + dt * ((P.friction * sp) / (8.0 * h)));
+        *hu = *hu * k;
+        *hv = *hv * k;
     }
 }
 
@@ -162,7 +179,7 @@ __device__ void tile_stage(int stage, int tile, const Params& P,
                 cw = cw + dt * r1w[s];
                 cu = cu + dt * r1u[s];
                 cv = cv + dt * r1v[s];
-                clamp_cell(&cw, &cu, &cv, cb, &neg);
+                clamp_cell(&cw, &cu, &cv, cb, P, dt, &neg);
             }
         }
         S.w[lj][li] = cw;
@@ -264,7 +281,7 @@ __device__ void tile_stage(int stage, int tile, const Params& P,
         double nw = 0.5 * (w[s] + (cw + dt * rw));
         double nu = 0.5 * (hu[s] + (cu + dt * ru));
         double nv = 0.5 * (hv[s] + (cv + dt * rv));
-        clamp_cell(&nw, &nu, &nv, b, &neg);
+        clamp_cell(&nw, &nu, &nv, b, P, dt, &neg);
         ow[s] = nw; ou[s] = nu; ov[s] = nv;
         double h = nw - b;
         wet = h > 0.0;
