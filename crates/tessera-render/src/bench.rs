@@ -191,8 +191,8 @@ pub fn break_even_lines(width: u32, height: u32) -> String {
     )
 }
 
-/// The test scene of the timing and compression benchmarks: a UV sphere of `rings x
-/// 2 rings` quads (about `4 rings^2` triangles) with a smooth field.
+/// The test scene of the timing and compression benchmarks: a UV sphere of `rings` bands
+/// and `2 rings` segments (`4 rings (rings - 1)` triangles) with a smooth field.
 pub fn bench_sphere(rings: u32) -> Result<Surface, RenderError> {
     let mut s = Surface::sphere([0.0; 3], 1.0, rings, 2 * rings)?;
     s.set_values(|p| (3.0 * p[0]).sin() * (2.0 * p[1]).cos() + p[2]);

@@ -23,7 +23,7 @@
 //!    triangle's homogeneous barycentrics at the pixel centre: with `p = ` Eq. 6.5's
 //!    `(x_ndc, y_ndc)`, `r1_i = x_i - p_x w_i`, `r2_i = y_i - p_y w_i`, `b = r1 x r2`,
 //!    `beta = b / sum(b)` clamped to `>= 0` and renormalised. A `NaN` vertex value makes the
-//!    pixel's value `NaN` ("no value").
+//!    pixel's value `NaN` ("no value", always the bits `0x7fc00000`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -343,11 +343,21 @@ pub fn resolve_value(c: &[Clip; 3], v: [f32; 3], x: u32, y: u32, width: u32, hei
     };
     let (q0, q1, q2) = (pos(b0), pos(b1), pos(b2));
     let t = (q0 + q1) + q2;
-    if !(t > 0.0) {
-        return v[0];
+    let r = if t > 0.0 {
+        ((q0 * v[0] + q1 * v[1]) + q2 * v[2]) / t
+    } else {
+        v[0]
+    };
+    // one NaN bit pattern on every back end (NaN payloads propagate differently)
+    if r.is_nan() {
+        f32::from_bits(CANONICAL_NAN)
+    } else {
+        r
     }
-    ((q0 * v[0] + q1 * v[1]) + q2 * v[2]) / t
 }
+
+/// The bits of the `NaN` the rasterizers write ("no value").
+pub const CANONICAL_NAN: u32 = 0x7fc0_0000;
 
 /// Rasterizes `surface` seen by `camera` into a `width x height` viewport on the CPU
 /// (rayon over triangles; the packed-key minimum makes the result independent of order).

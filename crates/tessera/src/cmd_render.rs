@@ -99,8 +99,8 @@ struct BenchArgs {
     /// Viewport WIDTHxHEIGHT.
     #[arg(long, default_value = "1024x1024")]
     size: String,
-    /// Rings of the bench sphere (2 rings^2 quads: 1000 gives 2.0 M triangles).
-    #[arg(long, default_value_t = 1000)]
+    /// Rings of the bench sphere (about 4 rings^2 triangles: 708 gives 2.0 M).
+    #[arg(long, default_value_t = 708)]
     rings: u32,
     /// Timed frames per measurement (median).
     #[arg(long, default_value_t = 50)]

@@ -122,13 +122,18 @@ fn slope(m: f64, c: f64, p: f64, theta: f64) -> f64 {
     minmod3(theta * (c - m), 0.5 * (p - m), theta * (p - c))
 }
 
-/// Desingularized velocity `sqrt(2) h q / sqrt(h^4 + max(h^4, eps))`.
+/// The desingularization factor `k = sqrt(2) h / sqrt(h^4 + max(h^4, eps))`, `u = k q`.
 #[inline]
-pub fn desing(h: f64, q: f64, eps: f64) -> f64 {
+pub fn desing_factor(h: f64, eps: f64) -> f64 {
     let h2 = h * h;
     let h4 = h2 * h2;
-    let den = (h4 + dmax(h4, eps)).sqrt();
-    ((SQRT2 * h) * q) / den
+    (SQRT2 * h) / (h4 + dmax(h4, eps)).sqrt()
+}
+
+/// Desingularized velocity `sqrt(2) h q / sqrt(h^4 + max(h^4, eps))` (as `k q`).
+#[inline]
+pub fn desing(h: f64, q: f64, eps: f64) -> f64 {
+    desing_factor(h, eps) * q
 }
 
 #[inline]
@@ -182,18 +187,19 @@ fn reconstruct(
     }
     let (qhi, qlo) = (q0 + 0.5 * sq, q0 - 0.5 * sq);
     let (thi, tlo) = (t0 + 0.5 * st, t0 - 0.5 * st);
+    let (khi, klo) = (desing_factor(hhi, p.eps), desing_factor(hlo, p.eps));
     (
         Face {
             w: wlo,
             h: hlo,
-            u: desing(hlo, qlo, p.eps),
-            v: desing(hlo, tlo, p.eps),
+            u: klo * qlo,
+            v: klo * tlo,
         },
         Face {
             w: whi,
             h: hhi,
-            u: desing(hhi, qhi, p.eps),
-            v: desing(hhi, thi, p.eps),
+            u: khi * qhi,
+            v: khi * thi,
         },
     )
 }
@@ -209,11 +215,11 @@ fn flux(l: &Face, r: &Face, g: f64, halfg: f64) -> ([f64; 3], f64) {
     let fr = [qr, qr * r.u + pressure(r.h, halfg), qr * r.v];
     let den = ap - am;
     let out = if den > 0.0 {
-        let apm = ap * am;
+        let (apm, inv) = (ap * am, 1.0 / den);
         [
-            fl[0] + (am * (fl[0] - fr[0]) + apm * (r.w - l.w)) / den,
-            fl[1] + (am * (fl[1] - fr[1]) + apm * (qr - ql)) / den,
-            fl[2] + (am * (fl[2] - fr[2]) + apm * (tr - tl)) / den,
+            fl[0] + (am * (fl[0] - fr[0]) + apm * (r.w - l.w)) * inv,
+            fl[1] + (am * (fl[1] - fr[1]) + apm * (qr - ql)) * inv,
+            fl[2] + (am * (fl[2] - fr[2]) + apm * (tr - tl)) * inv,
         ]
     } else {
         [0.0; 3]
@@ -267,13 +273,15 @@ pub(crate) fn clamp_cell(
         return;
     }
     if h < p.kappa {
-        *hu = h * desing(h, *hu, p.eps);
-        *hv = h * desing(h, *hv, p.eps);
+        let k = desing_factor(h, p.eps);
+        *hu = h * (k * *hu);
+        *hv = h * (k * *hv);
     }
     if p.friction > 0.0 {
-        let (u, v) = (desing(h, *hu, p.eps), desing(h, *hv, p.eps));
+        let ih = 1.0 / h;
+        let (u, v) = (*hu * ih, *hv * ih);
         let sp = (u * u + v * v).sqrt();
-        let k = 1.0 / (1.0 + dt * ((p.friction * sp) / (8.0 * h)));
+        let k = 1.0 / (1.0 + dt * (((p.friction * 0.125) * sp) * ih));
         *hu *= k;
         *hv *= k;
     }
@@ -310,6 +318,7 @@ pub fn tile_stage(tile: usize, p: &StageParams, inp: &StageInput<'_>) -> TileOut
     let tx_n = p.tiles_x();
     let (i0, j0) = ((tile % tx_n) * T, (tile / tx_n) * T);
     let halfg = 0.5 * p.g;
+    let idx = 1.0 / p.dx;
     let mut neg = 0.0f64;
     let mut sw = [[0.0f64; R]; R];
     let mut su = [[0.0f64; R]; R];
@@ -395,10 +404,10 @@ pub fn tile_stage(tile: usize, p: &StageParams, inp: &StageInput<'_>) -> TileOut
             let (fw, fe) = (&f[ty][tx], &f[ty][tx + 1]);
             let (pe, pw) = (pressure(e.h, halfg), pressure(w_.h, halfg));
             let c = &mut r[tx + T * ty];
-            c[0] = -((fe[0] - fw[0]) / p.dx);
-            c[1] = ((pe - pw) - (fe[1] - fw[1])) / p.dx
-                - (((p.g * (e.w - w_.w)) * (e.h + w_.h)) * 0.5) / p.dx;
-            c[2] = -((fe[2] - fw[2]) / p.dx);
+            c[0] = -((fe[0] - fw[0]) * idx);
+            c[1] = ((pe - pw) - (fe[1] - fw[1])) * idx
+                - (((p.g * (e.w - w_.w)) * (e.h + w_.h)) * 0.5) * idx;
+            c[2] = -((fe[2] - fw[2]) * idx);
         }
     }
     // y direction
@@ -448,10 +457,10 @@ pub fn tile_stage(tile: usize, p: &StageParams, inp: &StageInput<'_>) -> TileOut
             let (fs, fnn) = (&f[tx][ty], &f[tx][ty + 1]);
             let (pn, ps) = (pressure(n.h, halfg), pressure(s_.h, halfg));
             let c = &mut r[tx + T * ty];
-            c[0] -= (fnn[0] - fs[0]) / p.dx;
-            c[2] += ((pn - ps) - (fnn[1] - fs[1])) / p.dx
-                - (((p.g * (n.w - s_.w)) * (n.h + s_.h)) * 0.5) / p.dx;
-            c[1] -= (fnn[2] - fs[2]) / p.dx;
+            c[0] -= (fnn[0] - fs[0]) * idx;
+            c[2] += ((pn - ps) - (fnn[1] - fs[1])) * idx
+                - (((p.g * (n.w - s_.w)) * (n.h + s_.h)) * 0.5) * idx;
+            c[1] -= (fnn[2] - fs[2]) * idx;
             let (gi, gj) = (i0 + tx, j0 + ty);
             if gi >= p.nx || gj >= p.ny {
                 continue;

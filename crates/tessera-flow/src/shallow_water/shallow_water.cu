@@ -15,6 +15,7 @@ struct Params {
     double dx, g, theta, eps, cfl, dt_max;
     double rain;              // m/s added to w inside the rain disc
     double rain_x, rain_y, rain_r2;
+    double idx;               // 1 / dx
     double kappa;             // depth below which cell momenta are desingularized
     double friction;          // Darcy-Weisbach friction factor f (0: none)
 };
@@ -26,6 +27,7 @@ __device__ __forceinline__ Params load_params(int nx, int ny, const double* __re
     P.tiles_x = (nx + T - 1) / T; P.tiles_y = (ny + T - 1) / T;
     P.dx = prm[0]; P.g = prm[1]; P.theta = prm[2]; P.eps = prm[3]; P.cfl = prm[4]; P.dt_max = prm[5];
     P.rain = prm[6]; P.rain_x = prm[7]; P.rain_y = prm[8]; P.rain_r2 = prm[9]; P.kappa = prm[10]; P.friction = prm[11];
+    P.idx = 1.0 / P.dx;
     return P;
 }
 
@@ -45,12 +47,13 @@ __device__ __forceinline__ double slope(double m, double c, double p, double the
     return minmod3(theta * (c - m), 0.5 * (p - m), theta * (p - c));
 }
 
-__device__ __forceinline__ double desing(double h, double q, double eps) {
+// The desingularization factor k with u = k q: sqrt(2) h / sqrt(h^4 + max(h^4, eps)).
+__device__ __forceinline__ double desing_factor(double h, double eps) {
     double h2 = h * h;
     double h4 = h2 * h2;
-    double den = sqrt(h4 + dmax(h4, eps));
-    return ((SQRT2 * h) * q) / den;
+    return (SQRT2 * h) / sqrt(h4 + dmax(h4, eps));
 }
+__device__ __forceinline__ double desing(double h, double q, double eps) { return desing_factor(h, eps) * q; }
 
 __device__ __forceinline__ double pressure(double h, double halfg) { return (halfg * h) * h; }
 
@@ -70,8 +73,9 @@ __device__ __forceinline__ void reconstruct(double wm, double w0, double wp, dou
     double hlo = wlo - blo; if (!(hlo > 0.0)) hlo = 0.0;
     double qhi = q0 + 0.5 * sq, qlo = q0 - 0.5 * sq;
     double thi = t0 + 0.5 * st, tlo = t0 - 0.5 * st;
-    hi->w = whi; hi->h = hhi; hi->u = desing(hhi, qhi, P.eps); hi->v = desing(hhi, thi, P.eps);
-    lo->w = wlo; lo->h = hlo; lo->u = desing(hlo, qlo, P.eps); lo->v = desing(hlo, tlo, P.eps);
+    double khi = desing_factor(hhi, P.eps), klo = desing_factor(hlo, P.eps);
+    hi->w = whi; hi->h = hhi; hi->u = khi * qhi; hi->v = khi * thi;
+    lo->w = wlo; lo->h = hlo; lo->u = klo * qlo; lo->v = klo * tlo;
 }
 
 // Central-upwind flux between the left state L and the right state R (u normal velocity):
@@ -87,10 +91,10 @@ __device__ __forceinline__ double flux(const Face& L, const Face& Rt, double g, 
     double FR0 = qR, FR1 = qR * Rt.u + pressure(Rt.h, halfg), FR2 = qR * Rt.v;
     double den = ap - am;
     if (den > 0.0) {
-        double apm = ap * am;
-        out[0] = FL0 + (am * (FL0 - FR0) + apm * (Rt.w - L.w)) / den;
-        out[1] = FL1 + (am * (FL1 - FR1) + apm * (qR - qL)) / den;
-        out[2] = FL2 + (am * (FL2 - FR2) + apm * (tR - tL)) / den;
+        double apm = ap * am, inv = 1.0 / den;
+        out[0] = FL0 + (am * (FL0 - FR0) + apm * (Rt.w - L.w)) * inv;
+        out[1] = FL1 + (am * (FL1 - FR1) + apm * (qR - qL)) * inv;
+        out[2] = FL2 + (am * (FL2 - FR2) + apm * (tR - tL)) * inv;
     } else {
         out[0] = 0.0; out[1] = 0.0; out[2] = 0.0;
     }
@@ -125,21 +129,24 @@ __device__ __forceinline__ void clamp_cell(double* w, double* hu, double* hv, do
         return;
     }
     if (h < P.kappa) {
-        *hu = h * desing(h, *hu, P.eps);
-        *hv = h * desing(h, *hv, P.eps);
+        double k = desing_factor(h, P.eps);
+        *hu = h * (k * *hu);
+        *hv = h * (k * *hv);
     }
     if (P.friction > 0.0) {
-        double u = desing(h, *hu, P.eps), v = desing(h, *hv, P.eps);
+        double ih = 1.0 / h;
+        double u = *hu * ih, v = *hv * ih;
         double sp = sqrt(u * u + v * v);
-        double k = 1.0 / (1.0 + dt * ((P.friction * sp) / (8.0 * h)));
+        double k = 1.0 / (1.0 + dt * (((P.friction * 0.125) * sp) * ih));
         *hu = *hu * k;
         *hv = *hv * k;
     }
 }
 
 __device__ __forceinline__ void atomic_max_pos(u64* slot, double v) {
-    // non-negative doubles order like their bit patterns
-    atomicMax(slot, (u64)__double_as_longlong(v));
+    // positive doubles order like their bit patterns (-0.0 would not: it is skipped, the
+    // slot starts at +0.0)
+    if (v > 0.0) atomicMax(slot, (u64)__double_as_longlong(v));
 }
 
 struct Shared {
@@ -224,9 +231,9 @@ __device__ void tile_stage(int stage, int tile, const Params& P,
         const double* Fw = S.f[ty][tx];
         const double* Fe = S.f[ty][tx + 1];
         double pE = pressure(E.h, halfg), pW = pressure(W.h, halfg);
-        rw = -((Fe[0] - Fw[0]) / P.dx);
-        ru = ((pE - pW) - (Fe[1] - Fw[1])) / P.dx - (((P.g * (E.w - W.w)) * (E.h + W.h)) * 0.5) / P.dx;
-        rv = -((Fe[2] - Fw[2]) / P.dx);
+        rw = -((Fe[0] - Fw[0]) * P.idx);
+        ru = ((pE - pW) - (Fe[1] - Fw[1])) * P.idx - (((P.g * (E.w - W.w)) * (E.h + W.h)) * 0.5) * P.idx;
+        rv = -((Fe[2] - Fw[2]) * P.idx);
     }
     __syncthreads();
     // ---- y direction: cells j0-1 .. j0+16 of columns i0 .. i0+15
@@ -257,9 +264,9 @@ __device__ void tile_stage(int stage, int tile, const Params& P,
         const double* Fs = S.f[tx][ty];
         const double* Fn = S.f[tx][ty + 1];
         double pN = pressure(N.h, halfg), pS = pressure(So.h, halfg);
-        rw = rw - (Fn[0] - Fs[0]) / P.dx;
-        rv = rv + (((pN - pS) - (Fn[1] - Fs[1])) / P.dx - (((P.g * (N.w - So.w)) * (N.h + So.h)) * 0.5) / P.dx);
-        ru = ru - (Fn[2] - Fs[2]) / P.dx;
+        rw = rw - (Fn[0] - Fs[0]) * P.idx;
+        rv = rv + (((pN - pS) - (Fn[1] - Fs[1])) * P.idx - (((P.g * (N.w - So.w)) * (N.h + So.h)) * 0.5) * P.idx);
+        ru = ru - (Fn[2] - Fs[2]) * P.idx;
     }
     int gi = i0 + tx, gj = j0 + ty;
     bool inside = gi < P.nx && gj < P.ny;

@@ -289,6 +289,7 @@ extern "C" __global__ void rx_resolve(const u64* __restrict__ keys, const float4
     if (!(q2 > 0.0f)) q2 = 0.0f;
     float tt = (q0 + q1) + q2;
     float v = (tt > 0.0f) ? ((q0 * v0 + q1 * v1) + q2 * v2) / tt : v0;
+    if (isnan(v)) v = __uint_as_float(0x7fc00000u);  // one NaN bit pattern (raster.rs)
     depth[p] = __uint_as_float((unsigned)(key >> 32));
     value[p] = v;
     tri[p] = t;
