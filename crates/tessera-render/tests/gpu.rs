@@ -215,7 +215,19 @@ fn rasterize_matches_reference() {
         "height field: first difference {}",
         first_difference(&got, &want)
     );
-    assert!(want.value.iter().any(|v| v.is_nan()) && want.visible() > 10_000);
+    // the scene is non-trivial: a fifth of the viewport, dry (no-value) pixels among them
+    let dry = (0..want.triangle.len())
+        .filter(|&p| want.triangle[p] != u32::MAX && want.value[p].is_nan())
+        .count();
+    assert!(
+        want.visible() > 5_000 && dry > 1_000,
+        "{} {dry}",
+        want.visible()
+    );
+    eprintln!(
+        "rasterize_matches_reference height field from device fields: {} visible ({dry} without a value), bitwise equal",
+        want.visible()
+    );
 }
 
 #[test]

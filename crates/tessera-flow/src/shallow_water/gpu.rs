@@ -12,6 +12,9 @@ use tessera_gpu::{CompileOptions, DeviceBuffer, Gpu, Kernel, LaunchConfig, Modul
 use super::reference::StageParams;
 use crate::FlowError;
 
+/// Threads per tile of `sw_stage` (`NT` in the source): 16 x 18, one per reconstructed cell.
+const STAGE_THREADS: u32 = 288;
+
 /// CUDA source of the solver.
 pub const SOURCE: &str = include_str!("shallow_water.cu");
 
@@ -170,34 +173,37 @@ impl GpuState {
                     .arg(&self.time)
                     .run()?;
             }
-            g.launch(&self.k.stage, LaunchConfig::blocks(self.blocks, 256))
-                .arg(&stage)
-                .arg(&self.nx)
-                .arg(&self.ny)
-                .arg(&self.prm)
-                .arg(&self.w[cur])
-                .arg(&self.hu[cur])
-                .arg(&self.hv[cur])
-                .arg(&self.bc)
-                .arg(&self.corners)
-                .arg(&self.r1[0])
-                .arg(&self.r1[1])
-                .arg(&self.r1[2])
-                .arg(&self.active)
-                .arg(&self.list)
-                .arg(&self.counters)
-                .arg(&self.dt)
-                .arg(&self.w[nxt])
-                .arg(&self.hu[nxt])
-                .arg(&self.hv[nxt])
-                .arg(&self.wet[parity])
-                .arg(&self.fields[0])
-                .arg(&self.fields[1])
-                .arg(&self.fields[2])
-                .arg(&self.fields[3])
-                .arg(&self.fields[4])
-                .arg(&self.stats)
-                .run()?;
+            g.launch(
+                &self.k.stage,
+                LaunchConfig::blocks(self.blocks, STAGE_THREADS),
+            )
+            .arg(&stage)
+            .arg(&self.nx)
+            .arg(&self.ny)
+            .arg(&self.prm)
+            .arg(&self.w[cur])
+            .arg(&self.hu[cur])
+            .arg(&self.hv[cur])
+            .arg(&self.bc)
+            .arg(&self.corners)
+            .arg(&self.r1[0])
+            .arg(&self.r1[1])
+            .arg(&self.r1[2])
+            .arg(&self.active)
+            .arg(&self.list)
+            .arg(&self.counters)
+            .arg(&self.dt)
+            .arg(&self.w[nxt])
+            .arg(&self.hu[nxt])
+            .arg(&self.hv[nxt])
+            .arg(&self.wet[parity])
+            .arg(&self.fields[0])
+            .arg(&self.fields[1])
+            .arg(&self.fields[2])
+            .arg(&self.fields[3])
+            .arg(&self.fields[4])
+            .arg(&self.stats)
+            .run()?;
         }
         self.cur = nxt;
         Ok(())

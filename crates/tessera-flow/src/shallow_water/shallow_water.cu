@@ -8,6 +8,7 @@
 typedef unsigned long long u64;
 #define T 16
 #define R 20   // tile + 2 halo cells per side
+#define NT 288 // threads per tile: one per reconstructed cell of a direction (16 x 18)
 #define SQRT2 1.4142135623730951
 
 struct Params {
@@ -154,7 +155,7 @@ struct Shared {
     double c[T + 3][T + 3];            // corners i0-1 .. i0+17
     Face lo[T][T + 2], hi[T][T + 2];   // x: [row][cell i0-1+k]; y: [col][cell j0-1+k]
     double f[T][T + 1][3];             // x: [row][face]; y: [col][face]
-    double red[8];
+    double red[NT / 32];
 };
 
 // One stage of one tile. stage 1: U = U^n, writes R1 = L(U^n) and the wave-speed maximum.
@@ -168,12 +169,14 @@ __device__ void tile_stage(int stage, int tile, const Params& P,
                            double* __restrict__ ow, double* __restrict__ ou, double* __restrict__ ov,
                            unsigned* __restrict__ wet_out, float* const* ex, u64* __restrict__ stats,
                            Shared& S) {
-    int tx = threadIdx.x % T, ty = threadIdx.x / T;
+    // threads below T*T own cell (tx, ty) of the tile; the last 32 only help in the loops
+    bool owner = threadIdx.x < T * T;
+    int tx = threadIdx.x % T, ty = owner ? (int)threadIdx.x / T : 0;
     int i0 = (tile % P.tiles_x) * T, j0 = (tile / P.tiles_x) * T;
     double halfg = 0.5 * P.g;
     double neg = 0.0;
     // load U (stage 2: U*) and B of the 20x20 region with mirrored ghost cells
-    for (int k = threadIdx.x; k < R * R; k += T * T) {
+    for (int k = threadIdx.x; k < R * R; k += NT) {
         int li = k % R, lj = k / R;
         bool fx, fy;
         int si = mirror(i0 - 2 + li, P.nx, &fx);
@@ -194,7 +197,7 @@ __device__ void tile_stage(int stage, int tile, const Params& P,
         S.hv[lj][li] = fy ? -cv : cv;
         S.b[lj][li] = cb;
     }
-    for (int k = threadIdx.x; k < (T + 3) * (T + 3); k += T * T) {
+    for (int k = threadIdx.x; k < (T + 3) * (T + 3); k += NT) {
         int ci = k % (T + 3), cj = k / (T + 3);
         int gi = min(max(i0 - 1 + ci, 0), P.nx), gj = min(max(j0 - 1 + cj, 0), P.ny);
         S.c[cj][ci] = (double)corners[(size_t)gi + (size_t)(P.nx + 1) * (size_t)gj];
@@ -203,7 +206,7 @@ __device__ void tile_stage(int stage, int tile, const Params& P,
     double amax = 0.0;
     double rw = 0.0, ru = 0.0, rv = 0.0;
     // ---- x direction: cells i0-1 .. i0+16 of rows j0 .. j0+15
-    for (int k = threadIdx.x; k < T * (T + 2); k += T * T) {
+    for (int k = threadIdx.x; k < T * (T + 2); k += NT) {
         int row = k / (T + 2), cell = k % (T + 2);   // cell 0 = i0-1
         int li = cell + 1, lj = row + 2;             // local index in the 20x20 region
         // face B: west face of cell (i0-1+cell) is corner column cell, east is cell+1
@@ -215,7 +218,7 @@ __device__ void tile_stage(int stage, int tile, const Params& P,
                     &S.lo[row][cell], &S.hi[row][cell]);
     }
     __syncthreads();
-    for (int k = threadIdx.x; k < T * (T + 1); k += T * T) {
+    for (int k = threadIdx.x; k < T * (T + 1); k += NT) {
         int row = k / (T + 1), face = k % (T + 1);   // face between cells face-1 and face (0 = i0-1)
         int gi = i0 + face;                          // global face index (west face of cell gi)
         double a;
@@ -225,7 +228,7 @@ __device__ void tile_stage(int stage, int tile, const Params& P,
         if (gi <= P.nx && j0 + row < P.ny) amax = dmax(amax, a);
     }
     __syncthreads();
-    {
+    if (owner) {
         const Face& W = S.lo[ty][tx + 1];
         const Face& E = S.hi[ty][tx + 1];
         const double* Fw = S.f[ty][tx];
@@ -237,7 +240,7 @@ __device__ void tile_stage(int stage, int tile, const Params& P,
     }
     __syncthreads();
     // ---- y direction: cells j0-1 .. j0+16 of columns i0 .. i0+15
-    for (int k = threadIdx.x; k < T * (T + 2); k += T * T) {
+    for (int k = threadIdx.x; k < T * (T + 2); k += NT) {
         int col = k / (T + 2), cell = k % (T + 2);
         int li = col + 2, lj = cell + 1;
         double blo = 0.5 * (S.c[cell][col + 1] + S.c[cell][col + 2]);
@@ -248,7 +251,7 @@ __device__ void tile_stage(int stage, int tile, const Params& P,
                     &S.lo[col][cell], &S.hi[col][cell]);
     }
     __syncthreads();
-    for (int k = threadIdx.x; k < T * (T + 1); k += T * T) {
+    for (int k = threadIdx.x; k < T * (T + 1); k += NT) {
         int col = k / (T + 1), face = k % (T + 1);
         int gj = j0 + face;
         double a;
@@ -258,7 +261,7 @@ __device__ void tile_stage(int stage, int tile, const Params& P,
         if (gj <= P.ny && i0 + col < P.nx) amax = dmax(amax, a);
     }
     __syncthreads();
-    {
+    if (owner) {
         const Face& So = S.lo[tx][ty + 1];
         const Face& N = S.hi[tx][ty + 1];
         const double* Fs = S.f[tx][ty];
@@ -269,7 +272,7 @@ __device__ void tile_stage(int stage, int tile, const Params& P,
         ru = ru - (Fn[2] - Fs[2]) * P.idx;
     }
     int gi = i0 + tx, gj = j0 + ty;
-    bool inside = gi < P.nx && gj < P.ny;
+    bool inside = owner && gi < P.nx && gj < P.ny;
     size_t s = (size_t)gi + (size_t)P.nx * (size_t)gj;
     if (inside && P.rain > 0.0) {
         double x = ((double)gi + 0.5) * P.dx - P.rain_x, y = ((double)gj + 0.5) * P.dx - P.rain_y;
@@ -306,7 +309,7 @@ __device__ void tile_stage(int stage, int tile, const Params& P,
         __syncthreads();
         if (threadIdx.x == 0) {
             double m = 0.0;
-            for (int k = 0; k < 8; ++k) m = dmax(m, S.red[k]);
+            for (int k = 0; k < NT / 32; ++k) m = dmax(m, S.red[k]);
             atomic_max_pos(stats, m);
         }
     } else {
@@ -317,7 +320,7 @@ __device__ void tile_stage(int stage, int tile, const Params& P,
     __syncthreads();
 }
 
-extern "C" __global__ void __launch_bounds__(256) sw_stage(int stage, int nx, int ny, const double* __restrict__ prm,
+extern "C" __global__ void __launch_bounds__(NT) sw_stage(int stage, int nx, int ny, const double* __restrict__ prm,
         const double* __restrict__ w, const double* __restrict__ hu, const double* __restrict__ hv,
         const double* __restrict__ bc, const float* __restrict__ corners,
         double* r1w, double* r1u, double* r1v,
