@@ -18,6 +18,17 @@
 //! | [`PolyMesh::edge_cells`] | edge -> cells | (∂̂3¹)ᵀ |
 //!
 //! Indirect relations store only positive entries (they are unsigned incidence sets).
+//!
+//! Tetrahedral meshes (every cell 4 faces, every face 3 edges: the simplex form of
+//! dissertation §3.4.4) take fast paths with implicit offsets: the transposes of ∂3 and ∂2
+//! are counting scatters without reading offsets ([`tessera_sparse::transpose`]), and cell
+//! vertices, cell edges and face vertices are gathered straight from the simplex structure
+//! (a sorting network instead of a sort, no count pass, no compaction) with prefetched
+//! gathers. A fast path checks every row it writes and hands the whole relation to the
+//! general path if any row does not fit, so results never depend on which path ran. The
+//! parallel paths split the work into chunks of whole rows (or column buckets for the
+//! transposes); every output element has one writer, so results are bit-identical for any
+//! number of threads.
 
 use crate::PolyMesh;
 use rayon::prelude::*;
@@ -25,6 +36,7 @@ use std::sync::OnceLock;
 use tessera_core::scan::offsets_from_counts;
 use tessera_core::Par;
 use tessera_sparse::tcsr::{col, decode, encode};
+use tessera_sparse::transpose::{transpose_entries, EdgePairEntries, TransposeParams};
 use tessera_sparse::Tcsr;
 
 /// Cache of derived relations (item 7 of dissertation §3.4).
@@ -78,9 +90,17 @@ impl Relations {
     }
 }
 
+/// Rows per parallel task of the row-wise relations (whole rows, so every output slice has
+/// exactly one writer).
+const ROW_CHUNK: usize = 4096;
+
 /// Build a TCSR matrix row by row with count -> scan -> fill. `count(r)` gives an upper
 /// bound of row `r`'s length; `fill(r, out)` writes into a slice of that length and
 /// returns how many entries it wrote. When counts are exact no compaction happens.
+///
+/// With `Par::Rayon` the rows are cut into chunks of whole rows; each task counts, fills
+/// and compacts its own chunk (a slice of the entries between the chunk's offsets), so the
+/// result is identical to `Par::Seq`.
 pub fn build_rows<C, F>(par: Par, nrows: usize, ncols: usize, count: C, fill: F) -> Tcsr
 where
     C: Fn(usize) -> u32 + Sync,
@@ -90,48 +110,206 @@ where
         Par::Seq => (0..nrows).map(&count).collect(),
         Par::Rayon => (0..nrows)
             .into_par_iter()
-            .with_min_len(1024)
+            .with_min_len(ROW_CHUNK)
             .map(&count)
             .collect(),
     };
     let offsets = offsets_from_counts(par, &counts).expect("relation has fewer than 2^32 entries");
     let mut cols = vec![0i32; *offsets.last().unwrap() as usize];
-    let written: Vec<u32> = match par {
-        Par::Seq => {
-            let mut w = Vec::with_capacity(nrows);
-            for r in 0..nrows {
-                let s = &mut cols[offsets[r] as usize..offsets[r + 1] as usize];
-                w.push(fill(r, s) as u32);
-            }
-            w
-        }
-        Par::Rayon => {
-            let mut rows: Vec<&mut [i32]> = Vec::with_capacity(nrows);
-            let mut rest: &mut [i32] = &mut cols;
-            for r in 0..nrows {
-                let (h, t) = std::mem::take(&mut rest).split_at_mut(counts[r] as usize);
-                rows.push(h);
-                rest = t;
-            }
-            rows.into_par_iter()
-                .with_min_len(1024)
-                .enumerate()
-                .map(|(r, s)| fill(r, s) as u32)
-                .collect()
+    let mut written = vec![0u32; nrows];
+    let fill_chunk = |r0: usize, cols: &mut [i32], written: &mut [u32]| {
+        let base = offsets[r0] as usize;
+        for (k, w) in written.iter_mut().enumerate() {
+            let r = r0 + k;
+            let s = &mut cols[offsets[r] as usize - base..offsets[r + 1] as usize - base];
+            *w = fill(r, s) as u32;
         }
     };
+    match par {
+        Par::Seq => fill_chunk(0, &mut cols, &mut written),
+        Par::Rayon => {
+            let pieces = split_rows(&offsets, &mut cols, ROW_CHUNK);
+            pieces
+                .into_par_iter()
+                .zip(written.par_chunks_mut(ROW_CHUNK))
+                .enumerate()
+                .for_each(|(k, (c, w))| fill_chunk(k * ROW_CHUNK, c, w));
+        }
+    }
     if written == counts {
         return Tcsr::from_raw_unchecked(ncols, offsets, cols);
     }
     // compaction (dissertation §3.4.1: "the vertex array is compacted")
     let new_offsets = offsets_from_counts(par, &written).expect("fits");
     let mut out = vec![0i32; *new_offsets.last().unwrap() as usize];
-    for r in 0..nrows {
-        let n = written[r] as usize;
-        out[new_offsets[r] as usize..new_offsets[r] as usize + n]
-            .copy_from_slice(&cols[offsets[r] as usize..offsets[r] as usize + n]);
+    let compact_chunk = |r0: usize, out: &mut [i32]| {
+        let base = new_offsets[r0] as usize;
+        let r1 = (r0 + ROW_CHUNK).min(nrows);
+        for r in r0..r1 {
+            let n = written[r] as usize;
+            let o = new_offsets[r] as usize - base;
+            out[o..o + n].copy_from_slice(&cols[offsets[r] as usize..offsets[r] as usize + n]);
+        }
+    };
+    match par {
+        Par::Seq => {
+            for r0 in (0..nrows).step_by(ROW_CHUNK) {
+                let (b, e) = (
+                    new_offsets[r0] as usize,
+                    new_offsets[(r0 + ROW_CHUNK).min(nrows)] as usize,
+                );
+                compact_chunk(r0, &mut out[b..e]);
+            }
+        }
+        Par::Rayon => split_rows(&new_offsets, &mut out, ROW_CHUNK)
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(k, o)| compact_chunk(k * ROW_CHUNK, o)),
     }
     Tcsr::from_raw_unchecked(ncols, new_offsets, out)
+}
+
+/// Split `data` (the entries of rows with `offsets`) into the entries of chunks of `chunk`
+/// whole rows.
+fn split_rows<'a, T>(offsets: &[u32], mut data: &'a mut [T], chunk: usize) -> Vec<&'a mut [T]> {
+    let nrows = offsets.len() - 1;
+    let mut out = Vec::with_capacity(nrows.div_ceil(chunk));
+    let mut r0 = 0;
+    while r0 < nrows {
+        let r1 = (r0 + chunk).min(nrows);
+        let (h, t) = std::mem::take(&mut data).split_at_mut((offsets[r1] - offsets[r0]) as usize);
+        out.push(h);
+        data = t;
+        r0 = r1;
+    }
+    out
+}
+
+/// Fill rows of one fixed length `k` (implicit offsets) with `f(row, out) -> ok`; rows are
+/// processed in chunks on the rayon pool with `Par::Rayon`. Returns `(entries, all ok)`.
+fn fill_fixed_rows<F>(par: Par, nrows: usize, k: usize, f: F) -> (Vec<i32>, bool)
+where
+    F: Fn(usize, &mut [i32]) -> bool + Sync,
+{
+    let mut out = vec![0i32; nrows * k];
+    let run = |(c, chunk): (usize, &mut [i32])| -> bool {
+        let r0 = c * ROW_CHUNK;
+        let mut ok = true;
+        for (j, row) in chunk.chunks_exact_mut(k).enumerate() {
+            ok &= f(r0 + j, row);
+        }
+        ok
+    };
+    if nrows == 0 || k == 0 {
+        return (out, true);
+    }
+    let ok = match par {
+        Par::Seq => out.chunks_mut(ROW_CHUNK * k).enumerate().all(run),
+        Par::Rayon => out
+            .par_chunks_mut(ROW_CHUNK * k)
+            .enumerate()
+            .map(run)
+            .reduce(|| true, |a, b| a & b),
+    };
+    (out, ok)
+}
+
+/// Offsets `0, k, 2k, ..., nrows * k` of rows of one fixed length (Eqs. 3.11-3.13 made
+/// explicit).
+fn fixed_offsets(par: Par, nrows: usize, k: usize) -> Vec<u32> {
+    match par {
+        Par::Seq => (0..=nrows).map(|r| (r * k) as u32).collect(),
+        Par::Rayon => (0..nrows + 1)
+            .into_par_iter()
+            .with_min_len(1 << 14)
+            .map(|r| (r * k) as u32)
+            .collect(),
+    }
+}
+
+/// Whether every row of `m` has length `k` (then its offsets are implicit, `r * k`).
+fn rows_of_len(m: &Tcsr, k: usize, par: Par) -> bool {
+    let offs = m.offsets();
+    if m.nnz() != m.nrows() * k {
+        return false;
+    }
+    let ok = |(r, &o): (usize, &u32)| o as usize == r * k;
+    match par {
+        Par::Seq => offs.iter().enumerate().all(ok),
+        Par::Rayon => offs.par_iter().with_min_len(1 << 14).enumerate().all(ok),
+    }
+}
+
+/// The simplex form of a polyhedral mesh's operators: every cell has 4 faces and every
+/// face 3 edges (a tetrahedral mesh, dissertation §3.4.4), so ∂3 and ∂2 have implicit
+/// offsets.
+fn tet_operators(mesh: &PolyMesh, par: Par) -> bool {
+    mesh.num_cells() > 0
+        && rows_of_len(&mesh.cell_faces, 4, par)
+        && rows_of_len(&mesh.face_edges, 3, par)
+}
+
+/// How many rows ahead the gathers of the simplex paths prefetch (the rows' entries are
+/// scattered over arrays larger than the caches; prefetching keeps several misses in
+/// flight per thread).
+const AHEAD: usize = 16;
+
+/// Hint the processor to fetch the cache line holding `x` (no effect on results).
+#[inline(always)]
+fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint: it never faults and never changes memory, and the
+    // address comes from a valid reference. SSE is part of the x86_64 baseline.
+    #[allow(unused_unsafe)]
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(x as *const T as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
+/// Sort four values (a sorting network of 5 comparators).
+#[inline(always)]
+fn sort4(mut v: [u32; 4]) -> [u32; 4] {
+    macro_rules! cx {
+        ($i:expr, $j:expr) => {
+            let (a, b) = (v[$i], v[$j]);
+            v[$i] = a.min(b);
+            v[$j] = a.max(b);
+        };
+    }
+    cx!(0, 1);
+    cx!(2, 3);
+    cx!(0, 2);
+    cx!(1, 3);
+    cx!(1, 2);
+    v
+}
+
+/// Sort six values (a sorting network of 12 comparators).
+#[inline(always)]
+fn sort6(mut v: [u32; 6]) -> [u32; 6] {
+    macro_rules! cx {
+        ($i:expr, $j:expr) => {
+            let (a, b) = (v[$i], v[$j]);
+            v[$i] = a.min(b);
+            v[$j] = a.max(b);
+        };
+    }
+    cx!(1, 2);
+    cx!(4, 5);
+    cx!(0, 2);
+    cx!(3, 5);
+    cx!(0, 1);
+    cx!(3, 4);
+    cx!(1, 4);
+    cx!(0, 3);
+    cx!(2, 5);
+    cx!(1, 3);
+    cx!(2, 4);
+    cx!(2, 3);
+    v
 }
 
 /// ∂1 as a TCSR matrix (edges x vertices): `-from + to`.
@@ -151,55 +329,17 @@ pub fn edge_vertices_tcsr(edge_vertices: &[[u32; 2]], nvertices: usize) -> Tcsr 
 /// edges uses a modified version of TCSRtoTCSC, where the even indices correspond to
 /// positive values and odd indices to negative values"; here the pair's first vertex is the
 /// -1 and the second the +1 entry). Equal to `edge_vertices_tcsr(..).transpose(par)`: rows
-/// sorted by edge, identical for `Par::Seq` and `Par::Rayon`.
+/// sorted by edge, identical for `Par::Seq` and `Par::Rayon` at any thread count.
 pub fn transpose_edge_vertices(edge_vertices: &[[u32; 2]], nvertices: usize, par: Par) -> Tcsr {
-    let mut counts = vec![0u32; nvertices];
-    for &[a, b] in edge_vertices {
-        counts[a as usize] += 1;
-        counts[b as usize] += 1;
-    }
-    let offsets = offsets_from_counts(par, &counts).expect("2 * edges fits in u32");
-    let nnz = *offsets.last().unwrap() as usize;
-    match par {
-        Par::Seq => {
-            // edges in increasing order: every row comes out sorted by edge
-            let mut cursor = offsets[..nvertices].to_vec();
-            let mut out = vec![0i32; nnz];
-            for (e, &[a, b]) in edge_vertices.iter().enumerate() {
-                for (v, neg) in [(a, true), (b, false)] {
-                    let o = &mut cursor[v as usize];
-                    out[*o as usize] = encode(e as u32, neg);
-                    *o += 1;
-                }
-            }
-            Tcsr::from_raw_unchecked(edge_vertices.len(), offsets, out)
-        }
-        Par::Rayon => {
-            use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
-            let cursor: Vec<AtomicU32> = offsets[..nvertices]
-                .par_iter()
-                .map(|&o| AtomicU32::new(o))
-                .collect();
-            let slots: Vec<AtomicI32> = (0..nnz)
-                .into_par_iter()
-                .map(|_| AtomicI32::new(0))
-                .collect();
-            edge_vertices
-                .par_iter()
-                .enumerate()
-                .with_min_len(4096)
-                .for_each(|(e, &[a, b])| {
-                    for (v, neg) in [(a, true), (b, false)] {
-                        let o = cursor[v as usize].fetch_add(1, Ordering::Relaxed);
-                        slots[o as usize].store(encode(e as u32, neg), Ordering::Relaxed);
-                    }
-                });
-            let out: Vec<i32> = slots.into_iter().map(AtomicI32::into_inner).collect(); // reuses the allocation (same layout)
-            let mut t = Tcsr::from_raw_unchecked(edge_vertices.len(), offsets, out);
-            t.sort_rows(par);
-            t
-        }
-    }
+    let (offsets, cols) = transpose_entries(
+        &EdgePairEntries {
+            flat: edge_vertices.as_flattened(),
+        },
+        nvertices,
+        par.is_parallel(),
+        TransposeParams::default(),
+    );
+    Tcsr::from_raw_unchecked(edge_vertices.len(), offsets, cols)
 }
 
 /// The ordered vertex loop of face `f`: the start vertex of each signed edge, following
@@ -325,7 +465,49 @@ impl PolyMesh {
 }
 
 /// Face vertex loops, computed without caching.
+///
+/// Triangle faces (every ∂2 row of length 3, implicit offsets) take a fast path: each
+/// face's three edges are read once, and a row already in loop order is written directly.
+/// The result equals the general count -> scan -> fill path exactly.
 pub fn compute_face_vertices(mesh: &PolyMesh, par: Par) -> Tcsr {
+    let fe = &mesh.face_edges;
+    let nf = fe.nrows();
+    if nf > 0 && rows_of_len(fe, 3, par) {
+        let cols = fe.columns();
+        let ev = &mesh.edge_vertices;
+        let (out, ok) = fill_fixed_rows(par, nf, 3, |f, out| {
+            if f + AHEAD < nf {
+                for &e in &cols[3 * (f + AHEAD)..3 * (f + AHEAD) + 3] {
+                    prefetch(&ev[col(e) as usize]);
+                }
+            }
+            let r = &cols[3 * f..3 * f + 3];
+            let mut st = [0u32; 3];
+            let mut en = [0u32; 3];
+            for j in 0..3 {
+                let (e, s) = decode(r[j]);
+                let [a, b] = ev[e as usize];
+                (st[j], en[j]) = if s > 0 { (a, b) } else { (b, a) };
+            }
+            if en[0] == st[1] && en[1] == st[2] && en[2] == st[0] {
+                out[0] = st[0] as i32;
+                out[1] = st[1] as i32;
+                out[2] = st[2] as i32;
+                true
+            } else {
+                face_loop(mesh, f, out) == 3
+            }
+        });
+        if ok {
+            return Tcsr::from_raw_unchecked(mesh.nvertices, fixed_offsets(par, nf, 3), out);
+        }
+    }
+    face_vertices_general(mesh, par)
+}
+
+/// Face vertex loops by the general count -> scan -> fill path (any face size; the
+/// reference of the triangle path of [`compute_face_vertices`]).
+pub fn face_vertices_general(mesh: &PolyMesh, par: Par) -> Tcsr {
     let fe = &mesh.face_edges;
     build_rows(
         par,
@@ -338,9 +520,60 @@ pub fn compute_face_vertices(mesh: &PolyMesh, par: Par) -> Tcsr {
 
 /// Cell edges: the positively used edges of each cell (each edge of a closed cell is used
 /// once in each direction by its two faces), sorted. Computed without caching.
+///
+/// Tetrahedral meshes (4 faces per cell, 3 edges per face) take the simplex path: the six
+/// positively used edges of a closed, consistently oriented tetrahedron are sorted by a
+/// sorting network; if any cell gives other than six distinct edges, the general
+/// count -> scan -> fill path runs instead, so the result is always the general one.
 pub fn compute_cell_edges(mesh: &PolyMesh, par: Par) -> Tcsr {
     let cf = &mesh.cell_faces;
     let fe = &mesh.face_edges;
+    let nc = cf.nrows();
+    if tet_operators(mesh, par) {
+        let (cfc, fec) = (cf.columns(), fe.columns());
+        let (out, ok) = fill_fixed_rows(par, nc, 6, |c, out| {
+            if c + AHEAD < nc {
+                for &fv in &cfc[4 * (c + AHEAD)..4 * (c + AHEAD) + 4] {
+                    prefetch(&fec[3 * col(fv) as usize]);
+                }
+            }
+            let mut v = [0u32; 6];
+            let mut n = 0;
+            for &fv in &cfc[4 * c..4 * c + 4] {
+                let f = col(fv) as usize;
+                for &ev in &fec[3 * f..3 * f + 3] {
+                    // positive use: the signs of face-in-cell and edge-in-face agree
+                    if (fv ^ ev) >= 0 {
+                        if n == 6 {
+                            return false;
+                        }
+                        v[n] = col(ev);
+                        n += 1;
+                    }
+                }
+            }
+            if n != 6 {
+                return false;
+            }
+            let v = sort6(v);
+            for j in 0..6 {
+                out[j] = v[j] as i32;
+            }
+            v[0] < v[1] && v[1] < v[2] && v[2] < v[3] && v[3] < v[4] && v[4] < v[5]
+        });
+        if ok {
+            return Tcsr::from_raw_unchecked(mesh.num_edges(), fixed_offsets(par, nc, 6), out);
+        }
+    }
+    cell_edges_general(mesh, par)
+}
+
+/// Cell edges by the general count -> scan -> fill path (any cell; the reference of the
+/// simplex path of [`compute_cell_edges`]).
+pub fn cell_edges_general(mesh: &PolyMesh, par: Par) -> Tcsr {
+    let cf = &mesh.cell_faces;
+    let fe = &mesh.face_edges;
+    let nc = cf.nrows();
     let count = |c: usize| -> u32 {
         let mut n = 0u32;
         for &fv in cf.row(c) {
@@ -352,7 +585,7 @@ pub fn compute_cell_edges(mesh: &PolyMesh, par: Par) -> Tcsr {
         }
         n
     };
-    build_rows(par, cf.nrows(), mesh.num_edges(), count, |c, out| {
+    build_rows(par, nc, mesh.num_edges(), count, |c, out| {
         let mut k = 0;
         for &fv in cf.row(c) {
             let (f, sf) = decode(fv);
@@ -373,13 +606,85 @@ pub fn compute_cell_edges(mesh: &PolyMesh, par: Par) -> Tcsr {
 
 /// Cell vertices: the union of the face loops of each cell, sorted and deduplicated
 /// (dissertation §3.4.1: sort, mark duplicates, compact). Computed without caching.
+///
+/// Tetrahedral meshes (4 faces per cell, 3 edges per face) take the simplex path: the
+/// three vertices of the first face and the one other vertex the remaining faces use,
+/// sorted by a sorting network; if any cell's faces span other than four vertices, the
+/// general path runs instead, so the result is always the general one.
 pub fn compute_cell_vertices(mesh: &PolyMesh, par: Par) -> Tcsr {
     let cf = &mesh.cell_faces;
     let fe = &mesh.face_edges;
     let ev = &mesh.edge_vertices;
+    let nc = cf.nrows();
+    if tet_operators(mesh, par) {
+        let (cfc, fec) = (cf.columns(), fe.columns());
+        let (out, ok) = fill_fixed_rows(par, nc, 4, |c, out| {
+            // two-stage prefetch: the face rows of a cell 2 * AHEAD ahead, the edges of the
+            // faces of a cell AHEAD ahead (whose face rows were fetched AHEAD rows ago)
+            if c + 2 * AHEAD < nc {
+                for &fv in &cfc[4 * (c + 2 * AHEAD)..4 * (c + 2 * AHEAD) + 4] {
+                    prefetch(&fec[3 * col(fv) as usize]);
+                }
+            }
+            if c + AHEAD < nc {
+                for &fv in &cfc[4 * (c + AHEAD)..4 * (c + AHEAD) + 4] {
+                    let f = col(fv) as usize;
+                    for &e in &fec[3 * f..3 * f + 3] {
+                        prefetch(&ev[col(e) as usize]);
+                    }
+                }
+            }
+            // start vertex of every signed edge of every face (12 values)
+            let mut v = [0u32; 12];
+            for (k, &fv) in cfc[4 * c..4 * c + 4].iter().enumerate() {
+                let f = col(fv) as usize;
+                for (j, &e) in fec[3 * f..3 * f + 3].iter().enumerate() {
+                    let (e, s) = decode(e);
+                    v[3 * k + j] = ev[e as usize][(s < 0) as usize];
+                }
+            }
+            let (a, b, cc) = (v[0], v[1], v[2]);
+            if a == b || b == cc || a == cc {
+                return false;
+            }
+            let mut d = u32::MAX;
+            let mut seen = false;
+            for &x in &v[3..] {
+                if x != a && x != b && x != cc {
+                    if !seen {
+                        d = x;
+                        seen = true;
+                    } else if x != d {
+                        return false;
+                    }
+                }
+            }
+            if !seen {
+                return false;
+            }
+            let s = sort4([a, b, cc, d]);
+            for j in 0..4 {
+                out[j] = s[j] as i32;
+            }
+            true
+        });
+        if ok {
+            return Tcsr::from_raw_unchecked(mesh.nvertices, fixed_offsets(par, nc, 4), out);
+        }
+    }
+    cell_vertices_general(mesh, par)
+}
+
+/// Cell vertices by the general count -> scan -> fill path (sort, mark duplicates, compact;
+/// any cell; the reference of the simplex path of [`compute_cell_vertices`]).
+pub fn cell_vertices_general(mesh: &PolyMesh, par: Par) -> Tcsr {
+    let cf = &mesh.cell_faces;
+    let fe = &mesh.face_edges;
+    let ev = &mesh.edge_vertices;
+    let nc = cf.nrows();
     build_rows(
         par,
-        cf.nrows(),
+        nc,
         mesh.nvertices,
         |c| {
             cf.row(c)

@@ -5,5 +5,6 @@
 
 pub mod binbcsr;
 pub mod tcsr;
+pub mod transpose;
 
 pub use tcsr::{decode, encode, Tcsr, TcsrError};

@@ -11,8 +11,8 @@
 //! so no value array is needed. Encoding and decoding are branch-free: with
 //! `s = v >> 31` (arithmetic shift, 0 or -1), the column is `v ^ s` and the sign `1 | s`.
 
+use crate::transpose::{transpose_entries, StridedEntries, TcsrEntries, TransposeParams};
 use rayon::prelude::*;
-use tessera_core::scan::offsets_from_counts;
 use tessera_core::Par;
 
 /// Encode column `col` with sign `neg` (true for -1) as a TCSR entry (dissertation §3.4).
@@ -214,73 +214,76 @@ impl Tcsr {
     }
 
     /// Transpose (TCSR -> TCSC reinterpreted as TCSR), Listing 3.1 of the dissertation:
-    /// count entries per column, scan into offsets, fill. Rows of the result are sorted by
-    /// decoded column, so the result is deterministic and identical for `Par::Seq` and
-    /// `Par::Rayon`.
+    /// count entries per column, scan into offsets, fill ([`crate::transpose`]). Every row
+    /// of the result lists its entries in input order (by decoded column, since a row never
+    /// repeats a column), identically for `Par::Seq` and `Par::Rayon` at any thread count.
+    /// When every row has the same length (∂3 of a tetrahedral mesh, ∂2 of a
+    /// triangle-faced mesh) the offsets are not read (implicit offsets, Eqs. 3.11-3.13).
     pub fn transpose(&self, par: Par) -> Tcsr {
-        let nrows = self.nrows();
-        let ncols = self.ncols;
-        // count
-        let mut counts = vec![0u32; ncols];
-        for &v in &self.columns {
-            counts[col(v) as usize] += 1;
-        }
-        let offsets = offsets_from_counts(par, &counts).expect("nnz fits in u32 by construction");
-        // fill: iterating rows in increasing order writes each output row sorted by its
-        // (decoded) column already, so SortRows is implicit in the sequential fill.
-        let mut out = vec![0i32; self.columns.len()];
-        match par {
-            Par::Seq => {
-                let mut cursor: Vec<u32> = offsets[..ncols].to_vec();
-                for r in 0..nrows {
-                    for &v in self.row(r) {
-                        let (c, s) = decode(v);
-                        let o = &mut cursor[c as usize];
-                        out[*o as usize] = encode_signed(r as u32, s);
-                        *o += 1;
-                    }
-                }
-            }
-            Par::Rayon => {
-                // Listing 3.1 as written: atomic increments hand out slots within each
-                // output row (order depends on scheduling), then SortRows restores the
-                // deterministic order. Rows of the transpose hold distinct columns (a TCSR
-                // row never repeats a column), so sorting by column is a total order.
-                use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
-                let cursor: Vec<AtomicU32> = offsets[..ncols]
-                    .par_iter()
-                    .map(|&o| AtomicU32::new(o))
-                    .collect();
-                let slots: Vec<AtomicI32> = (0..self.columns.len())
-                    .into_par_iter()
-                    .map(|_| AtomicI32::new(0))
-                    .collect();
-                let chunk = par.chunk_len(nrows).min(1 << 14).max(1);
-                (0..nrows)
-                    .into_par_iter()
-                    .with_min_len(chunk)
-                    .for_each(|r| {
-                        for &v in self.row(r) {
-                            let (c, s) = decode(v);
-                            let o = cursor[c as usize].fetch_add(1, Ordering::Relaxed);
-                            slots[o as usize].store(encode_signed(r as u32, s), Ordering::Relaxed);
-                        }
-                    });
-                out = slots.into_iter().map(AtomicI32::into_inner).collect(); // reuses the allocation (same layout)
-                let mut t = Tcsr {
-                    ncols: nrows,
-                    offsets,
-                    columns: out,
-                };
-                t.sort_rows(par);
-                return t;
-            }
-        }
+        self.transpose_with(par, TransposeParams::default())
+    }
+
+    /// [`Tcsr::transpose`] with explicit [`TransposeParams`] (chunks, bucket width).
+    pub fn transpose_with(&self, par: Par, params: TransposeParams) -> Tcsr {
+        let parallel = par.is_parallel();
+        let n = self.ncols;
+        let (offsets, columns) = match self.uniform_row_len() {
+            Some(2) => transpose_entries(
+                &StridedEntries::<2> {
+                    columns: &self.columns,
+                },
+                n,
+                parallel,
+                params,
+            ),
+            Some(3) => transpose_entries(
+                &StridedEntries::<3> {
+                    columns: &self.columns,
+                },
+                n,
+                parallel,
+                params,
+            ),
+            Some(4) => transpose_entries(
+                &StridedEntries::<4> {
+                    columns: &self.columns,
+                },
+                n,
+                parallel,
+                params,
+            ),
+            _ => transpose_entries(
+                &TcsrEntries {
+                    offsets: &self.offsets,
+                    columns: &self.columns,
+                },
+                n,
+                parallel,
+                params,
+            ),
+        };
         Tcsr {
-            ncols: nrows,
+            ncols: self.nrows(),
             offsets,
-            columns: out,
+            columns,
         }
+    }
+
+    /// The common length of all rows, if every row has the same length (and there is at
+    /// least one row).
+    pub fn uniform_row_len(&self) -> Option<usize> {
+        let n = self.nrows();
+        if n == 0 {
+            return None;
+        }
+        let k = self.row_len(0);
+        (self.columns.len() == n * k
+            && self
+                .offsets
+                .iter()
+                .enumerate()
+                .all(|(r, &o)| o as usize == r * k))
+        .then_some(k)
     }
 
     /// Sort every row by decoded column (SortRows of Listing 3.1).

@@ -1,0 +1,233 @@
+//! The fixed-row-length fast paths of the relations against the general paths on random
+//! meshes (dissertation §3.4.1, §3.4.4): transposes of ∂3 (4 faces per tetrahedron) and ∂2
+//! (3 edges per triangle) with implicit offsets against the transpose with explicit
+//! offsets; the simplex paths of cell vertices, cell edges and face vertices against the
+//! general count -> scan -> fill paths; single-threaded against several threads.
+//!
+//! Meshes: tetrahedral boxes of random sizes with a random permutation of the cells and of
+//! the faces inside each cell row, and random damage that the fast paths must detect and
+//! hand to the general path: a flipped cell orientation, a face replaced by another one
+//! (the cell is no longer a tetrahedron), a ∂2 row rotated out of loop order, and mixed
+//! meshes (hexahedra, prisms, pyramids) where no fast path applies.
+
+use proptest::prelude::*;
+use tessera_core::Par;
+use tessera_mesh::generate::{box_mesh, BoxKind};
+use tessera_mesh::relations::{
+    cell_edges_general, cell_vertices_general, compute_cell_edges, compute_cell_vertices,
+    compute_face_vertices, face_vertices_general, transpose_edge_vertices,
+};
+use tessera_mesh::PolyMesh;
+use tessera_sparse::tcsr::negate;
+use tessera_sparse::transpose::{transpose_entries, TcsrEntries, TransposeParams};
+use tessera_sparse::Tcsr;
+
+/// The transpose through the general source (explicit offsets), one thread.
+fn general_transpose(m: &Tcsr) -> Tcsr {
+    let (o, c) = transpose_entries(
+        &TcsrEntries {
+            offsets: m.offsets(),
+            columns: m.columns(),
+        },
+        m.ncols(),
+        false,
+        TransposeParams::default(),
+    );
+    Tcsr::new(m.nrows(), o, c).unwrap()
+}
+
+/// Several threads with the parallel path forced on small inputs.
+fn forced(chunks: usize, bits: u32) -> TransposeParams {
+    TransposeParams {
+        chunks,
+        bucket_bits: bits,
+        min_parallel_nnz: 0,
+    }
+}
+
+/// Damage applied to a tetrahedral box before the comparison.
+#[derive(Clone, Copy, Debug)]
+enum Damage {
+    None,
+    /// Negate one ∂3 entry: the cell is inconsistently oriented (cell edges must fall back).
+    FlipFace(usize),
+    /// Replace one ∂3 entry by another face: the cell spans more than 4 vertices.
+    ForeignFace(usize, usize),
+    /// Rotate one ∂2 row: still a loop, but not starting at the first edge.
+    RotateFace(usize),
+    /// Swap two entries of one ∂2 row: out of loop order (chained by the general path).
+    SwapFaceEdges(usize),
+}
+
+/// A tetrahedral box with its cells permuted and each ∂3 row shuffled, then damaged.
+fn tet_mesh(n: [usize; 3], seed: u64, damage: Damage) -> PolyMesh {
+    let m = box_mesh(BoxKind::Tet, n, [1.0, 1.0, 1.0]);
+    let (pos, ev, fe, cf) = m.into_parts();
+    let nc = cf.nrows();
+    let mut rng = seed | 1;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let mut order: Vec<usize> = (0..nc).collect();
+    for i in (1..nc).rev() {
+        order.swap(i, (next() % (i as u64 + 1)) as usize);
+    }
+    let mut cols: Vec<i32> = Vec::with_capacity(cf.nnz());
+    for &c in &order {
+        let mut row = cf.row(c).to_vec();
+        for i in (1..row.len()).rev() {
+            row.swap(i, (next() % (i as u64 + 1)) as usize);
+        }
+        cols.extend(row);
+    }
+    let mut fe_cols = fe.columns().to_vec();
+    match damage {
+        Damage::None => {}
+        Damage::FlipFace(i) => {
+            let i = i % cols.len();
+            cols[i] = negate(cols[i]);
+        }
+        Damage::ForeignFace(i, f) => {
+            let i = i % cols.len();
+            let c = i / 4;
+            let f = (f % fe.nrows()) as i32;
+            if !cols[4 * c..4 * c + 4]
+                .iter()
+                .any(|&x| x == f || x == negate(f))
+            {
+                cols[i] = f;
+            }
+        }
+        Damage::RotateFace(f) => {
+            let f = f % fe.nrows();
+            fe_cols[3 * f..3 * f + 3].rotate_left(1);
+        }
+        Damage::SwapFaceEdges(f) => {
+            let f = f % fe.nrows();
+            fe_cols.swap(3 * f, 3 * f + 1);
+        }
+    }
+    let offsets: Vec<u32> = (0..=nc as u32).map(|c| 4 * c).collect();
+    let cf = Tcsr::new(cf.ncols(), offsets, cols).unwrap();
+    let fe = Tcsr::new(fe.ncols(), fe.offsets().to_vec(), fe_cols).unwrap();
+    PolyMesh::from_operators(pos, ev, fe, cf).unwrap()
+}
+
+/// Every fast path equals its general path, with one thread and with three.
+fn check(m: &PolyMesh) -> Result<(), TestCaseError> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(3)
+        .build()
+        .unwrap();
+    let fv = face_vertices_general(m, Par::Seq);
+    let ce = cell_edges_general(m, Par::Seq);
+    let cv = cell_vertices_general(m, Par::Seq);
+    let d3 = general_transpose(m.cell_faces());
+    let d2 = general_transpose(m.face_edges());
+    for par in [Par::Seq, Par::Rayon] {
+        let (a, b, c) = pool.install(|| {
+            (
+                compute_face_vertices(m, par),
+                compute_cell_edges(m, par),
+                compute_cell_vertices(m, par),
+            )
+        });
+        prop_assert_eq!(&a, &fv, "face vertices, {:?}", par);
+        prop_assert_eq!(&b, &ce, "cell edges, {:?}", par);
+        prop_assert_eq!(&c, &cv, "cell vertices, {:?}", par);
+        prop_assert_eq!(&pool.install(|| m.cell_faces().transpose(par)), &d3);
+        prop_assert_eq!(&pool.install(|| m.face_edges().transpose(par)), &d2);
+        prop_assert_eq!(
+            &pool.install(|| face_vertices_general(m, par)),
+            &fv,
+            "general face vertices, {:?}",
+            par
+        );
+    }
+    for (chunks, bits) in [(2, 1), (3, 4), (8, 0)] {
+        let p = forced(chunks, bits);
+        prop_assert_eq!(
+            &pool.install(|| m.cell_faces().transpose_with(Par::Rayon, p)),
+            &d3
+        );
+        prop_assert_eq!(
+            &pool.install(|| m.face_edges().transpose_with(Par::Rayon, p)),
+            &d2
+        );
+        let ev = m.edge_vertices();
+        let (o, c) = pool.install(|| {
+            transpose_entries(
+                &tessera_sparse::transpose::EdgePairEntries {
+                    flat: ev.as_flattened(),
+                },
+                m.num_vertices(),
+                true,
+                p,
+            )
+        });
+        prop_assert_eq!(
+            &Tcsr::new(ev.len(), o, c).unwrap(),
+            &transpose_edge_vertices(ev, m.num_vertices(), Par::Seq)
+        );
+    }
+    Ok(())
+}
+
+fn arb_damage() -> impl Strategy<Value = Damage> {
+    prop_oneof![
+        2 => Just(Damage::None),
+        1 => any::<usize>().prop_map(Damage::FlipFace),
+        1 => (any::<usize>(), any::<usize>()).prop_map(|(i, f)| Damage::ForeignFace(i, f)),
+        1 => any::<usize>().prop_map(Damage::RotateFace),
+        1 => any::<usize>().prop_map(Damage::SwapFaceEdges),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn simplex_paths_equal_general_paths(
+        n in (1usize..6, 1usize..6, 1usize..5),
+        seed in any::<u64>(),
+        damage in arb_damage(),
+    ) {
+        check(&tet_mesh([n.0, n.1, n.2], seed, damage))?;
+    }
+
+    #[test]
+    fn mixed_meshes_take_the_general_paths(n in (2usize..5, 2usize..5, 1usize..4)) {
+        check(&box_mesh(BoxKind::Mixed, [n.0, n.1, n.2], [1.0, 2.0, 1.0]))?;
+    }
+}
+
+/// Larger than one parallel chunk of rows (4096), so the rows are split between tasks.
+#[test]
+fn large_tet_box_several_chunks() {
+    let m = tet_mesh([16, 12, 12], 7, Damage::None);
+    assert!(m.num_cells() > 3 * 4096);
+    check(&m).unwrap();
+    let m = tet_mesh([16, 12, 12], 11, Damage::FlipFace(12345));
+    check(&m).unwrap();
+}
+
+/// The fast paths detect damage: the general result differs from what a tetrahedron gives.
+#[test]
+fn damage_changes_the_general_result() {
+    let m = tet_mesh([3, 3, 3], 5, Damage::ForeignFace(17, 100));
+    let cv = compute_cell_vertices(&m, Par::Seq);
+    assert!(
+        cv.nnz() > 4 * m.num_cells(),
+        "a cell spans more than 4 vertices"
+    );
+    let m = tet_mesh([3, 3, 3], 5, Damage::FlipFace(17));
+    let ce = compute_cell_edges(&m, Par::Seq);
+    assert_ne!(
+        ce.nnz(),
+        6 * m.num_cells(),
+        "an inconsistent cell uses other edges"
+    );
+}

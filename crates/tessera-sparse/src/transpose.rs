@@ -1,0 +1,543 @@
+//! Transposition of ternary sparse operators by count -> scan -> fill (dissertation
+//! Listing 3.1, §3.4.1), deterministic and parallel.
+//!
+//! The transpose of an `nrows x ncols` TCSR matrix has one row per input column; the entry
+//! `(r, c)` with sign `s` becomes the entry `(c, r)` with the same sign. Every output row
+//! lists its entries **in input order** (input row ascending, then position within the
+//! row); since a TCSR row never repeats a column, this is the order by decoded column, the
+//! `SortRows` order of Listing 3.1. The order does not depend on the thread count.
+//!
+//! Inputs ([`Entries`]) are TCSR rows with explicit offsets, rows of one fixed length with
+//! implicit offsets (`∂3` of a tetrahedral mesh: 4 faces per cell; `∂2` of a triangle-faced
+//! mesh: 3 edges per face; Eqs. 3.11-3.13), or `∂1` stored as ordered vertex pairs.
+//!
+//! - **One thread**: count into the offsets array, exclusive scan in place, then fill with
+//!   the offsets themselves as cursors (after the fill, `offsets[c + 1]` has advanced from
+//!   the start to the end of row `c`, which is the start of row `c + 1`): no cursor array,
+//!   no searching, and rows come out ordered without a sort.
+//! - **Several threads**: the output rows are cut into column buckets (ranges of output
+//!   rows) and the input rows into one chunk per thread. Each chunk counts its entries per
+//!   bucket, then copies them (output row, value) into a bucketed buffer, chunk after chunk
+//!   inside each bucket, so each bucket keeps the input order. Then every bucket runs the
+//!   one-thread algorithm on its own column range, writing a disjoint part of the offsets
+//!   and entry arrays (whose start is the number of entries of the buckets before it).
+//!   Every write has exactly one owner; there are no atomics and no sort.
+
+use rayon::prelude::*;
+
+/// A source of entries for [`transpose_entries`]: rows of entries, each entry with the
+/// output row it goes to (its decoded column) and its sign.
+pub trait Entries: Sync {
+    /// Number of input rows (the columns of the result).
+    fn nrows(&self) -> usize;
+    /// Number of entries.
+    fn nnz(&self) -> usize;
+    /// Index of the first entry of row `r` (`r <= nrows`; `row_start(nrows) = nnz`).
+    fn row_start(&self, r: usize) -> usize;
+    /// Output row of entry `i` (its decoded column).
+    fn col(&self, i: usize) -> u32;
+    /// Sign mask of entry `i`: 0 for +1, -1 (all bits) for -1.
+    fn sign_mask(&self, i: usize) -> i32;
+    /// The row holding entry `i` for `i < nnz` (the last row starting at or before `i`;
+    /// used only at chunk boundaries).
+    fn row_of(&self, i: usize) -> usize;
+}
+
+/// TCSR rows with explicit offsets.
+pub struct TcsrEntries<'a> {
+    pub offsets: &'a [u32],
+    pub columns: &'a [i32],
+}
+
+impl Entries for TcsrEntries<'_> {
+    fn nrows(&self) -> usize {
+        self.offsets.len() - 1
+    }
+    fn nnz(&self) -> usize {
+        self.columns.len()
+    }
+    #[inline(always)]
+    fn row_start(&self, r: usize) -> usize {
+        self.offsets[r] as usize
+    }
+    #[inline(always)]
+    fn col(&self, i: usize) -> u32 {
+        let v = self.columns[i];
+        (v ^ (v >> 31)) as u32
+    }
+    #[inline(always)]
+    fn sign_mask(&self, i: usize) -> i32 {
+        self.columns[i] >> 31
+    }
+    fn row_of(&self, i: usize) -> usize {
+        // last r with offsets[r] <= i (empty rows before i are skipped)
+        self.offsets.partition_point(|&o| o as usize <= i) - 1
+    }
+}
+
+/// TCSR rows of one fixed length `K` with implicit offsets (Eqs. 3.11-3.13).
+pub struct StridedEntries<'a, const K: usize> {
+    pub columns: &'a [i32],
+}
+
+impl<const K: usize> Entries for StridedEntries<'_, K> {
+    fn nrows(&self) -> usize {
+        self.columns.len() / K
+    }
+    fn nnz(&self) -> usize {
+        self.columns.len()
+    }
+    #[inline(always)]
+    fn row_start(&self, r: usize) -> usize {
+        r * K
+    }
+    #[inline(always)]
+    fn col(&self, i: usize) -> u32 {
+        let v = self.columns[i];
+        (v ^ (v >> 31)) as u32
+    }
+    #[inline(always)]
+    fn sign_mask(&self, i: usize) -> i32 {
+        self.columns[i] >> 31
+    }
+    fn row_of(&self, i: usize) -> usize {
+        i / K
+    }
+}
+
+/// `∂1` as ordered vertex pairs `[from, to]`: -1 at `from`, +1 at `to` (dissertation
+/// §3.4.1, the edge-pair variant of the transposition).
+pub struct EdgePairEntries<'a> {
+    /// The pairs, flattened (`2 * edges` vertex indices).
+    pub flat: &'a [u32],
+}
+
+impl Entries for EdgePairEntries<'_> {
+    fn nrows(&self) -> usize {
+        self.flat.len() / 2
+    }
+    fn nnz(&self) -> usize {
+        self.flat.len()
+    }
+    #[inline(always)]
+    fn row_start(&self, r: usize) -> usize {
+        2 * r
+    }
+    #[inline(always)]
+    fn col(&self, i: usize) -> u32 {
+        self.flat[i]
+    }
+    #[inline(always)]
+    fn sign_mask(&self, i: usize) -> i32 {
+        ((i & 1) as i32) - 1
+    }
+    fn row_of(&self, i: usize) -> usize {
+        i / 2
+    }
+}
+
+/// Knobs of [`transpose_entries`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TransposeParams {
+    /// Input chunks (0: one per thread of the current rayon pool). One chunk runs the
+    /// one-thread algorithm.
+    pub chunks: usize,
+    /// Output rows per column bucket, as a power of two (0: chosen from the size).
+    pub bucket_bits: u32,
+    /// Inputs with fewer entries run on one thread.
+    pub min_parallel_nnz: usize,
+}
+
+impl Default for TransposeParams {
+    fn default() -> Self {
+        TransposeParams {
+            chunks: 0,
+            bucket_bits: 0,
+            min_parallel_nnz: 1 << 16,
+        }
+    }
+}
+
+/// The transpose of `src` with `ncols` output rows, as `(offsets, entries)`: `offsets` has
+/// `ncols + 1` elements, entries are TCSR-encoded input row indices (see the module docs
+/// for the order). `parallel` selects the multi-thread algorithm (run in the current rayon
+/// pool); both give identical arrays.
+///
+/// Panics if an entry's output row is `>= ncols` or there are `2^32` or more entries
+/// (the TCSR invariants the callers guarantee).
+pub fn transpose_entries<E: Entries>(
+    src: &E,
+    ncols: usize,
+    parallel: bool,
+    params: TransposeParams,
+) -> (Vec<u32>, Vec<i32>) {
+    let nnz = src.nnz();
+    assert!(nnz <= u32::MAX as usize, "2^32 or more entries");
+    let chunks = if params.chunks > 0 {
+        params.chunks
+    } else {
+        rayon::current_num_threads()
+    };
+    if !parallel || chunks <= 1 || nnz < params.min_parallel_nnz || ncols == 0 {
+        return transpose_serial(src, ncols);
+    }
+    transpose_bucketed(src, ncols, chunks, params.bucket_bits)
+}
+
+/// Entries ahead of the current one whose targets are prefetched: the scatter targets lie
+/// all over arrays larger than the caches, and prefetching keeps several misses in flight.
+const AHEAD: usize = 32;
+
+/// Hint the processor to fetch the cache line holding `x` (no effect on results).
+#[inline(always)]
+pub fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint: it never faults and never changes memory, and the
+    // address comes from a valid reference. SSE is part of the x86_64 baseline.
+    #[allow(unused_unsafe)]
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(x as *const T as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
+/// One thread: count, scan, fill with the offsets as cursors.
+fn transpose_serial<E: Entries>(src: &E, ncols: usize) -> (Vec<u32>, Vec<i32>) {
+    let nnz = src.nnz();
+    let nrows = src.nrows();
+    let mut offsets = vec![0u32; ncols + 1];
+    {
+        let cur = &mut offsets[1..];
+        for i in 0..nnz {
+            if i + AHEAD < nnz {
+                prefetch(&cur[src.col(i + AHEAD) as usize]);
+            }
+            cur[src.col(i) as usize] += 1;
+        }
+        let mut acc = 0u32;
+        for x in cur.iter_mut() {
+            let c = *x;
+            *x = acc;
+            acc += c;
+        }
+    }
+    let mut out = vec![0i32; nnz];
+    {
+        let cur = &mut offsets[1..];
+        for r in 0..nrows {
+            for i in src.row_start(r)..src.row_start(r + 1) {
+                // two stages: the cursor of an entry 2 * AHEAD ahead, then the slot that
+                // the cursor of an entry AHEAD ahead points to
+                if i + 2 * AHEAD < nnz {
+                    prefetch(&cur[src.col(i + 2 * AHEAD) as usize]);
+                }
+                if i + AHEAD < nnz {
+                    let o = cur[src.col(i + AHEAD) as usize] as usize;
+                    if o < nnz {
+                        prefetch(&out[o]);
+                    }
+                }
+                let c = src.col(i) as usize;
+                let o = cur[c];
+                out[o as usize] = (r as i32) ^ src.sign_mask(i);
+                cur[c] = o + 1;
+            }
+        }
+    }
+    (offsets, out)
+}
+
+/// Several threads: column buckets (see the module docs).
+fn transpose_bucketed<E: Entries>(
+    src: &E,
+    ncols: usize,
+    chunks: usize,
+    bucket_bits: u32,
+) -> (Vec<u32>, Vec<i32>) {
+    let nnz = src.nnz();
+    let nrows = src.nrows();
+    // buckets: about 8 per chunk (load balance) and a range whose offsets and entries stay
+    // within a core's cache, but at most 2^12
+    let bits = if bucket_bits > 0 {
+        bucket_bits.min(31)
+    } else {
+        let want = (8 * chunks).max(nnz / (1 << 16)).clamp(1, 1 << 12);
+        let width = ncols.div_ceil(want).max(64);
+        usize::BITS - (width - 1).leading_zeros()
+    };
+    let nb = ncols.div_ceil(1usize << bits);
+    // input chunks of about equal entry counts, on row boundaries
+    let mut bounds: Vec<usize> = (0..=chunks)
+        .map(|k| {
+            if k == chunks {
+                nrows
+            } else {
+                src.row_of(nnz * k / chunks).min(nrows)
+            }
+        })
+        .collect();
+    bounds[0] = 0;
+    for k in 1..bounds.len() {
+        bounds[k] = bounds[k].max(bounds[k - 1]);
+    }
+    // count per chunk and bucket
+    let hist: Vec<Vec<u32>> = (0..chunks)
+        .into_par_iter()
+        .map(|k| {
+            let mut h = vec![0u32; nb];
+            for i in src.row_start(bounds[k])..src.row_start(bounds[k + 1]) {
+                h[(src.col(i) >> bits) as usize] += 1;
+            }
+            h
+        })
+        .collect();
+    // bucket starts, and each (bucket, chunk) piece of the bucketed buffer
+    let mut bucket_start = vec![0usize; nb + 1];
+    for b in 0..nb {
+        bucket_start[b + 1] = bucket_start[b] + hist.iter().map(|h| h[b] as usize).sum::<usize>();
+    }
+    let mut tmp = vec![0u64; nnz];
+    {
+        let mut per_chunk: Vec<Vec<&mut [u64]>> =
+            (0..chunks).map(|_| Vec::with_capacity(nb)).collect();
+        let mut rest: &mut [u64] = &mut tmp;
+        for b in 0..nb {
+            for (k, h) in hist.iter().enumerate() {
+                let (piece, t) = std::mem::take(&mut rest).split_at_mut(h[b] as usize);
+                per_chunk[k].push(piece);
+                rest = t;
+            }
+        }
+        per_chunk
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(k, mut pieces)| {
+                let mut fill = vec![0usize; nb];
+                for r in bounds[k]..bounds[k + 1] {
+                    for i in src.row_start(r)..src.row_start(r + 1) {
+                        let c = src.col(i);
+                        let b = (c >> bits) as usize;
+                        let v = ((r as i32) ^ src.sign_mask(i)) as u32;
+                        pieces[b][fill[b]] = ((c as u64) << 32) | v as u64;
+                        fill[b] += 1;
+                    }
+                }
+            });
+    }
+    // every bucket: count, scan, fill on its own output rows
+    let mut offsets = vec![0u32; ncols + 1];
+    let mut out = vec![0i32; nnz];
+    {
+        let mut work: Vec<(usize, &mut [u32], &mut [i32])> = Vec::with_capacity(nb);
+        let mut orest: &mut [u32] = &mut offsets[1..];
+        let mut erest: &mut [i32] = &mut out;
+        for b in 0..nb {
+            let lo = b << bits;
+            let hi = ((b + 1) << bits).min(ncols);
+            let (o, t) = std::mem::take(&mut orest).split_at_mut(hi - lo);
+            orest = t;
+            let (e, t) =
+                std::mem::take(&mut erest).split_at_mut(bucket_start[b + 1] - bucket_start[b]);
+            erest = t;
+            work.push((b, o, e));
+        }
+        let tmp = &tmp;
+        let bucket_start = &bucket_start;
+        work.into_par_iter().for_each(|(b, cur, ents)| {
+            let lo = (b << bits) as u32;
+            let base = bucket_start[b];
+            let items = &tmp[base..bucket_start[b + 1]];
+            for &x in items {
+                cur[((x >> 32) as u32 - lo) as usize] += 1;
+            }
+            let mut acc = base as u32;
+            for x in cur.iter_mut() {
+                let c = *x;
+                *x = acc;
+                acc += c;
+            }
+            for &x in items {
+                let c = ((x >> 32) as u32 - lo) as usize;
+                let o = cur[c];
+                ents[o as usize - base] = x as u32 as i32;
+                cur[c] = o + 1;
+            }
+        });
+    }
+    (offsets, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcsr::{encode, Tcsr};
+    use proptest::prelude::*;
+    use tessera_core::Par;
+
+    /// The transpose by definition: for every output row, the input entries in input order.
+    fn naive(m: &Tcsr) -> Tcsr {
+        let mut rows: Vec<Vec<(u32, i32)>> = vec![Vec::new(); m.ncols()];
+        for r in 0..m.nrows() {
+            for (c, s) in m.row_decoded(r) {
+                rows[c as usize].push((r as u32, s));
+            }
+        }
+        Tcsr::from_rows(m.nrows(), rows).unwrap()
+    }
+
+    fn params(chunks: usize, bits: u32) -> TransposeParams {
+        TransposeParams {
+            chunks,
+            bucket_bits: bits,
+            min_parallel_nnz: 0,
+        }
+    }
+
+    /// Rows of `k` distinct random columns (the fixed-row-length case).
+    fn arb_fixed(k: usize) -> impl Strategy<Value = Tcsr> {
+        (1usize..300, k..200).prop_flat_map(move |(nr, nc)| {
+            proptest::collection::vec(
+                (
+                    proptest::sample::subsequence((0..nc as u32).collect::<Vec<_>>(), k),
+                    proptest::collection::vec(any::<bool>(), k),
+                    any::<u64>(),
+                ),
+                nr,
+            )
+            .prop_map(move |rows| {
+                let rows = rows.into_iter().map(|(mut cols, neg, seed)| {
+                    // shuffle within the row: the fill keeps the input order
+                    let n = cols.len();
+                    for i in (1..n).rev() {
+                        let j = (seed.rotate_left(i as u32) % (i as u64 + 1)) as usize;
+                        cols.swap(i, j);
+                    }
+                    cols.into_iter()
+                        .zip(neg)
+                        .map(|(c, n)| (c, if n { -1 } else { 1 }))
+                        .collect::<Vec<_>>()
+                });
+                Tcsr::from_rows(nc, rows).unwrap()
+            })
+        })
+    }
+
+    /// Rows of 0..8 distinct random columns.
+    fn arb_ragged() -> impl Strategy<Value = Tcsr> {
+        (1usize..300, 1usize..200).prop_flat_map(|(nr, nc)| {
+            proptest::collection::vec(
+                proptest::collection::btree_map(0..nc as u32, any::<bool>(), 0..nc.min(8)),
+                nr,
+            )
+            .prop_map(move |rows| {
+                Tcsr::from_rows(
+                    nc,
+                    rows.into_iter().map(|m| {
+                        m.into_iter()
+                            .map(|(c, n)| (c, if n { -1 } else { 1 }))
+                            .collect::<Vec<_>>()
+                    }),
+                )
+                .unwrap()
+            })
+        })
+    }
+
+    fn check_all_paths(m: &Tcsr) -> Result<(), TestCaseError> {
+        let want = naive(m);
+        prop_assert_eq!(&m.transpose(Par::Seq), &want);
+        prop_assert_eq!(&m.transpose(Par::Rayon), &want);
+        // the general (explicit offsets) source must agree with the fixed-length one
+        let general = TcsrEntries {
+            offsets: m.offsets(),
+            columns: m.columns(),
+        };
+        for (chunks, bits) in [(1, 0), (2, 0), (3, 1), (4, 3), (7, 6), (16, 2)] {
+            let (o, c) = transpose_entries(&general, m.ncols(), true, params(chunks, bits));
+            prop_assert_eq!(
+                &Tcsr::new(m.nrows(), o, c).unwrap(),
+                &want,
+                "general source, {} chunks, 2^{} rows per bucket",
+                chunks,
+                bits
+            );
+            prop_assert_eq!(&m.transpose_with(Par::Rayon, params(chunks, bits)), &want);
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #[test]
+        fn fixed_row_length_paths_equal_general_transpose(
+            m2 in arb_fixed(2), m3 in arb_fixed(3), m4 in arb_fixed(4)
+        ) {
+            for m in [&m2, &m3, &m4] {
+                prop_assert!(m.uniform_row_len().is_some());
+                check_all_paths(m)?;
+            }
+        }
+
+        #[test]
+        fn ragged_rows_all_paths_equal_naive(m in arb_ragged()) {
+            check_all_paths(&m)?;
+        }
+
+        #[test]
+        fn edge_pairs_equal_their_tcsr_transpose(
+            pairs in proptest::collection::vec((0u32..60, 0u32..60), 1..400)
+        ) {
+            let pairs: Vec<[u32; 2]> = pairs.into_iter().filter(|(a, b)| a != b).map(|(a, b)| [a, b]).collect();
+            let cols: Vec<i32> = pairs.iter().flat_map(|&[a, b]| [encode(a, true), encode(b, false)]).collect();
+            let offs: Vec<u32> = (0..=pairs.len() as u32).map(|e| 2 * e).collect();
+            let d1 = Tcsr::new(60, offs, cols).unwrap();
+            let want = naive(&d1);
+            for (chunks, bits) in [(1, 0), (2, 1), (5, 3)] {
+                let (o, c) = transpose_entries(
+                    &EdgePairEntries { flat: pairs.as_flattened() },
+                    60,
+                    true,
+                    params(chunks, bits),
+                );
+                prop_assert_eq!(&Tcsr::new(pairs.len(), o, c).unwrap(), &want);
+            }
+        }
+    }
+
+    #[test]
+    fn large_fixed_rows_parallel_equals_serial() {
+        // 4 entries per row, > 2^16 entries: the default parameters take the bucketed path
+        let nr = 60_000usize;
+        let nc = 90_001usize;
+        let cols: Vec<i32> = (0..nr * 4)
+            .map(|i| {
+                let c = ((i as u64 * 2654435761) % nc as u64) as u32;
+                encode(c, i % 3 == 0)
+            })
+            .collect();
+        // distinct columns within each row
+        let mut cols = cols;
+        for r in 0..nr {
+            let row = &mut cols[4 * r..4 * r + 4];
+            for k in 1..4 {
+                while row[..k]
+                    .iter()
+                    .any(|&x| crate::tcsr::col(x) == crate::tcsr::col(row[k]))
+                {
+                    let c = (crate::tcsr::col(row[k]) + 1) % nc as u32;
+                    row[k] = encode(c, row[k] < 0);
+                }
+            }
+        }
+        let offs: Vec<u32> = (0..=nr as u32).map(|r| 4 * r).collect();
+        let m = Tcsr::new(nc, offs, cols).unwrap();
+        let want = naive(&m);
+        assert_eq!(m.transpose(Par::Seq), want);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        assert_eq!(pool.install(|| m.transpose(Par::Rayon)), want);
+    }
+}
