@@ -12,6 +12,7 @@ pub mod cuda;
 pub mod error;
 pub mod generate;
 pub mod io;
+pub mod mesh_matrix;
 pub mod poly;
 pub mod quality;
 pub mod relations;

@@ -8,7 +8,8 @@
 //! | TetGen (`.node` + `.ele`) | ASCII | ASCII (tetrahedra only) | region attributes become groups |
 //! | OpenVolumeMesh (`.ovm`) | ASCII | ASCII | edges, faces and polyhedra kept as stored |
 //! | VTK XML (`.vtu`) | ASCII, base64, appended raw, zlib | appended raw + zlib (default), base64, ASCII | polyhedra as `VTK_POLYHEDRON`, point/cell/field data, quadratic and Lagrange cells read by their corners ([`vtu`]) |
-//! | Wavefront (`.obj`) | – | surfaces ([`write_obj`]) | boundary surfaces |
+//! | Wavefront (`.obj`) | surfaces ([`read_surface`]) | surfaces ([`write_obj`]) | boundary surfaces |
+//! | Stanford (`.ply`), OFF (`.off`) | surfaces ([`read_surface`]) | surfaces ([`write_surface`]) | ASCII and binary PLY |
 //!
 //! Any file but `.vtu` may be gzip-compressed: on reading when its name ends in `.gz` or it
 //! starts with the gzip magic bytes, on writing when its name ends in `.gz` (`.vtu` files
@@ -25,13 +26,20 @@ mod cells;
 mod medit;
 mod msh;
 mod obj;
+mod obj_read;
+mod off;
 mod ovm;
+mod ply;
+mod surface;
 mod tetgen;
 pub(crate) mod text;
 pub mod vtu;
 
 pub use cells::typed_cell_vertices;
 pub use obj::write_obj;
+pub use off::write_off;
+pub use ply::write_ply;
+pub use surface::{read_surface, write_surface, write_surface_with, SurfaceFormat};
 pub use vtu::{
     read_vtu_grid, write_pvd, write_vtu, write_vtu_grid, write_vtu_groups, write_vtu_polygons,
     write_vtu_with, DataArray, DataLocation, NumType, VtuEncoding, VtuGrid,
