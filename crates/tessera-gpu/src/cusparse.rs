@@ -159,6 +159,14 @@ fn check(op: &'static str, s: sys::cusparseStatus_t) -> GpuResult<()> {
     }
 }
 
+fn op_of(transpose: bool) -> sys::cusparseOperation_t {
+    if transpose {
+        sys::cusparseOperation_t::CUSPARSE_OPERATION_TRANSPOSE
+    } else {
+        sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE
+    }
+}
+
 enum Kind {
     /// Generic API CSR: matrix and vector descriptors, work buffer, value type.
     Csr {
@@ -167,6 +175,8 @@ enum Kind {
         vy: sys::cusparseDnVecDescr_t,
         ty: sys::cudaDataType,
         complex: bool,
+        /// `y = Aᵀ x` (cuSPARSE's transposed SpMV on the stored CSR)
+        transpose: bool,
     },
     /// Legacy BSR: matrix descriptor and block dimension.
     Bsr {
@@ -264,14 +274,39 @@ impl<T: CusparseScalar> CusparseSpmv<T> {
         x: &[T],
         complex: bool,
     ) -> GpuResult<Self> {
+        Self::csr_op(
+            ordinal, n_rows, n_cols, row_ptr, col_idx, vals, x, complex, false,
+        )
+    }
+
+    /// CSR SpMV `y = A x`, or with `transpose` `y = Aᵀ x` (`CUSPARSE_OPERATION_TRANSPOSE`:
+    /// `x` has `n_rows` entries, `y` `n_cols`), as a library multiplies a matrix stored in
+    /// CSC by reading it as the CSR of its transpose.
+    #[allow(clippy::too_many_arguments)]
+    pub fn csr_op(
+        ordinal: usize,
+        n_rows: usize,
+        n_cols: usize,
+        row_ptr: &[u32],
+        col_idx: &[u32],
+        vals: &[T],
+        x: &[T],
+        complex: bool,
+        transpose: bool,
+    ) -> GpuResult<Self> {
         let l = if complex { 2 } else { 1 };
-        if row_ptr.len() != n_rows + 1 || vals.len() != col_idx.len() * l || x.len() != n_cols * l {
+        let (x_len, y_len) = if transpose {
+            (n_rows, n_cols)
+        } else {
+            (n_cols, n_rows)
+        };
+        if row_ptr.len() != n_rows + 1 || vals.len() != col_idx.len() * l || x.len() != x_len * l {
             return Err(GpuError::InvalidArgument(
                 "CSR arrays do not match the sizes".into(),
             ));
         }
         let (ctx, stream, handle, [r, c], [v, dx, mut dy]) =
-            Self::base(ordinal, row_ptr, col_idx, vals, x, n_rows * l)?;
+            Self::base(ordinal, row_ptr, col_idx, vals, x, y_len * l)?;
         let ty = if complex { T::COMPLEX } else { T::REAL };
         let nnz = col_idx.len() as i64;
         guard("cuSPARSE CSR setup", move || {
@@ -307,17 +342,17 @@ impl<T: CusparseScalar> CusparseSpmv<T> {
                 )?;
                 check(
                     "cusparseCreateDnVec",
-                    sys::cusparseCreateDnVec(&mut vx, n_cols as i64, px as *mut _, ty),
+                    sys::cusparseCreateDnVec(&mut vx, x_len as i64, px as *mut _, ty),
                 )?;
                 check(
                     "cusparseCreateDnVec",
-                    sys::cusparseCreateDnVec(&mut vy, n_rows as i64, py as *mut _, ty),
+                    sys::cusparseCreateDnVec(&mut vy, y_len as i64, py as *mut _, ty),
                 )?;
                 check(
                     "cusparseSpMV_bufferSize",
                     sys::cusparseSpMV_bufferSize(
                         handle,
-                        sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
+                        op_of(transpose),
                         one.as_ptr() as *const _,
                         mat,
                         vx,
@@ -343,6 +378,7 @@ impl<T: CusparseScalar> CusparseSpmv<T> {
                     vy,
                     ty,
                     complex,
+                    transpose,
                 },
                 n_rows: n_rows as i32,
                 n_cols: n_cols as i32,
@@ -415,7 +451,12 @@ impl<T: CusparseScalar> CusparseSpmv<T> {
         let handle = self.handle;
         match self.kind {
             Kind::Csr {
-                mat, vx, vy, ty, ..
+                mat,
+                vx,
+                vy,
+                ty,
+                transpose,
+                ..
             } => {
                 let (pw, _g) = self.work.device_ptr_mut(&self.stream);
                 let one = [T::one(), T::zero()];
@@ -424,7 +465,7 @@ impl<T: CusparseScalar> CusparseSpmv<T> {
                 check("cusparseSpMV", unsafe {
                     sys::cusparseSpMV(
                         handle,
-                        sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
+                        op_of(transpose),
                         one.as_ptr() as *const _,
                         mat,
                         vx,
@@ -503,7 +544,12 @@ impl<T: CusparseScalar> CusparseSpmv<T> {
             .clone_dtoh(&self.y)
             .map_err(|e| GpuError::driver("cuMemcpyDtoH", e))?;
         let len = match self.kind {
-            Kind::Csr { complex, .. } => self.n_rows as usize * if complex { 2 } else { 1 },
+            Kind::Csr {
+                complex, transpose, ..
+            } => {
+                let n = if transpose { self.n_cols } else { self.n_rows };
+                n as usize * if complex { 2 } else { 1 }
+            }
             Kind::Bsr { dim, .. } => (self.n_rows * dim) as usize,
         };
         v.truncate(len);

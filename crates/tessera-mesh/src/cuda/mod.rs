@@ -20,6 +20,7 @@
 //! report the largest difference).
 
 pub mod bench;
+pub mod mesh_matrix;
 pub mod simplex;
 pub mod smooth;
 pub mod subdivide;

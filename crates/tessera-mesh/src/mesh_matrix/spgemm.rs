@@ -386,7 +386,17 @@ pub fn half_cotangents(m: &MeshMatrix, positions: &[Point]) -> Result<Vec<f64>, 
 /// `Q = Q_3^0 - (Q_3^2 + Q_3)` with the half cotangent of the corner opposite each pair as
 /// the per-entry value; positive semi-definite for a Delaunay mesh.
 pub fn cotan_laplacian(m: &MeshMatrix, positions: &[Point]) -> Result<Csr, MeshError> {
-    let cots = half_cotangents(m, positions)?;
+    mapped_spgemm(m, &cotan_map(m, positions)?)
+}
+
+/// The pair map of [`cotan_laplacian`]: `Q = Q_3^0 - (Q_3^2 + Q_3)` off the diagonal, the half
+/// cotangent of the opposite corner per collision, the diagonal from the row sums.
+pub fn cotan_map(m: &MeshMatrix, positions: &[Point]) -> Result<PairMap, MeshError> {
+    Ok(cotan_map_with(half_cotangents(m, positions)?))
+}
+
+/// The cotangent map with given half cotangents (one per nonzero).
+pub fn cotan_map_with(cots: Vec<f64>) -> PairMap {
     let mut index = vec![255u8; 9];
     let mut q = vec![0.0; 9];
     for a in 0..3 {
@@ -397,7 +407,7 @@ pub fn cotan_laplacian(m: &MeshMatrix, positions: &[Point]) -> Result<Csr, MeshE
             }
         }
     }
-    let map = PairMap {
+    PairMap {
         stencil: PairStencil::Table { n: 3, q },
         values: Some(PairValues {
             n: 3,
@@ -407,8 +417,7 @@ pub fn cotan_laplacian(m: &MeshMatrix, positions: &[Point]) -> Result<Csr, MeshE
         }),
         diagonal: Diagonal::NegRowSum,
         combine: Combine::Sum,
-    };
-    mapped_spgemm(m, &map)
+    }
 }
 
 /// The 6 values per tetrahedron of the P1 Laplacian (seed §6): for the edge `ij` (in
@@ -466,19 +475,27 @@ fn scale(a: Point, s: f64) -> Point {
 /// SpGEMM with `Q_tet` (seed Eq. 6) and 6 values per tetrahedron ([`tet_edge_values`]), the
 /// diagonal from the zero row sums.
 pub fn tet_laplacian(m: &MeshMatrix, positions: &[Point]) -> Result<Csr, MeshError> {
-    let values = tet_edge_values(m, positions)?;
+    mapped_spgemm(m, &tet_map(m, positions)?)
+}
+
+/// The pair map of [`tet_laplacian`]: `Q_tet` with the 6 edge values per cell.
+pub fn tet_map(m: &MeshMatrix, positions: &[Point]) -> Result<PairMap, MeshError> {
+    Ok(tet_map_with(tet_edge_values(m, positions)?))
+}
+
+/// `Q_tet` with given edge values (6 per cell).
+pub fn tet_map_with(values: Vec<f64>) -> PairMap {
     let mut index = vec![255u8; 16];
     for (t, &[i, j]) in TET_EDGES.iter().enumerate() {
         index[i * 4 + j] = t as u8;
         index[j * 4 + i] = t as u8;
     }
-    let map = PairMap::q_tet()
+    PairMap::q_tet()
         .with_values(PairValues {
             n: 4,
             m: 6,
             index,
             values,
         })
-        .with_neg_row_sum();
-    mapped_spgemm(m, &map)
+        .with_neg_row_sum()
 }
