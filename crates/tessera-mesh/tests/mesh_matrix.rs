@@ -790,3 +790,38 @@ fn rcm_reduces_the_bandwidth_of_a_shuffled_grid() {
         assert_eq!(re.positions[new as usize], shuffled.positions[old]);
     }
 }
+
+// ------------------------------------------------------------------ benchmark inputs
+
+#[test]
+fn tet_boundary_is_a_closed_outward_surface_and_refine_to_hits_the_count() {
+    use tessera_mesh::mesh_matrix::bench::{refine_to, tet_boundary};
+    let tets = tessera_mesh::simplex::SimplexMesh::from_poly(&tessera_mesh::generate::box_mesh(
+        tessera_mesh::generate::BoxKind::Tet,
+        [3, 4, 2],
+        [1.5, 2.0, 1.0],
+    ))
+    .unwrap();
+    let s = tet_boundary(&tets).unwrap();
+    half_edges(&s.matrix).unwrap();
+    assert_eq!(s.euler_characteristic(), 2);
+    // the enclosed volume by the divergence theorem: positive (outward) and the box's
+    let fnrm = face_normals(&s.matrix, &s.positions).unwrap();
+    let vol: f64 = (0..s.num_faces())
+        .map(|f| {
+            let p = s.positions[s.matrix.face(f)[0] as usize];
+            (p[0] * fnrm[f][0] + p[1] * fnrm[f][1] + p[2] * fnrm[f][2]) / 6.0
+        })
+        .sum();
+    assert!((vol - 3.0).abs() < 1e-12, "{vol}");
+    for target in [s.num_faces(), 1000, 4321] {
+        let r = refine_to(&s, target).unwrap();
+        assert!(
+            r.num_faces() >= target && r.num_faces() <= target + 1,
+            "{target}: {}",
+            r.num_faces()
+        );
+        half_edges(&r.matrix).unwrap();
+        assert_eq!(r.euler_characteristic(), 2);
+    }
+}

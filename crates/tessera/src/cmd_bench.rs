@@ -14,6 +14,8 @@ enum BenchCmd {
     Mesh(crate::bench_mesh::BenchMeshArgs),
     /// FEM assembly (dissertation Tables 4.1-4.3).
     Fem(crate::bench_fem::BenchFemArgs),
+    /// The mesh matrix with action maps (seed 004 Tables 2-5): SpMV, normals, slicing, surface Catmull-Clark, Laplacians.
+    Meshmatrix(crate::bench_meshmatrix::BenchMeshMatrixArgs),
     /// The static solve end to end: load, preprocess, assemble, PCG (dissertation §4.1).
     FemSolve(crate::bench_fem_solve::BenchFemSolveArgs),
     /// Shallow water on active tiles: cell updates/s against the bandwidth floor (§6.3.5).
@@ -26,5 +28,6 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
         BenchCmd::Fem(a) => crate::bench_fem::run(a),
         BenchCmd::FemSolve(a) => crate::bench_fem_solve::run(a),
         BenchCmd::ShallowWater(a) => crate::bench_shallow_water::run(a),
+        BenchCmd::Meshmatrix(a) => crate::bench_meshmatrix::run(a),
     }
 }

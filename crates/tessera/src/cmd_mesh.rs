@@ -50,6 +50,18 @@ enum MeshCmd {
     Generate(GenerateArgs),
     /// Volumetric Catmull-Clark subdivision (dissertation §3.4.3), any number of levels.
     Subdivide(SubdivideArgs),
+    /// Vertex normals of a surface (area, angle or Max weights; mesh matrix, seed 004).
+    Normals(crate::cmd_mesh_matrix::NormalsArgs),
+    /// Uniform, cotangent or P1-tetrahedral Laplacian as Matrix Market (mapped SpGEMM, seed 004).
+    Laplacian(crate::cmd_mesh_matrix::LaplacianArgs),
+    /// Slice a triangle surface by a plane (triangles and quads along the cut, cut polylines).
+    Slice(crate::cmd_mesh_matrix::SliceArgs),
+    /// Catmull-Clark subdivision of a polygon surface.
+    SubdivideSurface(crate::cmd_mesh_matrix::SubdivideSurfaceArgs),
+    /// Renumber a surface's vertices (reverse Cuthill-McKee).
+    Reorder(crate::cmd_mesh_matrix::ReorderArgs),
+    /// Batched edge collapses, face collapses or vertex removals (K-matrix products, seed 004 §8).
+    Collapse(crate::cmd_mesh_matrix::CollapseArgs),
 }
 
 #[derive(Args, Debug)]
@@ -296,6 +308,12 @@ pub fn run(a: MeshArgs) -> anyhow::Result<()> {
         MeshCmd::Quality(a) => quality(a),
         MeshCmd::Generate(a) => generate(a),
         MeshCmd::Subdivide(a) => subdivide(a),
+        MeshCmd::Normals(a) => crate::cmd_mesh_matrix::normals(a),
+        MeshCmd::Laplacian(a) => crate::cmd_mesh_matrix::laplacian(a),
+        MeshCmd::Slice(a) => crate::cmd_mesh_matrix::slice_cmd(a),
+        MeshCmd::SubdivideSurface(a) => crate::cmd_mesh_matrix::subdivide_surface(a),
+        MeshCmd::Reorder(a) => crate::cmd_mesh_matrix::reorder(a),
+        MeshCmd::Collapse(a) => crate::cmd_mesh_matrix::collapse(a),
     }
 }
 

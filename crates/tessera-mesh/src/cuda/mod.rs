@@ -21,6 +21,7 @@
 
 pub mod bench;
 pub mod mesh_matrix;
+pub mod mesh_matrix_bench;
 pub mod simplex;
 pub mod smooth;
 pub mod subdivide;

@@ -42,6 +42,7 @@
 //! ```
 
 pub mod action;
+pub mod bench;
 pub mod collapse;
 pub mod edges;
 pub mod normals;
