@@ -825,3 +825,41 @@ fn tet_boundary_is_a_closed_outward_surface_and_refine_to_hits_the_count() {
         assert_eq!(r.euler_characteristic(), 2);
     }
 }
+
+#[test]
+fn morton_renumber_keeps_the_surface_and_orders_it_along_the_curve() {
+    use tessera_mesh::mesh_matrix::bench::{morton_renumber, refine_to, tet_boundary};
+    let tets = tessera_mesh::simplex::SimplexMesh::from_poly(&tessera_mesh::generate::box_mesh(
+        tessera_mesh::generate::BoxKind::Tet,
+        [3, 4, 2],
+        [1.5, 2.0, 1.0],
+    ))
+    .unwrap();
+    let s = refine_to(&tet_boundary(&tets).unwrap(), 2000).unwrap();
+    let r = morton_renumber(&s).unwrap();
+    assert_eq!(r.num_vertices(), s.num_vertices());
+    assert_eq!(r.num_faces(), s.num_faces());
+    assert_eq!(r.euler_characteristic(), s.euler_characteristic());
+    half_edges(&r.matrix).unwrap();
+    // the same triangles (as sets of positions, with their orientation), in another order
+    let key = |m: &PolygonMesh, f: usize| {
+        // the corner positions as bits, rotated to start at the smallest (orientation kept)
+        let t = m.matrix.face(f);
+        let c: Vec<[u64; 3]> = t
+            .iter()
+            .map(|&v| m.positions[v as usize].map(f64::to_bits))
+            .collect();
+        let i = (0..3).min_by_key(|&j| c[j]).unwrap();
+        [c[i], c[(i + 1) % 3], c[(i + 2) % 3]]
+    };
+    let mut a: Vec<_> = (0..s.num_faces()).map(|f| key(&s, f)).collect();
+    let mut b: Vec<_> = (0..r.num_faces()).map(|f| key(&r, f)).collect();
+    a.sort();
+    b.sort();
+    assert_eq!(a, b);
+    // faces sorted by their smallest vertex
+    let mins: Vec<u32> = (0..r.num_faces())
+        .map(|f| *r.matrix.face(f).iter().min().unwrap())
+        .collect();
+    assert!(mins.windows(2).all(|w| w[0] <= w[1]));
+}

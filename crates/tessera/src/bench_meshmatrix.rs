@@ -1,7 +1,9 @@
 //! `tessera bench meshmatrix FILES [--triangles N,...]`: the mesh matrix with action maps
 //! (seed 004, Tables 2-5) on large surfaces: Mᵀ v and M v (ours, cuSPARSE on the explicit
 //! matrix, TCSR for the same relation), normals, slicing, surface Catmull-Clark and Laplacian
-//! assembly, beside the seed's figures and the bandwidth floor. The measuring code lives in
+//! assembly, beside the seed's figures and the bandwidth floor. Surfaces are renumbered along a
+//! Morton curve first (the locality a scanned mesh has in scan order; the seed's meshes are
+//! scans); the SpMV rows are also measured in the input's order. The measuring code lives in
 //! `tessera_mesh::mesh_matrix::bench` (CPU) and `tessera_mesh::cuda::mesh_matrix_bench` (GPU).
 
 use crate::device::resolve;
@@ -11,7 +13,7 @@ use std::path::PathBuf;
 use tessera_core::DeviceChoice;
 use tessera_mesh::io::{read_simplex_mesh, read_surface, SurfaceFormat};
 use tessera_mesh::mesh_matrix::bench::{
-    markdown, refine_to, run_cpu, run_cpu_tets, tet_boundary, BenchSurface,
+    markdown, morton_renumber, refine_to, run_cpu, run_cpu_tets, tet_boundary, BenchSurface,
 };
 
 #[derive(Args, Debug)]
@@ -21,7 +23,8 @@ pub struct BenchMeshMatrixArgs {
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Triangle counts to refine each surface to (midpoint refinement, then centroid splits of
-    /// the first triangles), e.g. `4000000,29000000`; without it the surface is used as read.
+    /// the first triangles), e.g. `4000000,29000000`; without it (or for a count not above the
+    /// surface's own, e.g. 0) the surface is used as read.
     #[arg(long, value_delimiter = ',')]
     pub triangles: Vec<usize>,
     /// Timed runs per figure (median; CUDA events on the GPU, after 3 warm-ups).
@@ -39,6 +42,10 @@ pub struct BenchMeshMatrixArgs {
     /// Print one JSON document (an array with one object per surface) instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// Skip the SpMV rows on the surface in the vertex order of the input (only the Morton
+    /// order is measured).
+    #[arg(long)]
+    pub morton_only: bool,
 }
 
 pub fn run(a: BenchMeshMatrixArgs) -> anyhow::Result<()> {
@@ -90,10 +97,15 @@ pub fn run(a: BenchMeshMatrixArgs) -> anyhow::Result<()> {
         };
         for t in targets {
             let pb = spinner(&format!("{name}: refining"));
-            let mesh = match t {
+            // a count at or below the surface's own is the surface as read
+            let t = t.filter(|&t| t > base.num_faces());
+            let input = match t {
                 Some(t) => refine_to(&base, t)?,
                 None => base.clone(),
             };
+            pb.finish_and_clear();
+            let pb = spinner(&format!("{name}: Morton renumbering"));
+            let mesh = morton_renumber(&input)?;
             pb.finish_and_clear();
             let label = match t {
                 Some(_) => format!(
@@ -107,10 +119,19 @@ pub fn run(a: BenchMeshMatrixArgs) -> anyhow::Result<()> {
             if let Some(g) = dev.gpu() {
                 let pb = spinner(&format!("{label}: GPU"));
                 rows.extend(tessera_mesh::cuda::mesh_matrix_bench::run_gpu(
-                    g, &mesh, a.runs,
+                    g, &mesh, a.runs, false,
                 )?);
+                if !a.morton_only {
+                    let input_rows =
+                        tessera_mesh::cuda::mesh_matrix_bench::run_gpu(g, &input, a.runs, true)?;
+                    rows.extend(input_rows.into_iter().map(|mut r| {
+                        r.variant.push_str(" [input vertex order]");
+                        r
+                    }));
+                }
                 pb.finish_and_clear();
             }
+            drop(input);
             if mesh.num_faces() <= a.cpu_max_triangles {
                 let pb = spinner(&format!("{label}: CPU"));
                 rows.extend(run_cpu(&mesh, a.cpu_runs)?);

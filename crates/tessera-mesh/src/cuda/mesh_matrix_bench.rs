@@ -102,8 +102,13 @@ fn tcsr_adjacency(m: &MeshMatrix) -> Result<Tcsr, MeshError> {
     Ok(t)
 }
 
-/// The GPU rows of one triangle surface.
-pub fn run_gpu(gpu: &Gpu, mesh: &PolygonMesh, runs: usize) -> Result<Vec<BenchRow>, MeshError> {
+/// The GPU rows of one triangle surface (`spmv_only`: the Mᵀ v and M v sections only).
+pub fn run_gpu(
+    gpu: &Gpu,
+    mesh: &PolygonMesh,
+    runs: usize,
+    spmv_only: bool,
+) -> Result<Vec<BenchRow>, MeshError> {
     let runs = runs.max(5);
     let k = MeshMatrixKernels::new(gpu)?;
     let m = &mesh.matrix;
@@ -275,6 +280,9 @@ pub fn run_gpu(gpu: &Gpu, mesh: &PolygonMesh, runs: usize) -> Result<Vec<BenchRo
         max_rel(&gpu.download(&yv)?, &ours)
     );
     rows.push(r);
+    if spmv_only {
+        return Ok(rows);
+    }
 
     // ---- adjacency (vertex -> vertices) applied to a vector
     let tadj = tcsr_adjacency(m)?;

@@ -169,6 +169,52 @@ fn centroid_split(m: &PolygonMesh, k: usize) -> Result<PolygonMesh, MeshError> {
     PolygonMesh::from_matrix(positions, MeshMatrix::from_uniform(n, 3, tris)?)
 }
 
+/// Renumber the vertices along a Morton (Z-order) curve of their positions and sort the faces
+/// by their smallest new vertex (stable): the locality a scanned mesh has in scan order, made
+/// here for surfaces whose numbering came from elsewhere (the boundary of a volume mesh).
+pub fn morton_renumber(mesh: &PolygonMesh) -> Result<PolygonMesh, MeshError> {
+    let (lo, hi) = mesh.bounds();
+    let ext = (0..3)
+        .map(|k| hi[k] - lo[k])
+        .fold(0.0f64, f64::max)
+        .max(1e-300);
+    let spread = |mut x: u64| {
+        x &= 0x1f_ffff;
+        x = (x | x << 32) & 0x1f00000000ffff;
+        x = (x | x << 16) & 0x1f0000ff0000ff;
+        x = (x | x << 8) & 0x100f00f00f00f00f;
+        x = (x | x << 4) & 0x10c30c30c30c30c3;
+        (x | x << 2) & 0x1249249249249249
+    };
+    let mut keys: Vec<(u64, u32)> = mesh
+        .positions
+        .par_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let q = |k: usize| (((p[k] - lo[k]) / ext) * 2097151.0).clamp(0.0, 2097151.0) as u64;
+            (
+                spread(q(0)) | spread(q(1)) << 1 | spread(q(2)) << 2,
+                i as u32,
+            )
+        })
+        .collect();
+    keys.par_sort_unstable();
+    let mut new_of_old = vec![0u32; keys.len()];
+    for (k, &(_, old)) in keys.iter().enumerate() {
+        new_of_old[old as usize] = k as u32;
+    }
+    let r = mesh.renumber_vertices(&new_of_old)?;
+    let m = &r.matrix;
+    let mut faces: Vec<(u32, u32)> = (0..m.num_faces() as u32)
+        .into_par_iter()
+        .map(|f| (*m.face(f as usize).iter().min().expect("a face"), f))
+        .collect();
+    faces.par_sort_unstable();
+    let order: Vec<u32> = faces.into_iter().map(|x| x.1).collect();
+    let matrix = m.permute_faces(&order)?;
+    PolygonMesh::from_matrix(r.positions, matrix)
+}
+
 /// The boundary surface of a tetrahedral mesh (faces of one cell, oriented outward), its
 /// vertices renumbered in their order.
 pub fn tet_boundary(mesh: &SimplexMesh) -> Result<PolygonMesh, MeshError> {
