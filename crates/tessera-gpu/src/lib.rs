@@ -22,5 +22,6 @@ pub use compile::{cache_key, CompileOptions};
 pub use error::{GpuError, GpuResult};
 pub use primitives::{Primitives, SegOrder};
 pub use runtime::{
-    median, DeviceBuffer, Element, EventTimer, Gpu, Kernel, KernelArg, Launch, LaunchConfig, Module,
+    median, DeviceBuffer, Element, Event, EventTimer, Gpu, Kernel, KernelArg, Launch, LaunchConfig,
+    Module,
 };

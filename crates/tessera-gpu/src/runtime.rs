@@ -558,6 +558,49 @@ pub fn median(v: &mut [f64]) -> f64 {
     }
 }
 
+/// A CUDA event on a [`Gpu`]'s stream that is recorded without waiting, so a sequence of
+/// stages can be timed and read back after the next synchronising call.
+pub struct Event {
+    ev: cudarc::driver::CudaEvent,
+}
+
+impl Gpu {
+    /// A new event (record it with [`Event::record`]).
+    pub fn new_event(&self) -> GpuResult<Event> {
+        guard("cuEventCreate", || {
+            let fl = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+            let ev = self
+                .ctx
+                .new_event(fl)
+                .map_err(|e| GpuError::driver("cuEventCreate", e))?;
+            Ok(Event { ev })
+        })
+    }
+}
+
+impl Event {
+    /// Record the event at the current position of `gpu`'s stream (does not wait).
+    pub fn record(&self, gpu: &Gpu) -> GpuResult<()> {
+        guard("cuEventRecord", || {
+            self.ev
+                .record(&gpu.stream)
+                .map_err(|e| GpuError::driver("cuEventRecord", e))
+        })
+    }
+    /// Milliseconds from `self` to `later` (waits for `later`).
+    pub fn elapsed_ms(&self, later: &Event) -> GpuResult<f32> {
+        guard("cuEventElapsedTime", || {
+            later
+                .ev
+                .synchronize()
+                .map_err(|e| GpuError::driver("cuEventSynchronize", e))?;
+            self.ev
+                .elapsed_ms(&later.ev)
+                .map_err(|e| GpuError::driver("cuEventElapsedTime", e))
+        })
+    }
+}
+
 /// A pair of CUDA events for timing device work on a [`Gpu`]'s stream.
 pub struct EventTimer<'a> {
     gpu: &'a Gpu,
