@@ -184,12 +184,15 @@ fn field_infos(dim: usize) -> Vec<FieldInfo> {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StepStats {
     pub dt: f64,
+    /// Advection of velocity and smoke (with the smoke sources).
     pub advect_ms: f64,
+    /// The pressure projection (right-hand side, solve, velocity update).
     pub project_ms: f64,
+    /// Viscosity, forces, boundary values, output fields.
     pub other_ms: f64,
     /// The pressure solve.
     pub solve: SolveReport,
-    /// Largest `|net outflow| / h` over fluid cells before and after the projection.
+    /// Largest `|net outflow| / h` over active fluid cells before and after the projection.
     pub max_divergence_before: f64,
     pub max_divergence_after: f64,
 }
@@ -203,6 +206,7 @@ struct CpuState {
     tmp_new: Vec<Vec<f32>>,
     smoke_new: Vec<f32>,
     rhs: Vec<f32>,
+    active: Vec<bool>,
     mg: Multigrid<f32>,
 }
 
@@ -218,7 +222,7 @@ pub struct Fluid {
     /// Smoke source value per cell (0: none).
     source: Vec<f32>,
     infos: Vec<FieldInfo>,
-    /// Output fields (cell-centred), in `infos` order.
+    /// Output fields (cell-centred), in `infos` order (CPU fluids).
     out: Vec<Vec<f32>>,
     cpu: Option<CpuState>,
     gpu: Option<crate::cuda::GpuFluid>,
@@ -227,6 +231,11 @@ pub struct Fluid {
     dt_prev: f64,
     speed: f64,
     last: StepStats,
+}
+
+fn slices<'a>(v: &'a [Vec<f32>], dim: usize) -> [&'a [f32]; 3] {
+    let empty: &[f32] = &[];
+    std::array::from_fn(|a| if a < dim { v[a].as_slice() } else { empty })
 }
 
 impl Fluid {
@@ -261,7 +270,8 @@ impl Fluid {
             };
         }
         let level = finest_level::<f32>(&cut, dirichlet);
-        if !(0..level.len()).any(|c| level.is_active(c)) {
+        let active: Vec<bool> = (0..level.len()).map(|c| level.is_active(c)).collect();
+        if !active.iter().any(|&a| a) {
             return Err(FlowError::Invalid(format!(
                 "scene `{}`: no cell of the grid is connected to an open face",
                 setup.name
@@ -297,16 +307,11 @@ impl Fluid {
         let mut vel: Vec<Vec<f32>> = (0..dim)
             .map(|a| vec![setup.initial_velocity[a] as f32; mac.faces(a)])
             .collect();
-        let infos = field_infos(dim);
-        let mut out: Vec<Vec<f32>> = infos.iter().map(|_| vec![0.0f32; n]).collect();
-        let solid_idx = infos.len() - 1;
-        for (o, f) in out[solid_idx].iter_mut().zip(&fluid) {
-            *o = 1.0 - f;
-        }
         let zero_smoke = vec![0.0f32; n];
         for (a, v) in vel.iter_mut().enumerate() {
             mac::forces_and_boundaries(&mac, a, &open[a], &zero_smoke, 0.0, dim - 1, sides, v);
         }
+        let infos = field_infos(dim);
         let mut f = Fluid {
             speed: setup.params.reference_speed.abs(),
             mac,
@@ -315,7 +320,7 @@ impl Fluid {
             fluid,
             source,
             infos,
-            out,
+            out: Vec::new(),
             cpu: None,
             gpu: None,
             time: 0.0,
@@ -324,24 +329,29 @@ impl Fluid {
             last: StepStats::default(),
             setup,
         };
+        let mg = Multigrid::new(level, f.setup.params.multigrid, Par::auto());
         match gpu {
             Some(g) => {
-                let mg = Multigrid::new(level, f.setup.params.multigrid, Par::auto());
                 f.gpu = Some(crate::cuda::GpuFluid::new(g, &f, &vel, &mg)?);
             }
             None => {
-                let mg = Multigrid::new(level, f.setup.params.multigrid, Par::auto());
+                f.out = f.infos.iter().map(|_| vec![0.0f32; n]).collect();
+                let solid = f.infos.len() - 1;
+                for (o, fl) in f.out[solid].iter_mut().zip(&f.fluid) {
+                    *o = 1.0 - fl;
+                }
                 f.cpu = Some(CpuState {
                     smoke: vec![0.0; n],
                     psi: vec![0.0; n],
-                    tmp_fwd: vec![0.0; (0..dim).map(|a| f.mac.faces(a)).max().unwrap_or(0).max(n)],
-                    tmp_new: (0..dim).map(|a| vec![0.0; f.mac.faces(a)]).collect(),
+                    tmp_fwd: vec![0.0; (0..dim).map(|a| mac.faces(a)).max().unwrap_or(0).max(n)],
+                    tmp_new: (0..dim).map(|a| vec![0.0; mac.faces(a)]).collect(),
                     smoke_new: vec![0.0; n],
                     rhs: vec![0.0; n],
+                    active,
                     vel,
                     mg,
                 });
-                f.update_outputs_cpu();
+                f.finish(0.0)?;
             }
         }
         Ok(f)
@@ -375,6 +385,10 @@ impl Fluid {
     pub fn last_stats(&self) -> &StepStats {
         &self.last
     }
+    /// The GPU state (benchmarks).
+    pub(crate) fn gpu_state_mut(&mut self) -> Option<&mut crate::cuda::GpuFluid> {
+        self.gpu.as_mut()
+    }
     /// Whether the state lives on a GPU.
     pub fn on_gpu(&self) -> bool {
         self.gpu.is_some()
@@ -401,6 +415,14 @@ impl Fluid {
         match (&self.cpu, &self.gpu) {
             (Some(c), _) => Ok(c.smoke.clone()),
             (_, Some(g)) => g.smoke(),
+            _ => unreachable!("a fluid has a CPU or a GPU state"),
+        }
+    }
+    /// `psi = dt p / (rho h)` of the last projection (copied from the device on a GPU fluid).
+    pub fn psi(&self) -> Result<Vec<f32>, FlowError> {
+        match (&self.cpu, &self.gpu) {
+            (Some(c), _) => Ok(c.psi.clone()),
+            (_, Some(g)) => g.psi(),
             _ => unreachable!("a fluid has a CPU or a GPU state"),
         }
     }
@@ -444,28 +466,24 @@ impl Fluid {
         (n, (lam / n as f64) as f32)
     }
 
-    fn step_cpu(&mut self, dt: f64) -> StepStats {
+    /// Stage 2: advection of the face velocities and the smoke by the current velocity,
+    /// then the smoke sources.
+    pub fn advect(&mut self, dt: f64) -> Result<(), FlowError> {
         let mac = self.mac;
         let dim = mac.dim;
         let s = (dt / self.setup.h) as f32;
-        let params = self.setup.params;
-        let (nsub, lam) = self.viscosity_substeps(dt);
+        let mc = self.setup.params.maccormack;
+        if let Some(g) = &mut self.gpu {
+            return g.advect(s, mc);
+        }
         let st = self.cpu.as_mut().expect("CPU state");
-        let mut stats = StepStats {
-            dt,
-            ..Default::default()
-        };
-        let t0 = Instant::now();
-        // 2. advection by the start-of-step velocity
         {
-            let empty: &[f32] = &[];
-            let vref: [&[f32]; 3] =
-                std::array::from_fn(|a| if a < dim { st.vel[a].as_slice() } else { empty });
+            let vref = slices(&st.vel, dim);
             for a in 0..dim {
                 let n = mac.face_dims(a);
                 let off = Mac::face_offset(a);
                 let len = mac.faces(a);
-                if params.maccormack {
+                if mc {
                     mac::advect_sl(&mac, &vref, s, vref[a], n, off, &mut st.tmp_fwd[..len]);
                     mac::advect_maccormack(
                         &mac,
@@ -483,7 +501,7 @@ impl Fluid {
             }
             let n = mac.dims;
             let len = mac.cells();
-            if params.maccormack {
+            if mc {
                 mac::advect_sl(&mac, &vref, s, &st.smoke, n, CELL, &mut st.tmp_fwd[..len]);
                 mac::advect_maccormack(
                     &mac,
@@ -501,17 +519,26 @@ impl Fluid {
         }
         std::mem::swap(&mut st.vel, &mut st.tmp_new);
         std::mem::swap(&mut st.smoke, &mut st.smoke_new);
-        let t1 = Instant::now();
-        // 3. viscosity
+        mac::sources(&mut st.smoke, &self.source, &self.fluid);
+        Ok(())
+    }
+
+    /// Stages 3-4: viscosity sub-steps, buoyancy, boundary values, solid faces.
+    pub fn forces(&mut self, dt: f64) -> Result<(), FlowError> {
+        let mac = self.mac;
+        let dim = mac.dim;
+        let (nsub, lam) = self.viscosity_substeps(dt);
+        let bdt = (self.setup.params.buoyancy * dt) as f32;
+        if let Some(g) = &mut self.gpu {
+            return g.forces(nsub, lam, bdt, self.sides);
+        }
+        let st = self.cpu.as_mut().expect("CPU state");
         for _ in 0..nsub {
             for a in 0..dim {
                 mac::diffuse(&mac, a, &self.open[a], &st.vel[a], lam, &mut st.tmp_new[a]);
                 std::mem::swap(&mut st.vel[a], &mut st.tmp_new[a]);
             }
         }
-        // 4. sources, forces, boundary values
-        mac::sources(&mut st.smoke, &self.source, &self.fluid);
-        let bdt = (params.buoyancy * dt) as f32;
         for a in 0..dim {
             mac::forces_and_boundaries(
                 &mac,
@@ -524,42 +551,51 @@ impl Fluid {
                 &mut st.vel[a],
             );
         }
-        let t2 = Instant::now();
-        // 5. projection
-        let empty: &[f32] = &[];
-        let oref: [&[f32]; 3] = std::array::from_fn(|a| {
-            if a < dim {
-                self.open[a].as_slice()
-            } else {
-                empty
-            }
-        });
-        {
-            let vref: [&[f32]; 3] =
-                std::array::from_fn(|a| if a < dim { st.vel[a].as_slice() } else { empty });
-            mac::projection_rhs(&mac, &oref, &vref, &mut st.rhs);
-        }
-        stats.max_divergence_before = max_abs_active(&st.rhs, &self.fluid) / self.setup.h;
-        if self.dt_prev > 0.0 {
-            let r = (dt / self.dt_prev) as f32;
-            st.psi.iter_mut().for_each(|v| *v *= r);
-        }
-        stats.solve = st.mg.solve(&mut st.psi, &st.rhs);
+        Ok(())
+    }
+
+    /// Stage 5: the pressure projection with a time step `dt` (the previous step's
+    /// pressure, scaled to `dt`, is the initial guess); returns the solve's report and
+    /// records the largest divergence before it.
+    pub fn project(&mut self, dt: f64) -> Result<SolveReport, FlowError> {
+        let mac = self.mac;
+        let dim = mac.dim;
+        let ratio = if self.dt_prev > 0.0 {
+            (dt / self.dt_prev) as f32
+        } else {
+            1.0
+        };
+        let refine = self.setup.params.refine_projection;
         let outflow = |a: usize| {
             [
                 self.sides[2 * a] == SideKind::Outflow,
                 self.sides[2 * a + 1] == SideKind::Outflow,
             ]
         };
+        if let Some(g) = &mut self.gpu {
+            let out: [[bool; 2]; 3] =
+                std::array::from_fn(|a| if a < dim { outflow(a) } else { [false; 2] });
+            // the divergence before is read with the step's statistics in `finish`
+            return g.project(ratio, refine, out);
+        }
+        let st = self.cpu.as_mut().expect("CPU state");
+        let oref = slices(&self.open, dim);
+        mac::projection_rhs(&mac, &oref, &slices(&st.vel, dim), &mut st.rhs);
+        let before = st
+            .rhs
+            .iter()
+            .zip(&st.active)
+            .filter(|(_, &a)| a)
+            .map(|(x, _)| x.abs() as f64)
+            .fold(0.0, f64::max);
+        self.last.max_divergence_before = before / self.setup.h;
+        st.psi.iter_mut().for_each(|v| *v *= ratio);
+        let mut rep = st.mg.solve(&mut st.psi, &st.rhs);
         for a in 0..dim {
             mac::project_faces(&mac, a, &self.open[a], &st.psi, outflow(a), &mut st.vel[a]);
         }
-        if params.refine_projection {
-            {
-                let vref: [&[f32]; 3] =
-                    std::array::from_fn(|a| if a < dim { st.vel[a].as_slice() } else { empty });
-                mac::projection_rhs(&mac, &oref, &vref, &mut st.rhs);
-            }
+        if refine {
+            mac::projection_rhs(&mac, &oref, &slices(&st.vel, dim), &mut st.rhs);
             let mut dpsi = std::mem::take(&mut st.smoke_new);
             dpsi.iter_mut().for_each(|v| *v = 0.0);
             let r2 = st.mg.solve(&mut dpsi, &st.rhs);
@@ -569,38 +605,34 @@ impl Fluid {
             for (p, d) in st.psi.iter_mut().zip(&dpsi) {
                 *p += d;
             }
-            stats.solve.iterations += r2.iterations;
-            stats.solve.residuals.extend(r2.residuals.iter().skip(1));
+            rep.iterations += r2.iterations;
+            rep.converged &= r2.converged;
+            rep.residuals.extend(r2.residuals.iter().skip(1));
             st.smoke_new = dpsi;
         }
-        let t3 = Instant::now();
-        stats.advect_ms = (t1 - t0).as_secs_f64() * 1e3;
-        stats.project_ms = (t3 - t2).as_secs_f64() * 1e3;
-        stats.other_ms = (t2 - t1).as_secs_f64() * 1e3;
-        stats
+        Ok(rep)
     }
 
-    /// Recompute the output fields from the CPU state; returns the largest face speed.
-    fn update_outputs_cpu(&mut self) -> f64 {
-        let mac = self.mac;
-        let dim = mac.dim;
-        let st = self.cpu.as_ref().expect("CPU state");
-        let empty: &[f32] = &[];
-        let oref: [&[f32]; 3] = std::array::from_fn(|a| {
-            if a < dim {
-                self.open[a].as_slice()
-            } else {
-                empty
-            }
-        });
-        let vref: [&[f32]; 3] =
-            std::array::from_fn(|a| if a < dim { st.vel[a].as_slice() } else { empty });
-        let h = self.setup.h as f32;
-        let pscale = if self.dt_prev > 0.0 {
-            (self.setup.params.density * self.setup.h / self.dt_prev) as f32
+    /// Stage 6: the output fields for a step of `dt`; returns the largest face speed and
+    /// records the largest divergence left.
+    fn finish(&mut self, dt: f64) -> Result<f64, FlowError> {
+        let pscale = if dt > 0.0 {
+            (self.setup.params.density * self.setup.h / dt) as f32
         } else {
             0.0
         };
+        let inv_h = (1.0 / self.setup.h) as f32;
+        if let Some(g) = &mut self.gpu {
+            let (speed, after, before) = g.finish(pscale, inv_h)?;
+            self.last.max_divergence_after = after;
+            self.last.max_divergence_before = before / self.setup.h;
+            return Ok(speed);
+        }
+        let mac = self.mac;
+        let dim = mac.dim;
+        let st = self.cpu.as_ref().expect("CPU state");
+        let oref = slices(&self.open, dim);
+        let vref = slices(&st.vel, dim);
         let (pressure, rest) = self.out.split_at_mut(1);
         for (o, (&p, &f)) in pressure[0].iter_mut().zip(st.psi.iter().zip(&self.fluid)) {
             *o = if f > 0.0 { pscale * p } else { 0.0 };
@@ -610,23 +642,20 @@ impl Fluid {
         }
         rest[dim].copy_from_slice(&st.smoke);
         let div = &mut rest[dim + 1];
+        let mut dmax = 0.0f32;
         for (c, d) in div.iter_mut().enumerate() {
             *d = if self.fluid[c] > 0.0 {
-                mac::net_outflow(&mac, &oref, &vref, c) / h
+                mac::net_outflow(&mac, &oref, &vref, c) * inv_h
             } else {
                 0.0
             };
+            if self.fluid[c] > 0.0 && st.active[c] {
+                dmax = dmax.max(d.abs());
+            }
         }
-        mac::max_speed(&vref[..dim]) as f64
+        self.last.max_divergence_after = dmax as f64;
+        Ok(mac::max_speed(&vref[..dim]) as f64)
     }
-}
-
-fn max_abs_active(v: &[f32], fluid: &[f32]) -> f64 {
-    v.iter()
-        .zip(fluid)
-        .filter(|(_, &f)| f > 0.0)
-        .map(|(x, _)| x.abs() as f64)
-        .fold(0.0, f64::max)
 }
 
 impl Simulation for Fluid {
@@ -646,38 +675,24 @@ impl Simulation for Fluid {
     fn step(&mut self) -> Result<StepReport, FlowError> {
         let t0 = Instant::now();
         let dt = self.next_dt();
-        let visc = self.viscosity_substeps(dt);
-        let (stats, speed) = if let Some(g) = &mut self.gpu {
-            g.step(dt, self.dt_prev, &self.setup, self.sides, visc)?
-        } else {
-            let mut stats = self.step_cpu(dt);
-            self.dt_prev = dt;
-            let speed = self.update_outputs_cpu();
-            let st = self.cpu.as_ref().expect("CPU state");
-            let empty: &[f32] = &[];
-            let oref: [&[f32]; 3] = std::array::from_fn(|a| {
-                if a < self.mac.dim {
-                    self.open[a].as_slice()
-                } else {
-                    empty
-                }
-            });
-            let vref: [&[f32]; 3] = std::array::from_fn(|a| {
-                if a < self.mac.dim {
-                    st.vel[a].as_slice()
-                } else {
-                    empty
-                }
-            });
-            let mut m = 0.0f64;
-            for c in 0..self.mac.cells() {
-                if self.fluid[c] > 0.0 && st.mg.finest().is_active(c) {
-                    m = m.max(mac::net_outflow(&self.mac, &oref, &vref, c).abs() as f64);
-                }
-            }
-            stats.max_divergence_after = m / self.setup.h;
-            (stats, speed)
+        self.advect(dt)?;
+        let t1 = Instant::now();
+        self.forces(dt)?;
+        let t2 = Instant::now();
+        let solve = self.project(dt)?;
+        let t3 = Instant::now();
+        let speed = self.finish(dt)?;
+        let t4 = Instant::now();
+        let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
+        let (advect_ms, project_ms, other_ms) = match &self.gpu {
+            Some(g) => g.stage_ms()?,
+            None => (ms(t0, t1), ms(t2, t3), ms(t1, t2) + ms(t3, t4)),
         };
+        self.last.dt = dt;
+        self.last.advect_ms = advect_ms;
+        self.last.project_ms = project_ms;
+        self.last.other_ms = other_ms;
+        self.last.solve = solve;
         self.dt_prev = dt;
         self.speed = speed.max(1e-6);
         self.time += dt;
@@ -688,20 +703,18 @@ impl Simulation for Fluid {
                 self.setup.name, self.steps
             )));
         }
-        let wall_ms = t0.elapsed().as_secs_f64() * 1e3;
-        let rep = StepReport {
+        let st = &self.last;
+        Ok(StepReport {
             dt,
-            wall_ms,
+            wall_ms: t0.elapsed().as_secs_f64() * 1e3,
             stats: vec![
-                ("advect_ms", stats.advect_ms),
-                ("project_ms", stats.project_ms),
-                ("other_ms", stats.other_ms),
-                ("cycles", stats.solve.iterations as f64),
-                ("residual", stats.solve.relative_residual()),
+                ("advect_ms", st.advect_ms),
+                ("project_ms", st.project_ms),
+                ("other_ms", st.other_ms),
+                ("cycles", st.solve.iterations as f64),
+                ("residual", st.solve.relative_residual()),
             ],
-        };
-        self.last = stats;
-        Ok(rep)
+        })
     }
     fn time(&self) -> f64 {
         self.time
