@@ -13,7 +13,7 @@
 //! rediscretizes it level by level into the Galerkin-consistent multigrid hierarchy ->
 //! [`Fluid`] steps (advection, forces, projection by MGPCG; [`fluid::mac`] holds the CPU
 //! reference of every stage, [`cuda`] the GPU kernels) -> [`run`] / [`vtk`] write snapshots,
-//! and the benchmark lives in `tessera bench flow`.
+//! [`bench`] measures (`tessera bench flow`).
 //!
 //! - [`analytic`]: a closed-form, time-varying 2D source (a travelling Taylor-Green vortex
 //!   lattice) that the server and its tests use when no solver is wanted;
@@ -34,6 +34,7 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod analytic;
+pub mod bench;
 pub mod cuda;
 pub mod error;
 pub mod fluid;

@@ -20,6 +20,8 @@ enum BenchCmd {
     FemSolve(crate::bench_fem_solve::BenchFemSolveArgs),
     /// Shallow water on active tiles: cell updates/s against the bandwidth floor (§6.3.5).
     ShallowWater(crate::bench_shallow_water::BenchSwArgs),
+    /// Cut-cell fluid: time per step (2D/3D) and the multigrid pressure solve vs its floor.
+    Flow(crate::bench_flow::BenchFlowArgs),
 }
 
 pub fn run(a: BenchArgs) -> anyhow::Result<()> {
@@ -29,5 +31,6 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
         BenchCmd::FemSolve(a) => crate::bench_fem_solve::run(a),
         BenchCmd::ShallowWater(a) => crate::bench_shallow_water::run(a),
         BenchCmd::Meshmatrix(a) => crate::bench_meshmatrix::run(a),
+        BenchCmd::Flow(a) => crate::bench_flow::run(a),
     }
 }

@@ -5,6 +5,7 @@
 
 mod bench_fem;
 mod bench_fem_solve;
+mod bench_flow;
 mod bench_mesh;
 mod bench_shallow_water;
 mod bench_meshmatrix;
