@@ -45,6 +45,7 @@ pub mod run;
 pub mod scene;
 pub mod shallow_water;
 pub mod simulation;
+pub mod strouhal;
 pub mod surface;
 pub mod vtk;
 

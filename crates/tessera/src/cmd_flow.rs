@@ -30,6 +30,27 @@ enum FlowCmd {
     Run(RunArgs),
     /// Solve a manufactured cut-cell Poisson problem (circle: 2D, sphere: 3D) and report errors.
     Poisson(PoissonArgs),
+    /// Vortex-shedding frequency of cylinder2d (Re = 100): the Strouhal number.
+    Strouhal(StrouhalArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct StrouhalArgs {
+    /// Grid WxH of cylinder2d (cylinder diameter = H / 10).
+    #[arg(long, default_value = "512x128", allow_hyphen_values = true)]
+    grid: String,
+    /// Simulated time to run (the cylinder diameter is 0.1, the inflow speed 1).
+    #[arg(long, default_value_t = 30.0)]
+    time: f64,
+    /// Start of the analysed span (after the start-up transient).
+    #[arg(long, default_value_t = 15.0)]
+    skip: f64,
+    /// auto, cpu, cuda or cuda:N.
+    #[arg(long, default_value = "auto")]
+    device: DeviceChoice,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -92,6 +113,7 @@ pub fn run(a: FlowArgs) -> anyhow::Result<()> {
     match a.cmd {
         FlowCmd::Run(r) => run_scene(r),
         FlowCmd::Poisson(p) => poisson(p),
+        FlowCmd::Strouhal(s) => strouhal(s),
     }
 }
 
@@ -289,6 +311,53 @@ fn poisson(a: PoissonArgs) -> anyhow::Result<()> {
                 ol
             );
         }
+    }
+    Ok(())
+}
+
+fn strouhal(a: StrouhalArgs) -> anyhow::Result<()> {
+    let grid = scene::parse_grid(&a.grid)?;
+    let (setup, info) = scene::build("cylinder2d", Some(&grid), None)?;
+    let backend = crate::device::resolve(a.device)?;
+    eprintln!("device: {}", backend.describe());
+    let mut fluid = Fluid::new(setup, backend.gpu().cloned())?;
+    let quiet = a.json || !std::io::stderr().is_terminal();
+    let pb = if quiet {
+        ProgressBar::hidden()
+    } else {
+        let pb = ProgressBar::new((a.time * 100.0) as u64);
+        pb.set_style(
+            ProgressStyle::with_template("{bar:40} t = {msg} ({elapsed}, eta {eta})")
+                .expect("static template"),
+        );
+        pb
+    };
+    let t0 = std::time::Instant::now();
+    let r = tessera_flow::strouhal::measure(&mut fluid, &info, a.skip, a.time, |t| {
+        pb.set_position((t * 100.0) as u64);
+        pb.set_message(format!("{t:.2}"));
+    })?;
+    pb.finish_and_clear();
+    if a.json {
+        let mut v = serde_json::to_value(&r)?;
+        v["grid"] = serde_json::json!(grid);
+        v["wall_s"] = t0.elapsed().as_secs_f64().into();
+        println!("{v}");
+    } else {
+        println!(
+            "cylinder2d {}: Re = {:.0}, D = {}, blockage D/H = {:.2}; {} steps to t = {:.2} ({:.1} s)",
+            a.grid,
+            r.reynolds,
+            info.length,
+            r.blockage,
+            r.steps,
+            r.t_end,
+            t0.elapsed().as_secs_f64()
+        );
+        println!(
+            "shedding over t = {:.1}..{:.1}: {} periods, f = {:.4}, St = f D / U = {:.4}, transverse velocity amplitude {:.3} at x = 2D behind the cylinder",
+            r.t_start, r.t_end, r.periods, r.frequency, r.strouhal, r.amplitude
+        );
     }
     Ok(())
 }
