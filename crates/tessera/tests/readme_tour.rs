@@ -114,6 +114,7 @@ const COVERED: &[&str] = &[
     "spmv memory",
     "flow run",
     "flow poisson",
+    "flow strouhal",
     "query eval",
     "query bench",
     "serve",
@@ -121,6 +122,7 @@ const COVERED: &[&str] = &[
     "bench mesh",
     "bench fem",
     "bench fem-solve",
+    "bench flow",
 ];
 
 #[test]
@@ -325,6 +327,10 @@ fn tour_flow_serve_stream() {
         "flow", "poisson", "--case", "circle", "--n", "16", "--grids", "2", "--json",
     ]);
     ok(&[
+        "flow", "strouhal", "--grid", "64x16", "--time", "0.3", "--skip", "0.1", "--device",
+        "cpu", "--json",
+    ]);
+    ok(&[
         "serve",
         "--sim",
         "analytic",
@@ -391,5 +397,9 @@ fn tour_benchmarks() {
         "cpu",
         "--repeat",
         "1",
+    ]);
+    ok(&[
+        "bench", "flow", "--case", "smoke2d@32x32", "--steps", "2", "--warmup", "1", "--device",
+        "cpu", "--json",
     ]);
 }
