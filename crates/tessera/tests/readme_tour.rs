@@ -327,8 +327,8 @@ fn tour_flow_serve_stream() {
         "flow", "poisson", "--case", "circle", "--n", "16", "--grids", "2", "--json",
     ]);
     ok(&[
-        "flow", "strouhal", "--grid", "64x16", "--time", "0.3", "--skip", "0.1", "--device",
-        "cpu", "--json",
+        "flow", "strouhal", "--grid", "64x16", "--time", "0.3", "--skip", "0.1", "--device", "cpu",
+        "--json",
     ]);
     ok(&[
         "serve",
@@ -399,7 +399,16 @@ fn tour_benchmarks() {
         "1",
     ]);
     ok(&[
-        "bench", "flow", "--case", "smoke2d@32x32", "--steps", "2", "--warmup", "1", "--device",
-        "cpu", "--json",
+        "bench",
+        "flow",
+        "--case",
+        "smoke2d@32x32",
+        "--steps",
+        "2",
+        "--warmup",
+        "1",
+        "--device",
+        "cpu",
+        "--json",
     ]);
 }
