@@ -79,6 +79,53 @@ pub struct BenchMeshArgs {
     /// take seconds each, hence a separate, smaller default than --runs.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub subdivision_runs: u32,
+    /// Thread counts of the CPU columns (comma-separated; 1 runs the sequential path).
+    /// Default: 1 and all cores. The first is the "1 thread" column, the last the
+    /// "all threads" column of the tables and of the JSON report.
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
+    pub threads: Vec<u32>,
+    /// OpenVolumeMesh figures measured on this machine (JSON written by
+    /// `scripts/bench-mesh-ovm.sh`, one object or an array), laid beside ours with the
+    /// ratio OVM / ours; matched to a mesh by its vertex, edge, face and cell counts.
+    #[arg(long, value_name = "FILE.json")]
+    pub peer_ovm: Vec<PathBuf>,
+}
+
+/// OpenVolumeMesh figures of one mesh (the JSON of `scripts/ovm-peer/ovm_peer.cc`).
+#[derive(serde::Deserialize, Debug, Clone)]
+pub struct PeerOvm {
+    pub mesh: String,
+    pub vertices: usize,
+    pub edges: usize,
+    pub faces: usize,
+    pub cells: usize,
+    pub runs: u32,
+    /// Medians of the wall-clock time per operation (our operation names).
+    pub ops_ms: std::collections::BTreeMap<String, f64>,
+    /// Medians of the thread's CPU time per operation.
+    #[serde(default)]
+    pub ops_cpu_ms: std::collections::BTreeMap<String, f64>,
+}
+
+fn read_peers(files: &[PathBuf]) -> anyhow::Result<Vec<PeerOvm>> {
+    let mut out = Vec::new();
+    for f in files {
+        let text =
+            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", f.display()))?;
+        let items = match v {
+            serde_json::Value::Array(a) => a,
+            o => vec![o],
+        };
+        for it in items {
+            out.push(
+                serde_json::from_value(it)
+                    .with_context(|| format!("{}: not an OVM peer record", f.display()))?,
+            );
+        }
+    }
+    Ok(out)
 }
 
 /// Measured device-to-device copy bandwidth of the H100 the GPU columns are set against
@@ -361,12 +408,43 @@ impl GpuFigure {
     }
 }
 
+/// One thread count of the CPU columns.
+#[derive(Serialize, Debug, Clone)]
+struct ThreadFigure {
+    threads: usize,
+    ms: f64,
+}
+
+/// OpenVolumeMesh's figure for one operation, measured on this machine (`--peer-ovm`).
+#[derive(Serialize, Debug, Clone)]
+struct PeerFigure {
+    ovm_ms: f64,
+    ovm_cpu_ms: Option<f64>,
+    /// OVM wall time / ours (1 thread).
+    ovm_over_ours: f64,
+    /// OVM CPU time / ours (1 thread), when both are known.
+    ovm_over_ours_cpu: Option<f64>,
+    /// Our 1-thread figure the ratios use (for smoothing: the iterations only, as OVM's).
+    ours_ms: f64,
+    ours_cpu_ms: Option<f64>,
+}
+
 #[derive(Serialize, Debug)]
 struct OpResult {
     name: &'static str,
     table: &'static str,
     ms_1_thread: f64,
     ms_all_threads: f64,
+    /// CPU time of the 1-thread run (median), when known.
+    cpu_ms_1_thread: Option<f64>,
+    /// Every `--threads` column.
+    threads_ms: Vec<ThreadFigure>,
+    /// Smoothing only: the iterations without the boundary mask and buffer setup (the
+    /// difference of the medians of 10 and 0 iterations), 1 thread.
+    iterations_ms_1_thread: Option<f64>,
+    iterations_cpu_ms_1_thread: Option<f64>,
+    /// OpenVolumeMesh on this machine (`--peer-ovm`).
+    peer_ovm: Option<PeerFigure>,
     gpu: Option<GpuFigure>,
     paper_cpu_ms: Option<f64>,
     paper_gpu_ms: Option<f64>,
@@ -442,6 +520,9 @@ struct MeshResult {
     gpu_error: Option<String>,
     gpu_runs: Option<usize>,
     copy_bandwidth_bytes_per_s: f64,
+    /// The `--peer-ovm` record matched to this mesh: its name and runs per figure.
+    peer_ovm_mesh: Option<String>,
+    peer_ovm_runs: Option<u32>,
     ops: Vec<OpResult>,
     extra_gpu_ops: Vec<ExtraGpuRow>,
     subdivision: SubdivisionResult,
@@ -457,8 +538,39 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-/// Median time in ms of `runs` runs of `op` on `mesh` (after one warm-up), in `pool`.
-fn time_op(pool: &rayon::ThreadPool, op: &Op, mesh: &PolyMesh, par: Par, runs: u32) -> f64 {
+/// CPU time of the calling thread in ns (Linux: `/proc/thread-self/schedstat`), if known.
+fn thread_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Medians in ms of `runs` runs of `op` on `mesh` (after one warm-up), in `pool`: wall
+/// clock, and the CPU time of the pool thread when the pool has one thread (robust on a
+/// shared machine; `None` when unknown).
+fn time_op(
+    pool: &rayon::ThreadPool,
+    op: &Op,
+    mesh: &PolyMesh,
+    par: Par,
+    runs: u32,
+) -> (f64, Option<f64>) {
+    time_op_iterations(pool, op, mesh, par, runs, op.run)
+}
+
+/// As [`time_op`] with `run` in place of the operation's own function.
+fn time_op_iterations(
+    pool: &rayon::ThreadPool,
+    op: &Op,
+    mesh: &PolyMesh,
+    par: Par,
+    runs: u32,
+    run: fn(&PolyMesh, Par),
+) -> (f64, Option<f64>) {
+    let one = pool.current_num_threads() == 1;
     pool.install(|| {
         let prepared;
         let m = match op.setup {
@@ -475,15 +587,22 @@ fn time_op(pool: &rayon::ThreadPool, op: &Op, mesh: &PolyMesh, par: Par, runs: u
                 &prepared
             }
         };
-        (op.run)(m, par);
+        run(m, par);
+        let mut cpu = Vec::new();
         let times: Vec<f64> = (0..runs)
             .map(|_| {
+                let c0 = thread_cpu_ns();
                 let t = Instant::now();
-                (op.run)(m, par);
-                t.elapsed().as_secs_f64() * 1e3
+                run(m, par);
+                let ms = t.elapsed().as_secs_f64() * 1e3;
+                if let (true, Some(a), Some(b)) = (one, c0, thread_cpu_ns()) {
+                    cpu.push((b - a) as f64 * 1e-6);
+                }
+                ms
             })
             .collect();
-        median(times)
+        let cpu = (cpu.len() == times.len()).then(|| median(cpu));
+        (median(times), cpu)
     })
 }
 
@@ -564,11 +683,12 @@ fn gpu_subdivision(
 fn bench_subdivision(
     mesh: &PolyMesh,
     pi: Option<usize>,
-    pools: &[(rayon::ThreadPool, Par); 2],
+    pools: &[(rayon::ThreadPool, Par)],
     gpu: Option<&tessera_gpu::Gpu>,
     a: &BenchMeshArgs,
 ) -> anyhow::Result<SubdivisionResult> {
     let mut levels = Vec::new();
+    let last = pools.last().expect("at least one thread count");
     let mut cur = mesh.clone();
     cur.purge_caches();
     let mut level = 0usize;
@@ -580,14 +700,14 @@ fn bench_subdivision(
             None => {
                 let mut probe = cur.clone();
                 probe.set_par(Par::Rayon);
-                let predicted = pools[1].0.install(|| subdivision_counts(&probe));
+                let predicted = last.0.install(|| subdivision_counts(&probe));
                 if !fits(&predicted, a.max_entities) {
                     break;
                 }
             }
         }
         let (pre1, tot1, _) = time_level(&pools[0].0, &cur, pools[0].1, a.subdivision_runs)?;
-        let (pre_n, tot_n, next) = time_level(&pools[1].0, &cur, pools[1].1, a.subdivision_runs)?;
+        let (pre_n, tot_n, next) = time_level(&last.0, &cur, last.1, a.subdivision_runs)?;
         let paper = TABLE_3_4.get(level - 1);
         let pick =
             |f: fn(&PaperLevel) -> [Option<f64>; 3]| pi.and_then(|i| paper.and_then(|p| f(p)[i]));
@@ -650,31 +770,85 @@ fn bench_subdivision(
 fn bench_one(
     name: String,
     mesh: &PolyMesh,
-    pools: &[(rayon::ThreadPool, Par); 2],
+    pools: &[(rayon::ThreadPool, Par)],
     backend: &Backend,
     a: &BenchMeshArgs,
     pb: &indicatif::ProgressBar,
+    peers: &[PeerOvm],
 ) -> anyhow::Result<MeshResult> {
     let pi = paper_index(&name);
     let runs = a.runs;
+    let peer = peers.iter().find(|p| {
+        (p.vertices, p.edges, p.faces, p.cells)
+            == (
+                mesh.num_vertices(),
+                mesh.num_edges(),
+                mesh.num_faces(),
+                mesh.num_cells(),
+            )
+    });
     let mut ops: Vec<OpResult> = OPS
         .iter()
-        .map(|op| OpResult {
-            name: op.name,
-            table: op.paper.table,
-            ms_1_thread: {
-                pb.set_message(format!("{name}: {} (1 thread)", op.name));
-                time_op(&pools[0].0, op, mesh, pools[0].1, runs)
-            },
-            ms_all_threads: {
-                pb.set_message(format!("{name}: {} (all threads)", op.name));
-                time_op(&pools[1].0, op, mesh, pools[1].1, runs)
-            },
-            gpu: None,
-            paper_cpu_ms: pi.map(|i| op.paper.cpu[i]),
-            paper_gpu_ms: pi.map(|i| op.paper.gpu[i]),
-            paper_ovm_ms: pi.map(|i| op.paper.ovm[i]),
-            gpu_speedup_over_paper_gpu: None,
+        .map(|op| {
+            let figs: Vec<(f64, Option<f64>)> = pools
+                .iter()
+                .map(|(pool, par)| {
+                    pb.set_message(format!(
+                        "{name}: {} ({} thr.)",
+                        op.name,
+                        pool.current_num_threads()
+                    ));
+                    time_op(pool, op, mesh, *par, runs)
+                })
+                .collect();
+            let threads_ms = pools
+                .iter()
+                .zip(&figs)
+                .map(|((pool, _), f)| ThreadFigure {
+                    threads: pool.current_num_threads(),
+                    ms: f.0,
+                })
+                .collect();
+            // smoothing: the iterations alone = median(10 iterations) - median(0 iterations)
+            let iterations = (op.name == "Laplacian Smoothing").then(|| {
+                let (pool, par) = &pools[0];
+                let none = time_op_iterations(pool, op, mesh, *par, runs, |m, _| {
+                    black_box(smoothed_positions(m, 0));
+                });
+                (
+                    (figs[0].0 - none.0).max(0.0),
+                    figs[0].1.zip(none.1).map(|(a, b)| (a - b).max(0.0)),
+                )
+            });
+            let peer_ovm = peer.and_then(|p| {
+                let ovm_ms = *p.ops_ms.get(op.name)?;
+                let ovm_cpu_ms = p.ops_cpu_ms.get(op.name).copied();
+                let (ours_ms, ours_cpu_ms) = iterations.unwrap_or(figs[0]);
+                Some(PeerFigure {
+                    ovm_ms,
+                    ovm_cpu_ms,
+                    ovm_over_ours: ovm_ms / ours_ms,
+                    ovm_over_ours_cpu: ovm_cpu_ms.zip(ours_cpu_ms).map(|(o, u)| o / u),
+                    ours_ms,
+                    ours_cpu_ms,
+                })
+            });
+            OpResult {
+                name: op.name,
+                table: op.paper.table,
+                ms_1_thread: figs[0].0,
+                ms_all_threads: figs.last().expect("at least one thread count").0,
+                cpu_ms_1_thread: figs[0].1,
+                threads_ms,
+                iterations_ms_1_thread: iterations.map(|i| i.0),
+                iterations_cpu_ms_1_thread: iterations.and_then(|i| i.1),
+                peer_ovm,
+                gpu: None,
+                paper_cpu_ms: pi.map(|i| op.paper.cpu[i]),
+                paper_gpu_ms: pi.map(|i| op.paper.gpu[i]),
+                paper_ovm_ms: pi.map(|i| op.paper.ovm[i]),
+                gpu_speedup_over_paper_gpu: None,
+            }
         })
         .collect();
     let mut extra_gpu_ops = Vec::new();
@@ -718,7 +892,7 @@ fn bench_one(
         table_3_1_bytes: mesh.topology_bytes() + 12 * mesh.num_vertices(),
         paper_ours_bytes: pi.map(|i| TABLE_3_1[i].ours_bytes),
         paper_ovm_bytes: pi.map(|i| TABLE_3_1[i].ovm_bytes),
-        threads: pools[1].0.current_num_threads(),
+        threads: pools.last().expect("a pool").0.current_num_threads(),
         runs,
         smoothing_iterations: SMOOTH_ITERATIONS,
         device: backend.describe(),
@@ -726,6 +900,8 @@ fn bench_one(
         gpu_error,
         gpu_runs: backend.gpu().map(|_| GPU_RUNS),
         copy_bandwidth_bytes_per_s: COPY_BANDWIDTH,
+        peer_ovm_mesh: peer.map(|p| p.mesh.clone()),
+        peer_ovm_runs: peer.map(|p| p.runs),
         ops,
         extra_gpu_ops,
         subdivision,
@@ -819,15 +995,23 @@ fn print_table(r: &MeshResult) {
         (Some(d), Some(e)) => println!("GPU: {d}: the GPU benchmark failed: {e}"),
         (None, _) => {}
     }
-    let mut head = format!(
-        "{:<28} {:>5} {:>10} {:>10} {:>10} {:>10}",
-        "operation",
-        "table",
-        "1 thread",
-        format!("{} thr.", r.threads),
-        "paper CPU",
-        "paper OVM"
-    );
+    let threads: Vec<usize> = r
+        .ops
+        .first()
+        .map(|o| o.threads_ms.iter().map(|t| t.threads).collect())
+        .unwrap_or_default();
+    let peer = r.ops.iter().any(|o| o.peer_ovm.is_some());
+    let mut head = format!("{:<28} {:>5}", "operation", "table");
+    for t in &threads {
+        head += &format!(" {:>10}", format!("{t} thr."));
+    }
+    head += &format!(" {:>10} {:>10}", "paper CPU", "paper OVM");
+    if peer {
+        head += &format!(
+            " {:>10} {:>9} {:>10} {:>10} {:>9}",
+            "OVM here", "OVM/ours", "CPU: ours", "OVM", "OVM/ours"
+        );
+    }
     if gpu {
         head += &format!(
             " {:>10} {:>10} {:>7} {:>10} {:>8}",
@@ -844,15 +1028,28 @@ fn print_table(r: &MeshResult) {
         } else {
             o.name.to_string()
         };
-        let mut line = format!(
-            "{:<28} {:>5} {:>10} {:>10} {:>10} {:>10}",
-            name,
-            o.table,
-            ms(Some(o.ms_1_thread)),
-            ms(Some(o.ms_all_threads)),
-            ms(o.paper_cpu_ms),
-            ms(o.paper_ovm_ms)
-        );
+        let mut line = format!("{:<28} {:>5}", name, o.table);
+        for t in &o.threads_ms {
+            line += &format!(" {:>10}", ms(Some(t.ms)));
+        }
+        line += &format!(" {:>10} {:>10}", ms(o.paper_cpu_ms), ms(o.paper_ovm_ms));
+        if peer {
+            match &o.peer_ovm {
+                Some(p) => {
+                    line += &format!(
+                        " {:>10} {:>9} {:>10} {:>10} {:>9}",
+                        ms(Some(p.ovm_ms)),
+                        speedup(Some(p.ovm_over_ours)),
+                        ms(p.ours_cpu_ms),
+                        ms(p.ovm_cpu_ms),
+                        speedup(p.ovm_over_ours_cpu)
+                    )
+                }
+                None => {
+                    line += &format!(" {:>10} {:>9} {:>10} {:>10} {:>9}", "-", "-", "-", "-", "-")
+                }
+            }
+        }
         if gpu {
             let (g, b, f) = gpu_cols(&o.gpu);
             line += &format!(
@@ -862,6 +1059,15 @@ fn print_table(r: &MeshResult) {
             );
         }
         println!("{line}");
+    }
+    if peer {
+        println!(
+            "OVM here = OpenVolumeMesh on this machine (--peer-ovm: `{}`, median of {} runs), 1 thread, wall clock; CPU columns = the thread's CPU time (1 thread). Smoothing compares the iterations only ({}: ours {} ms).",
+            r.peer_ovm_mesh.as_deref().unwrap_or("-"),
+            r.peer_ovm_runs.unwrap_or(0),
+            "median(10 it.) - median(0 it.)",
+            ms(r.ops.iter().find_map(|o| o.iterations_ms_1_thread))
+        );
     }
     for x in &r.extra_gpu_ops {
         let (g, b, f) = gpu_cols(&Some(x.gpu.clone()));
@@ -959,13 +1165,22 @@ fn print_table(r: &MeshResult) {
 
 pub fn run(a: BenchMeshArgs) -> anyhow::Result<()> {
     let backend = resolve(a.device)?;
-    let pools = [
-        (
-            rayon::ThreadPoolBuilder::new().num_threads(1).build()?,
-            Par::Seq,
-        ),
-        (rayon::ThreadPoolBuilder::new().build()?, Par::Rayon),
-    ];
+    let counts: Vec<usize> = if a.threads.is_empty() {
+        vec![1, 0]
+    } else {
+        a.threads.iter().map(|&t| t as usize).collect()
+    };
+    let mut pools = Vec::with_capacity(counts.len());
+    for &t in &counts {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(t).build()?;
+        let par = if pool.current_num_threads() == 1 {
+            Par::Seq
+        } else {
+            Par::Rayon
+        };
+        pools.push((pool, par));
+    }
+    let peers = read_peers(&a.peer_ovm)?;
     let note = match (&backend, a.device) {
         (Backend::Cuda(g), _) => format!("GPU columns on {}", g.describe()),
         (Backend::Cpu, DeviceChoice::Cpu) => "--device cpu: CPU columns only".to_string(),
@@ -1001,6 +1216,7 @@ pub fn run(a: BenchMeshArgs) -> anyhow::Result<()> {
             &backend,
             &a,
             &pb,
+            &peers,
         )?);
         pb.inc(1);
         if !a.json {
@@ -1017,7 +1233,7 @@ pub fn run(a: BenchMeshArgs) -> anyhow::Result<()> {
             |n| n.to_string_lossy().into_owned(),
         );
         results.push(
-            bench_one(name, &mesh, &pools, &backend, &a, &pb)
+            bench_one(name, &mesh, &pools, &backend, &a, &pb, &peers)
                 .with_context(|| format!("benchmarking {}", path.display()))?,
         );
         pb.inc(1);
