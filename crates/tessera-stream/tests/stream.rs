@@ -139,9 +139,16 @@ fn never_more_frames_in_flight_than_requests() {
             c.request(n).await.unwrap();
             let mut frames = 0;
             let mut last = None::<u64>;
-            let end = tokio::time::Instant::now() + Duration::from_millis(700);
+            // the n frames (a generous deadline: the machine may be loaded), then 700 ms of
+            // silence while the simulation keeps stepping
+            let end = tokio::time::Instant::now() + Duration::from_secs(20);
+            let mut quiet_until = None;
             while let Some(ev) = c
-                .next_event_within(end.saturating_duration_since(tokio::time::Instant::now()))
+                .next_event_within(
+                    quiet_until
+                        .unwrap_or(end)
+                        .saturating_duration_since(tokio::time::Instant::now()),
+                )
                 .await
                 .unwrap()
             {
@@ -149,6 +156,9 @@ fn never_more_frames_in_flight_than_requests() {
                     frames += 1;
                     assert!(last.is_none_or(|l| f.frame.frame_id > l));
                     last = Some(f.frame.frame_id);
+                }
+                if frames >= n && quiet_until.is_none() {
+                    quiet_until = Some(tokio::time::Instant::now() + Duration::from_millis(700));
                 }
             }
             assert_eq!(
