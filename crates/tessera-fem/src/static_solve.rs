@@ -24,7 +24,9 @@ use tessera_mesh::simplex::SimplexMesh;
 use tessera_mesh::MeshError;
 use tessera_sparse::binbcsr::BinBcsr;
 
-use tessera_solve::cuda::{pcg_gpu, SolveKernels};
+use tessera_solve::cuda::{
+    pcg_gpu, pcg_gpu_with, DeviceAmg, DeviceOperator, DevicePmg, DevicePreconditioner, SolveKernels,
+};
 use tessera_solve::{
     pcg, pcg_with, Amg, BlockCsr, Constraints, PMultigrid, PcgParams, SolveError, SolveReport,
 };
@@ -737,11 +739,7 @@ pub fn solve_stage(
     k: Stiffness<'_>,
     prec: &SolverSetup<'_>,
 ) -> Result<(Vec<f64>, SolveReport, Option<BinBcsr<f64>>), StaticError> {
-    let params = PcgParams {
-        tolerance: problem.solver.tolerance,
-        max_iterations: problem.solver.max_iterations,
-        ..Default::default()
-    };
+    let params = pcg_params(problem);
     let (f, cons) = (&prep.f, &prep.constraints);
     let mut u = Vec::new();
     let none = &mut |_: usize, _: f64| {};
@@ -765,11 +763,78 @@ pub fn solve_stage(
         }
         (_, Stiffness::Device(..)) => {
             return Err(StaticError::Unsupported(
-                "multigrid preconditioners on the GPU need the host matrix".into(),
+                "solve_stage runs multigrid preconditioners on host matrices; GPU runs set them up and upload them in solve_problem".into(),
             ))
         }
     };
     Ok((u, report, None))
+}
+
+fn pcg_params(problem: &Problem) -> PcgParams {
+    PcgParams {
+        tolerance: problem.solver.tolerance,
+        max_iterations: problem.solver.max_iterations,
+        ..Default::default()
+    }
+}
+
+/// Stages `setup` and `solve` of a GPU run with a multigrid preconditioner: the matrix
+/// assembled on the device is downloaded, the hierarchy is set up on the host
+/// ([`setup_stage`]) and uploaded, and the PCG runs on the device with the device cycle
+/// ([`tessera_solve::cuda::DeviceAmg`], [`tessera_solve::cuda::DevicePmg`]) whose finest
+/// level is the device matrix itself. The `setup` stage includes the download and upload
+/// (sub-stages `download` and `upload_hierarchy` in [`SolverInfo::setup_stages_ms`]). Returns the
+/// solution, the report, the host copy of the matrix and the solver info.
+fn multigrid_gpu(
+    problem: &Problem,
+    prep: &Prepared,
+    gpu: &Gpu,
+    mat: &DeviceBinBcsr<f64>,
+    st: &mut StageRunner<'_>,
+) -> Result<(Vec<f64>, SolveReport, BinBcsr<f64>, SolverInfo), StaticError> {
+    let fixed = &prep.constraints.fixed[..];
+    (st.progress)("setup");
+    let t = Instant::now();
+    let host = mat.download(gpu)?;
+    let download_ms = t.elapsed().as_secs_f64() * 1e3;
+    let (prec, mut info) = setup_stage(problem, prep, &host)?;
+    let t_up = Instant::now();
+    let sk = SolveKernels::new(gpu)?;
+    let dprec: Box<dyn DevicePreconditioner + '_> = match &prec {
+        SolverSetup::Amg(amg) => Box::new(DeviceAmg::upload(
+            gpu,
+            amg,
+            Some((mat as &dyn DeviceOperator, fixed)),
+        )?),
+        SolverSetup::Pmg(pmg) => Box::new(DevicePmg::upload(gpu, pmg, mat, fixed)?),
+        _ => {
+            return Err(StaticError::Unsupported(
+                "multigrid_gpu needs a multigrid preconditioner".into(),
+            ))
+        }
+    };
+    drop(prec);
+    info.setup_stages_ms
+        .insert(0, ("download".to_string(), download_ms));
+    info.setup_stages_ms.push((
+        "upload_hierarchy".to_string(),
+        t_up.elapsed().as_secs_f64() * 1e3,
+    ));
+    st.list
+        .push(("setup".to_string(), t.elapsed().as_secs_f64() * 1e3));
+    let mut u = Vec::new();
+    let report = st.run("solve", || {
+        pcg_gpu_with(
+            &sk,
+            mat,
+            &*dprec,
+            &prep.f,
+            &prep.constraints,
+            &pcg_params(problem),
+            &mut u,
+        )
+    })?;
+    Ok((u, report, host, info))
 }
 
 /// Run the whole static simulation on the CPU or a GPU (see [`StaticOptions::device`]).
@@ -777,7 +842,8 @@ pub fn solve_stage(
 ///
 /// On a GPU, the context is created and the kernels are loaded in a background thread while
 /// the mesh file is read; assembly (§4.4) and the PCG run on the device, only the load vector
-/// goes up and the displacement comes back. The direct solver (`method = "cholesky"`) runs
+/// goes up and the displacement comes back. A multigrid hierarchy is set up on the host from
+/// the downloaded matrix and uploaded (see [`multigrid_gpu`]); its cycle runs on the device. The direct solver (`method = "cholesky"`) runs
 /// on the CPU with the downloaded matrix.
 pub fn solve_problem(
     problem: &Problem,
@@ -796,7 +862,6 @@ pub fn solve_problem(
     }
     let prep = st.run("preprocess", || preprocess(problem, loaded.mesh))?;
     let kind = problem.solver.preconditioner_for(prep.ho.order());
-    let on_gpu = loaded.gpu.is_some();
     let (u, report, matrix, device_matrix, assembly, info) = match loaded.gpu {
         Some(gpu)
             if problem.solver.method == SolverMethod::Cholesky
@@ -813,29 +878,22 @@ pub fn solve_problem(
             })?;
             (u, report, host, Some((gpu, mat)), stats, info)
         }
-        gpu => {
-            // multigrid runs on the CPU for now: a GPU run assembles on the device and
-            // downloads the matrix
-            let (m, stats, dm) = match &gpu {
-                None => {
-                    let asm = st.run("assemble", || assemble_cpu(problem, &prep.ho, opts))?;
-                    (asm.matrix, asm.stats, None)
-                }
-                Some(g) => {
-                    let (mat, stats) = assemble_gpu(problem, &prep.ho, g, opts, &mut st)?;
-                    let host = mat.download(g)?;
-                    (host, stats, Some((g.clone(), mat)))
-                }
-            };
+        Some(gpu) => {
+            let (mat, stats) = assemble_gpu(problem, &prep.ho, &gpu, opts, &mut st)?;
+            let (u, report, host, info) = multigrid_gpu(problem, &prep, &gpu, &mat, &mut st)?;
+            (u, report, Some(host), Some((gpu, mat)), stats, info)
+        }
+        None => {
+            let asm = st.run("assemble", || assemble_cpu(problem, &prep.ho, opts))?;
+            let m = asm.matrix;
             let (prec, info) = st.run("setup", || setup_stage(problem, &prep, &m))?;
             let (u, report, _) = st.run("solve", || {
                 solve_stage(problem, &prep, Stiffness::Host(&m), &prec)
             })?;
             drop(prec);
-            (u, report, Some(m), dm, stats, info)
+            (u, report, Some(m), None, asm.stats, info)
         }
     };
-    let _ = on_gpu;
     let device = device_matrix
         .as_ref()
         .map_or("cpu".to_string(), |(g, _)| format!("cuda:{}", g.ordinal()));

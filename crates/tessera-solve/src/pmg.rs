@@ -182,6 +182,11 @@ impl<'a, A: BlockOperator + ?Sized> PMultigrid<'a, A> {
         })
     }
 
+    /// The inverted diagonal blocks of the order-`p` level (identity on constrained DOFs).
+    pub fn fine_dinv(&self) -> &BlockJacobi {
+        &self.dinv
+    }
+
     /// Levels: the order-`p` level and the AMG's.
     pub fn num_levels(&self) -> usize {
         1 + self.amg.num_levels()

@@ -13,13 +13,19 @@
 //! clock from the start of the load to the displacement in host memory, with a fresh CUDA
 //! context per run (opened while the file is read, as `tessera fem solve` does); the first,
 //! kernel-cache-warming run is not reported.
+//!
+//! `--preconditioner block-jacobi,amg,pmg` runs every case with each preconditioner
+//! (`default`: the problem's default, AMG for p = 1 and p-multigrid for p >= 2) and prints
+//! setup, solve, iterations, levels and complexities side by side. On a GPU the multigrid
+//! hierarchy is set up on the host from the downloaded matrix and uploaded (both inside
+//! `setup`); its cycle runs on the device.
 
 use anyhow::Context;
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use tessera_core::{DeviceChoice, Par};
-use tessera_fem::problem::Problem;
+use tessera_fem::problem::{PreconditionerKind, Problem};
 use tessera_fem::static_solve::{
     solve_problem, stage_ms, StageTimes, StaticOptions, StaticSolution,
 };
@@ -47,6 +53,14 @@ pub struct BenchFemSolveArgs {
     /// Timed end-to-end runs per case (the median is reported).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
+    /// Preconditioners to compare (comma-separated or repeated): block-jacobi, amg, pmg, or
+    /// default (AMG for p = 1, p-multigrid for p >= 2).
+    #[arg(
+        long = "preconditioner",
+        value_delimiter = ',',
+        default_value = "default"
+    )]
+    pub preconditioners: Vec<String>,
     /// Print one JSON object per case instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -129,6 +143,15 @@ fn case_problem(spec: &str, tolerance: f64) -> anyhow::Result<Case> {
 struct Row {
     case: String,
     device: String,
+    /// the preconditioner that ran, with its setup time (ms, the `setup` stage), levels,
+    /// operator and grid complexity and hierarchy bytes
+    preconditioner: String,
+    setup_ms: f64,
+    levels: usize,
+    operator_complexity: f64,
+    grid_complexity: f64,
+    hierarchy_bytes: usize,
+    setup_stages_ms: StageTimes,
     cells: usize,
     order: usize,
     dofs: usize,
@@ -231,6 +254,13 @@ fn run_case(
             .trim()
             .to_string(),
         device: sol.device.clone(),
+        preconditioner: sol.solver.preconditioner.clone(),
+        setup_ms: stage_ms(&stages, "setup").unwrap_or(0.0),
+        levels: sol.solver.levels,
+        operator_complexity: sol.solver.operator_complexity,
+        grid_complexity: sol.solver.grid_complexity,
+        hierarchy_bytes: sol.solver.hierarchy_bytes,
+        setup_stages_ms: sol.solver.setup_stages_ms.clone(),
         cells: sol.ho.num_cells(),
         order: sol.ho.order(),
         dofs: sol.u.len(),
@@ -301,10 +331,26 @@ pub fn run(a: BenchFemSolveArgs) -> anyhow::Result<()> {
     } else {
         a.cases.clone()
     };
-    let cases = specs
-        .iter()
-        .map(|s| case_problem(s, a.tolerance))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut precs: Vec<Option<PreconditionerKind>> = Vec::new();
+    for name in &a.preconditioners {
+        let k = match name.trim() {
+            "default" => None,
+            s => Some(PreconditionerKind::parse(s).with_context(|| {
+                format!("unknown preconditioner `{s}` (block-jacobi, amg, pmg or default)")
+            })?),
+        };
+        if !precs.contains(&k) {
+            precs.push(k);
+        }
+    }
+    let mut cases = Vec::new();
+    for s in &specs {
+        for &k in &precs {
+            let mut c = case_problem(s, a.tolerance)?;
+            c.problem.solver.preconditioner = k;
+            cases.push(c);
+        }
+    }
     let mut rows = Vec::new();
     let pb = crate::util::steps(a.json, cases.len() as u64, "cases");
     for c in &cases {
@@ -327,6 +373,47 @@ pub fn run(a: BenchFemSolveArgs) -> anyhow::Result<()> {
         a.repeat, a.tolerance
     );
     print!("{}", end_to_end_table(&rows)?.markdown());
+    println!();
+    println!("Preconditioners (setup = hierarchy set-up incl. device transfers; operator complexity = Σ blocks / fine blocks; targets on the H100: bracket-1.69M p=1 < 1000 ms end to end, setup + solve < 400 ms, < 100 iterations; bracket-573k p=2 < 3000 ms)");
+    println!(
+        "{:<26} {:<13} {:>6} {:>9} {:>9} {:>9} {:>6} {:>8} {:>8} {:>10}",
+        "case",
+        "precond",
+        "iters",
+        "setup ms",
+        "solve ms",
+        "total ms",
+        "levels",
+        "op cx",
+        "grid cx",
+        "hier MB"
+    );
+    for r in &rows {
+        println!(
+            "{:<26} {:<13} {:>6} {:>9.1} {:>9.1} {:>9.1} {:>6} {:>8.3} {:>8.3} {:>10.1}",
+            r.case,
+            r.preconditioner,
+            r.iterations,
+            r.setup_ms,
+            stage_ms(&r.stages_ms, "solve").unwrap_or(f64::NAN),
+            r.end_to_end_ms,
+            r.levels,
+            r.operator_complexity,
+            r.grid_complexity,
+            r.hierarchy_bytes as f64 / 1e6
+        );
+    }
+    for r in rows.iter().filter(|r| !r.setup_stages_ms.is_empty()) {
+        println!(
+            "{} {}: setup stages {:?} ms",
+            r.case,
+            r.preconditioner,
+            r.setup_stages_ms
+                .iter()
+                .map(|(k, v)| format!("{k} {v:.1}"))
+                .collect::<Vec<_>>()
+        );
+    }
     println!();
     println!("PCG SpMV (Bin-BCSR*, f64; bytes = stored blocks + column indices + diagonal + x + y once; floor at {:.1} TB/s copy bandwidth)", COPY_BANDWIDTH / 1e12);
     println!(

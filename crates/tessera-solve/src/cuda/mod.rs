@@ -5,15 +5,19 @@
 //! |---|---|---|
 //! | SpMV | warp per bin, atomic bin counter (Listing 4.1) | [`BinBcsr::spmv`](tessera_sparse::binbcsr::BinBcsr::spmv) |
 //! | PCG | filtered block-Jacobi PCG, deterministic two-pass dot products, scalars on the device | [`crate::pcg::pcg`] |
+//! | PCG with a preconditioner | the same iteration with [`DevicePreconditioner`] | [`crate::pcg::pcg_with`] |
+//! | AMG / p-multigrid cycle | hierarchy set up on the host, uploaded; block CSR SpMV (a lane group per block row), Chebyshev / Jacobi smoother steps, dense coarse inverse | [`crate::Amg::cycle`], [`crate::PMultigrid::cycle`] |
 //!
 //! Only `tessera-gpu` calls cudarc; this module launches its kernels through it. The CUDA
 //! sources live beside it in `kernels/`.
 
 mod matrix;
+mod multigrid;
 mod pcg;
 
 pub use matrix::{DeviceBinBcsr, DeviceBinBcsrPattern, DeviceOperator};
-pub use pcg::pcg_gpu;
+pub use multigrid::{DeviceAmg, DeviceBlockCsr, DevicePmg, DevicePreconditioner};
+pub use pcg::{pcg_gpu, pcg_gpu_with};
 
 use std::sync::{Arc, Mutex};
 use tessera_gpu::{CompileOptions, DeviceBuffer, Element, Gpu, Kernel, LaunchConfig, Module};
@@ -21,8 +25,12 @@ use tessera_sparse::binbcsr::Scalar;
 
 use crate::error::SolveError;
 
-/// CUDA source of the solver kernels (deterministic: a constant).
-pub const SOURCE: &str = include_str!("kernels/solve.cu");
+/// CUDA source of the solver kernels (deterministic: a constant): PCG and Bin-BCSR* SpMV,
+/// then the multigrid kernels.
+pub const SOURCE: &str = concat!(
+    include_str!("kernels/solve.cu"),
+    include_str!("kernels/multigrid.cu")
+);
 
 pub(crate) const BLOCK: u32 = 256;
 /// Blocks of the first pass of the deterministic dot product (fixed, so sums do not depend

@@ -3,7 +3,10 @@
 use rayon::prelude::*;
 use tessera_gpu::{DeviceBuffer, LaunchConfig};
 
-use super::{cfg, dot_into, to_u32, up, DeviceOperator, SolveKernels, BLOCK, DOT_BLOCKS};
+use super::{
+    cfg, dot_into, to_u32, up, DeviceOperator, DevicePreconditioner, SolveKernels, BLOCK,
+    DOT_BLOCKS,
+};
 use crate::constraints::Constraints;
 use crate::error::SolveError;
 use crate::jacobi::{identity_on_fixed, invert_small};
@@ -26,6 +29,34 @@ pub fn pcg_gpu<A: DeviceOperator + ?Sized>(
     params: &PcgParams,
     x: &mut Vec<f64>,
 ) -> Result<SolveReport, SolveError> {
+    pcg_gpu_impl(k, a, None, b, cons, params, x)
+}
+
+/// Solve `A x = b` with Dirichlet constraints by the filtered PCG of
+/// [`crate::pcg::pcg_with`] on device vectors with the preconditioner `m` (a multigrid
+/// cycle): same iteration, checks, report and errors as the CPU solver. The status is
+/// polled after every iteration (a cycle costs far more than the synchronisation).
+pub fn pcg_gpu_with<A: DeviceOperator + ?Sized>(
+    k: &SolveKernels<'_>,
+    a: &A,
+    m: &dyn DevicePreconditioner,
+    b: &[f64],
+    cons: &Constraints,
+    params: &PcgParams,
+    x: &mut Vec<f64>,
+) -> Result<SolveReport, SolveError> {
+    pcg_gpu_impl(k, a, Some(m), b, cons, params, x)
+}
+
+fn pcg_gpu_impl<A: DeviceOperator + ?Sized>(
+    k: &SolveKernels<'_>,
+    a: &A,
+    prec: Option<&dyn DevicePreconditioner>,
+    b: &[f64],
+    cons: &Constraints,
+    params: &PcgParams,
+    x: &mut Vec<f64>,
+) -> Result<SolveReport, SolveError> {
     let g = k.gpu;
     let nb = a.num_block_rows();
     let e = a.block_size();
@@ -34,9 +65,13 @@ pub fn pcg_gpu<A: DeviceOperator + ?Sized>(
     let n32 = to_u32(n, "DOFs")?;
     let nb32 = nb as u32;
     let e32 = e as u32;
-    // block-Jacobi inverses
-    let diag = g.download_range(a.diagonal(), 0..nb * e * e)?;
-    let inv: Vec<Result<Vec<f64>, SolveError>> = (0..nb)
+    // block-Jacobi inverses (only for block Jacobi)
+    let diag = if prec.is_none() {
+        g.download_range(a.diagonal(), 0..nb * e * e)?
+    } else {
+        Vec::new()
+    };
+    let inv: Vec<Result<Vec<f64>, SolveError>> = (0..if prec.is_none() { nb } else { 0 })
         .into_par_iter()
         .with_min_len(1024)
         .map(|i| {
@@ -58,9 +93,9 @@ pub fn pcg_gpu<A: DeviceOperator + ?Sized>(
     let mut xd = up(g, &x0)?;
     let bd = up(g, b)?;
     let mut r = g.zeros::<f64>(n.max(1))?;
-    let c = g.zeros::<f64>(n.max(1))?;
+    let mut c = g.zeros::<f64>(n.max(1))?;
     let mut q = g.zeros::<f64>(n.max(1))?;
-    let s = g.zeros::<f64>(n.max(1))?;
+    let mut s = g.zeros::<f64>(n.max(1))?;
     let out = g.zeros::<f64>(4)?;
     let vcfg = cfg(n, BLOCK)?;
     let ncfg = cfg(nb, BLOCK)?;
@@ -93,22 +128,33 @@ pub fn pcg_gpu<A: DeviceOperator + ?Sized>(
             history,
         });
     }
-    let jac = k.k("pcg_jacobi")?;
-    g.launch(&jac, ncfg)
-        .arg(&nb32)
-        .arg(&e32)
-        .arg(&inv)
-        .arg(&fixed)
-        .arg(&r)
-        .arg(&c)
-        .run()?;
+    match prec {
+        None => {
+            g.launch(&k.k("pcg_jacobi")?, ncfg)
+                .arg(&nb32)
+                .arg(&e32)
+                .arg(&inv)
+                .arg(&fixed)
+                .arg(&r)
+                .arg(&c)
+                .run()?;
+        }
+        Some(m) => {
+            m.apply(k, &r, &mut c)?;
+            g.launch(&k.k("pcg_filter")?, vcfg)
+                .arg(&n32)
+                .arg(&fixed)
+                .arg(&c)
+                .run()?;
+        }
+    }
     dot_into(k, n32, &r, &c, &out, 0)?;
     let delta = g.download_at(&out, 0)?;
     // The iterations run without host synchronisation: α, β and the checks are computed on
     // the device (pcg_alpha, pcg_beta), every vector kernel returns at once after the solve
     // has ended, and the host polls the status every POLL iterations. The arithmetic is
     // the same as the CPU solver's, iteration for iteration.
-    const POLL: usize = 16;
+    let poll = if prec.is_none() { 16 } else { 1 };
     let st = up(
         g,
         &[
@@ -134,6 +180,7 @@ pub fn pcg_gpu<A: DeviceOperator + ?Sized>(
     let df2 = k.k("dot_final2_dev")?;
     let partial = k.dot_partial.lock().unwrap_or_else(|e| e.into_inner());
     let partial2 = g.zeros::<f64>(2 * UPDATE_BLOCKS as usize)?;
+    let (upk, filt_dot) = (k.k("pcg_update_partial")?, k.k("pcg_filter_dot_partial")?);
     let mut ended: Option<(u32, usize)> = None;
     let mut last = 0usize;
     for it in 1..=params.max_iterations {
@@ -161,28 +208,69 @@ pub fn pcg_gpu<A: DeviceOperator + ?Sized>(
             .arg(&status)
             .arg(&it32)
             .run()?;
-        // x += α c, r -= α q, s = S(P⁻¹ r), rᵀr and rᵀs
-        g.launch(&upj, LaunchConfig::blocks(UPDATE_BLOCKS, 256))
-            .arg(&nb32)
-            .arg(&e32)
-            .arg(&st)
-            .arg(&status)
-            .arg(&inv)
-            .arg(&fixed)
-            .arg(&c)
-            .arg(&q)
-            .arg(&xd)
-            .arg(&r)
-            .arg(&s)
-            .arg(&partial2)
-            .run()?;
-        g.launch(&df2, LaunchConfig::blocks(1, 256))
-            .arg(&UPDATE_BLOCKS)
-            .arg(&partial2)
-            .arg(&out3)
-            .arg(&1u32)
-            .arg(&status)
-            .run()?;
+        match prec {
+            None => {
+                // x += α c, r -= α q, s = S(P⁻¹ r), rᵀr and rᵀs
+                g.launch(&upj, LaunchConfig::blocks(UPDATE_BLOCKS, 256))
+                    .arg(&nb32)
+                    .arg(&e32)
+                    .arg(&st)
+                    .arg(&status)
+                    .arg(&inv)
+                    .arg(&fixed)
+                    .arg(&c)
+                    .arg(&q)
+                    .arg(&xd)
+                    .arg(&r)
+                    .arg(&s)
+                    .arg(&partial2)
+                    .run()?;
+                g.launch(&df2, LaunchConfig::blocks(1, 256))
+                    .arg(&UPDATE_BLOCKS)
+                    .arg(&partial2)
+                    .arg(&out3)
+                    .arg(&1u32)
+                    .arg(&status)
+                    .run()?;
+            }
+            Some(m) => {
+                // x += α c, r -= α q and rᵀr; then s = S(M⁻¹ r) and rᵀs (after the solve has
+                // ended the cycle still runs once, on the frozen residual, and is unused)
+                g.launch(&upk, LaunchConfig::blocks(DOT_BLOCKS, 256))
+                    .arg(&n32)
+                    .arg(&st)
+                    .arg(&status)
+                    .arg(&c)
+                    .arg(&q)
+                    .arg(&xd)
+                    .arg(&r)
+                    .arg(&*partial)
+                    .run()?;
+                g.launch(&df, LaunchConfig::blocks(1, 256))
+                    .arg(&DOT_BLOCKS)
+                    .arg(&*partial)
+                    .arg(&out3)
+                    .arg(&1u32)
+                    .arg(&status)
+                    .run()?;
+                m.apply(k, &r, &mut s)?;
+                g.launch(&filt_dot, LaunchConfig::blocks(DOT_BLOCKS, 256))
+                    .arg(&n32)
+                    .arg(&fixed)
+                    .arg(&s)
+                    .arg(&r)
+                    .arg(&*partial)
+                    .arg(&status)
+                    .run()?;
+                g.launch(&df, LaunchConfig::blocks(1, 256))
+                    .arg(&DOT_BLOCKS)
+                    .arg(&*partial)
+                    .arg(&out3)
+                    .arg(&2u32)
+                    .arg(&status)
+                    .run()?;
+            }
+        }
         g.launch(&betak, LaunchConfig::blocks(1, 1))
             .arg(&out3)
             .arg(&st)
@@ -198,7 +286,7 @@ pub fn pcg_gpu<A: DeviceOperator + ?Sized>(
             .arg(&c)
             .run()?;
         last = it;
-        if it % POLL == 0 || it == params.max_iterations {
+        if it % poll == 0 || it == params.max_iterations {
             let sv = g.download_range(&status, 0..2)?;
             if sv[0] != 0 {
                 ended = Some((sv[0], sv[1] as usize));

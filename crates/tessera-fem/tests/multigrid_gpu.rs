@@ -1,0 +1,344 @@
+//! GPU conformance of the multigrid cycles of `tessera-solve` on FEM problems against the CPU
+//! reference: the AMG V-/W-cycle (Chebyshev and damped block-Jacobi smoothing), the
+//! p-multigrid cycle, PCG with them, and the static solve with the default preconditioners.
+//! The hierarchies are set up on the host and uploaded. All tests need a CUDA GPU and skip
+//! cleanly without one.
+
+use std::path::Path;
+use tessera_fem::multigrid::degree_elevation;
+use tessera_fem::problem::Problem;
+use tessera_fem::static_solve::{
+    assemble_cpu, load_stage, preprocess, solve_problem, Prepared, StaticOptions,
+};
+use tessera_gpu::Gpu;
+use tessera_solve::amg::{AmgParams, Cycle};
+use tessera_solve::blockcsr::BlockCsr;
+use tessera_solve::cuda::{
+    pcg_gpu_with, DeviceAmg, DeviceBinBcsr, DeviceOperator, DevicePmg, SolveKernels,
+};
+use tessera_solve::pmg::{PMultigrid, PmgParams};
+use tessera_solve::smoother::Smoother;
+use tessera_solve::{pcg_with, Amg, PcgParams};
+use tessera_sparse::binbcsr::BinBcsr;
+
+fn gpu() -> Option<Gpu> {
+    match Gpu::probe() {
+        Ok(g) => Some(g),
+        Err(e) => {
+            eprintln!("skipping: no CUDA GPU ({e})");
+            None
+        }
+    }
+}
+
+/// The demo's bracket problem (bolt holes fixed, traction on the load hole).
+fn bracket_text(r: usize, p: usize) -> String {
+    let g = tessera_mesh::generate::bracket_geometry(r);
+    let h = g.voxel_size;
+    let mut t = format!(
+        "order = {p}\n[mesh]\ngenerate = {{ bracket = {r} }}\n[material]\npreset = \"Ti-6Al-4V\"\n"
+    );
+    for c in g.bolt_hole_centres {
+        t += &format!(
+            "[[fixed]]\nselector = {{ type = \"cylinder\", point = [{:?}, {:?}, 0.0], axis = [0, 0, 1], radius = {:?}, tolerance = {h:?} }}\n",
+            c[0], c[1], g.bolt_hole_radius
+        );
+    }
+    let c = g.load_hole_centre;
+    t += &format!(
+        "[[loads]]\ntype = \"traction\"\nselector = {{ type = \"cylinder\", point = [{:?}, {:?}, {:?}], axis = [0, 1, 0], radius = {:?}, tolerance = {h:?} }}\ntraction = [0.0, 0.0, -20.0]\n",
+        c[0], c[1], c[2], g.load_hole_radius
+    );
+    t
+}
+
+fn bracket(r: usize, p: usize) -> Problem {
+    Problem::parse(&bracket_text(r, p), "bracket.toml", Path::new(".")).unwrap()
+}
+
+fn discretize(pr: &Problem) -> (Prepared, BinBcsr<f64>) {
+    let opts = StaticOptions {
+        device: tessera_core::DeviceChoice::Cpu,
+        ..Default::default()
+    };
+    let loaded = load_stage(pr, &opts).unwrap();
+    let prep = preprocess(pr, loaded.mesh).unwrap();
+    let k = assemble_cpu(pr, &prep.ho, &opts).unwrap().matrix;
+    (prep, k)
+}
+
+fn amg_of(prep: &Prepared, k: &BinBcsr<f64>, params: &AmgParams) -> Amg {
+    let abar = BlockCsr::from_binbcsr_filtered(k, &prep.constraints.fixed).unwrap();
+    Amg::setup(
+        abar,
+        &prep.constraints.fixed,
+        &prep.ho.node_positions(),
+        params,
+    )
+    .unwrap()
+}
+
+fn pmg_of<'a>(
+    prep: &'a Prepared,
+    k: &'a BinBcsr<f64>,
+    params: &PmgParams,
+) -> PMultigrid<'a, BinBcsr<f64>> {
+    let abar = BlockCsr::from_binbcsr_filtered(k, &prep.constraints.fixed).unwrap();
+    let prol = degree_elevation(&prep.ho).unwrap();
+    let nv = prol.ncols;
+    PMultigrid::setup(
+        k,
+        &prep.constraints,
+        &abar,
+        &prol,
+        &prep.constraints.fixed[..3 * nv],
+        &prep.ho.mesh().positions()[..nv],
+        params,
+    )
+    .unwrap()
+}
+
+struct Lcg(u64);
+impl Lcg {
+    fn f(&mut self) -> f64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+    }
+}
+
+/// Random vectors vanishing on the constrained DOFs, and a smooth one.
+fn test_vectors(fixed: &[bool], seed: u64) -> Vec<Vec<f64>> {
+    let mut g = Lcg(seed);
+    let n = fixed.len();
+    let mut v: Vec<Vec<f64>> = (0..2)
+        .map(|_| (0..n).map(|i| if fixed[i] { 0.0 } else { g.f() }).collect())
+        .collect();
+    v.push(
+        (0..n)
+            .map(|i| {
+                if fixed[i] {
+                    0.0
+                } else {
+                    (i as f64 * 1e-3).sin()
+                }
+            })
+            .collect(),
+    );
+    v
+}
+
+fn max_rel(a: &[f64], b: &[f64]) -> f64 {
+    let scale = b.iter().fold(0.0f64, |s, v| s.max(v.abs()));
+    a.iter()
+        .zip(b)
+        .fold(0.0f64, |s, (x, y)| s.max((x - y).abs()))
+        / scale
+}
+
+/// The device cycle `cycle(b) -> x` against the CPU cycle on the test vectors.
+fn compare_cycles(
+    gpu: &Gpu,
+    what: &str,
+    fixed: &[bool],
+    cpu: &dyn Fn(&[f64], &mut [f64]),
+    dev: &dyn Fn(&tessera_gpu::DeviceBuffer<f64>, &tessera_gpu::DeviceBuffer<f64>),
+    tol: f64,
+) {
+    let n = fixed.len();
+    for (t, b) in test_vectors(fixed, 11).iter().enumerate() {
+        let mut x_cpu = vec![0.0; n];
+        cpu(b, &mut x_cpu);
+        let bd = gpu.upload(b).unwrap();
+        let xd = gpu.zeros::<f64>(n).unwrap();
+        dev(&bd, &xd);
+        let x = gpu.download(&xd).unwrap();
+        let err = max_rel(&x, &x_cpu);
+        println!("{what} vector {t}: n = {n}, max rel diff {err:.3e}");
+        assert!(
+            err <= tol,
+            "{what} vector {t}: max rel diff {err:e} > {tol:e}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn amg_vcycle_matches_reference() {
+    let Some(gpu) = gpu() else { return };
+    let k = SolveKernels::new(&gpu).unwrap();
+    let (prep, kh) = discretize(&bracket(12, 1));
+    let fixed = prep.constraints.fixed.as_slice();
+    let kd = DeviceBinBcsr::upload(&gpu, &kh).unwrap();
+    let variants = [
+        ("V, Chebyshev 2", AmgParams::default()),
+        (
+            "W, Chebyshev 3",
+            AmgParams {
+                cycle: Cycle::W,
+                smoother: Smoother::Chebyshev { degree: 3 },
+                coarse_size: 60,
+                ..Default::default()
+            },
+        ),
+        (
+            "V, block Jacobi 2 x 0.6",
+            AmgParams {
+                smoother: Smoother::Jacobi {
+                    sweeps: 2,
+                    omega: 0.6,
+                },
+                ..Default::default()
+            },
+        ),
+    ];
+    for (name, params) in variants {
+        let amg = amg_of(&prep, &kh, &params);
+        assert!(amg.num_levels() >= 3, "{name}: {} levels", amg.num_levels());
+        // the finest level on the device Bin-BCSR* (as in the static solve) ...
+        let on_bin =
+            DeviceAmg::upload(&gpu, &amg, Some((&kd as &dyn DeviceOperator, fixed))).unwrap();
+        // ... and on the uploaded filtered block CSR copy
+        let on_csr = DeviceAmg::upload(&gpu, &amg, None).unwrap();
+        for (dev, how) in [(&on_bin, "Bin-BCSR* fine level"), (&on_csr, "block CSR")] {
+            compare_cycles(
+                &gpu,
+                &format!("amg {name}, {how}, {} levels", amg.num_levels()),
+                fixed,
+                &|b, x| amg.cycle(b, x),
+                &|b, x| dev.cycle(&k, b, x).unwrap(),
+                1e-10,
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn pmg_vcycle_matches_reference() {
+    let Some(gpu) = gpu() else { return };
+    let k = SolveKernels::new(&gpu).unwrap();
+    for p in [2, 3] {
+        let (prep, kh) = discretize(&bracket(12, p));
+        let fixed = prep.constraints.fixed.as_slice();
+        let kd = DeviceBinBcsr::upload(&gpu, &kh).unwrap();
+        let pmg = pmg_of(&prep, &kh, &PmgParams::default());
+        let dev = DevicePmg::upload(&gpu, &pmg, &kd, fixed).unwrap();
+        compare_cycles(
+            &gpu,
+            &format!("pmg p = {p}, {} levels", pmg.num_levels()),
+            fixed,
+            &|b, x| pmg.cycle(b, x),
+            &|b, x| dev.cycle(&k, b, x).unwrap(),
+            1e-10,
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn pcg_multigrid_matches_reference() {
+    let Some(gpu) = gpu() else { return };
+    let k = SolveKernels::new(&gpu).unwrap();
+    let params = PcgParams {
+        tolerance: 1e-8,
+        max_iterations: 500,
+        ..Default::default()
+    };
+    for p in [1, 2] {
+        let (prep, kh) = discretize(&bracket(12, p));
+        let cons = &prep.constraints;
+        let kd = DeviceBinBcsr::upload(&gpu, &kh).unwrap();
+        let (mut u_cpu, mut u_gpu) = (Vec::new(), Vec::new());
+        let (rc, rg) = if p == 1 {
+            let amg = amg_of(&prep, &kh, &AmgParams::default());
+            let dev = DeviceAmg::upload(
+                &gpu,
+                &amg,
+                Some((&kd as &dyn DeviceOperator, cons.fixed.as_slice())),
+            )
+            .unwrap();
+            (
+                pcg_with(
+                    &kh,
+                    &amg,
+                    &prep.f,
+                    cons,
+                    &params,
+                    &mut u_cpu,
+                    &mut |_, _| {},
+                )
+                .unwrap(),
+                pcg_gpu_with(&k, &kd, &dev, &prep.f, cons, &params, &mut u_gpu).unwrap(),
+            )
+        } else {
+            let pmg = pmg_of(&prep, &kh, &PmgParams::default());
+            let dev = DevicePmg::upload(&gpu, &pmg, &kd, &cons.fixed).unwrap();
+            (
+                pcg_with(
+                    &kh,
+                    &pmg,
+                    &prep.f,
+                    cons,
+                    &params,
+                    &mut u_cpu,
+                    &mut |_, _| {},
+                )
+                .unwrap(),
+                pcg_gpu_with(&k, &kd, &dev, &prep.f, cons, &params, &mut u_gpu).unwrap(),
+            )
+        };
+        let err = max_rel(&u_gpu, &u_cpu);
+        println!(
+            "pcg + {} p = {p}: iterations cpu {} gpu {}, residual cpu {:.2e} gpu {:.2e}, max rel diff {err:.2e}",
+            if p == 1 { "amg" } else { "pmg" },
+            rc.iterations,
+            rg.iterations,
+            rc.final_residual,
+            rg.final_residual
+        );
+        assert!(rg.iterations.abs_diff(rc.iterations) <= 1);
+        assert!(rg.final_residual <= 1e-8);
+        assert!(err <= 1e-6, "solutions differ by {err:e}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn static_solve_multigrid_matches_reference() {
+    let Some(gpu) = gpu() else { return };
+    let gpu = std::sync::Arc::new(gpu);
+    for p in [1, 2] {
+        let pr = bracket(12, p);
+        let cpu = solve_problem(
+            &pr,
+            &StaticOptions {
+                device: tessera_core::DeviceChoice::Cpu,
+                ..Default::default()
+            },
+            &mut |_| {},
+        )
+        .unwrap();
+        let dev = solve_problem(
+            &pr,
+            &StaticOptions {
+                gpu: Some(gpu.clone()),
+                ..Default::default()
+            },
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(dev.solver.preconditioner, cpu.solver.preconditioner);
+        assert_eq!(dev.solver.levels, cpu.solver.levels);
+        assert!(dev.device.starts_with("cuda"), "{}", dev.device);
+        let err = max_rel(&dev.u, &cpu.u);
+        println!(
+            "static solve p = {p} ({}): iterations cpu {} gpu {}, max rel diff {err:.2e}, gpu stages {:?}",
+            dev.solver.preconditioner, cpu.report.iterations, dev.report.iterations, dev.stages_ms
+        );
+        assert!(dev.report.iterations.abs_diff(cpu.report.iterations) <= 1);
+        assert!(err <= 1e-6);
+    }
+}
