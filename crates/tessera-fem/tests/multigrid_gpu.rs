@@ -173,7 +173,13 @@ fn amg_vcycle_matches_reference() {
     let fixed = prep.constraints.fixed.as_slice();
     let kd = DeviceBinBcsr::upload(&gpu, &kh).unwrap();
     let variants = [
-        ("V, Chebyshev 2", AmgParams::default()),
+        (
+            "V, Chebyshev 2",
+            AmgParams {
+                coarse_size: 60,
+                ..Default::default()
+            },
+        ),
         (
             "W, Chebyshev 3",
             AmgParams {
@@ -190,13 +196,14 @@ fn amg_vcycle_matches_reference() {
                     sweeps: 2,
                     omega: 0.6,
                 },
+                coarse_size: 60,
                 ..Default::default()
             },
         ),
     ];
     for (name, params) in variants {
         let amg = amg_of(&prep, &kh, &params);
-        assert!(amg.num_levels() >= 3, "{name}: {} levels", amg.num_levels());
+        assert!(amg.num_levels() >= 2, "{name}: {} levels", amg.num_levels());
         // the finest level on the device Bin-BCSR* (as in the static solve) ...
         let on_bin =
             DeviceAmg::upload(&gpu, &amg, Some((&kd as &dyn DeviceOperator, fixed))).unwrap();
@@ -340,5 +347,90 @@ fn static_solve_multigrid_matches_reference() {
         );
         assert!(dev.report.iterations.abs_diff(cpu.report.iterations) <= 1);
         assert!(err <= 1e-6);
+    }
+}
+
+/// Device timing of the static solve with the given preconditioners on mesh files (for
+/// BENCHMARKS.md, where the release `tessera` binary cannot be packed): cases from
+/// `TESSERA_MG_BENCH="FILE@P:PREC,..."` (PREC block-jacobi, amg, pmg or default); bolt holes
+/// fixed (group `bolt_holes`), 20 MPa traction on `load_hole`, PCG to 1e-8. One warm-up run,
+/// then `TESSERA_MG_REPEAT` (default 2) timed runs with their stages.
+#[test]
+#[ignore = "needs a CUDA GPU and TESSERA_MG_BENCH"]
+fn bench_multigrid_static_solve() {
+    let Ok(spec) = std::env::var("TESSERA_MG_BENCH") else {
+        eprintln!("skipping: TESSERA_MG_BENCH is not set");
+        return;
+    };
+    // TESSERA_MG_DEVICE=cpu times the CPU path instead
+    let cpu = std::env::var("TESSERA_MG_DEVICE").as_deref() == Ok("cpu");
+    let gpu = if cpu {
+        None
+    } else {
+        let Some(g) = gpu() else { return };
+        Some(std::sync::Arc::new(g))
+    };
+    let repeat: usize = std::env::var("TESSERA_MG_REPEAT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2);
+    for case in spec.split(',') {
+        let (file, rest) = case.rsplit_once('@').expect("FILE@P:PREC");
+        let (p, prec) = rest.split_once(':').unwrap_or((rest, "default"));
+        let abs = std::fs::canonicalize(file).expect("mesh file");
+        let mut text = format!(
+            "order = {p}\n[mesh]\nfile = {:?}\n[material]\npreset = \"Ti-6Al-4V\"\n\
+             [[fixed]]\nselector = {{ type = \"group\", name = \"bolt_holes\" }}\n\
+             [[loads]]\ntype = \"traction\"\nselector = {{ type = \"group\", name = \"load_hole\" }}\ntraction = [0.0, 0.0, -20.0]\n\
+             [solver]\nmethod = \"pcg\"\ntolerance = 1e-8\nmax_iterations = 100000\n",
+            abs.display().to_string()
+        );
+        if prec != "default" {
+            text += &format!("preconditioner = \"{prec}\"\n");
+        }
+        let pr = Problem::parse(&text, "bench.toml", Path::new(".")).unwrap();
+        let opts = StaticOptions {
+            gpu: gpu.clone(),
+            device: if cpu {
+                tessera_core::DeviceChoice::Cpu
+            } else {
+                tessera_core::DeviceChoice::Auto
+            },
+            ..Default::default()
+        };
+        drop(solve_problem(&pr, &opts, &mut |_| {}).unwrap());
+        for run in 0..repeat {
+            let t = std::time::Instant::now();
+            let sol = solve_problem(&pr, &opts, &mut |_| {}).unwrap();
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            let s = &sol.solver;
+            println!(
+                "BENCH {file} p={p} {} on {} run {run}: end-to-end {ms:.1} ms, dofs {}, iterations {}, residual {:.2e}, levels {}, operator complexity {:.3}, grid complexity {:.3}, hierarchy {:.1} MB, level dofs {:?}",
+                s.preconditioner,
+                sol.device,
+                sol.u.len(),
+                sol.report.iterations,
+                sol.report.final_residual,
+                s.levels,
+                s.operator_complexity,
+                s.grid_complexity,
+                s.hierarchy_bytes as f64 / 1e6,
+                s.level_dofs
+            );
+            println!(
+                "BENCH   stages {:?}",
+                sol.stages_ms
+                    .iter()
+                    .map(|(k, v)| format!("{k} {v:.1}"))
+                    .collect::<Vec<_>>()
+            );
+            println!(
+                "BENCH   setup stages {:?}",
+                s.setup_stages_ms
+                    .iter()
+                    .map(|(k, v)| format!("{k} {v:.1}"))
+                    .collect::<Vec<_>>()
+            );
+        }
     }
 }
