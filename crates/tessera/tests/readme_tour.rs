@@ -105,6 +105,14 @@ const COVERED: &[&str] = &[
     "mesh boundary",
     "mesh smooth",
     "mesh subdivide",
+    "mesh normals",
+    "mesh laplacian",
+    "mesh slice",
+    "mesh subdivide-surface",
+    "mesh reorder",
+    "mesh collapse",
+    "render rixels",
+    "render bench",
     "fem assemble",
     "fem solve",
     "spmv codegen",
@@ -123,6 +131,8 @@ const COVERED: &[&str] = &[
     "bench fem",
     "bench fem-solve",
     "bench flow",
+    "bench meshmatrix",
+    "bench shallow-water",
 ];
 
 #[test]
@@ -411,4 +421,138 @@ fn tour_benchmarks() {
         "cpu",
         "--json",
     ]);
+}
+
+#[test]
+fn tour_surfaces_and_rendering() {
+    let d = scratch("surface");
+    let ok = |a: &[&str]| ok_in(&d, a);
+    ok(&[
+        "mesh",
+        "generate",
+        "bracket",
+        "--resolution",
+        "8",
+        "-o",
+        "b.msh",
+    ]);
+    ok(&["mesh", "boundary", "b.msh", "-o", "s.obj"]);
+    ok(&[
+        "mesh",
+        "normals",
+        "s.obj",
+        "-o",
+        "n.ply",
+        "--weights",
+        "area",
+    ]);
+    ok(&[
+        "mesh",
+        "laplacian",
+        "s.obj",
+        "--kind",
+        "cotan",
+        "-o",
+        "L.mtx",
+    ]);
+    ok(&["mesh", "laplacian", "b.msh", "--kind", "tet", "-o", "T.mtx"]);
+    // a plane through the surface's bounding-box centre
+    let obj = std::fs::read_to_string(d.join("s.obj")).unwrap();
+    let (mut lo, mut hi) = ([f64::MAX; 3], [f64::MIN; 3]);
+    for l in obj.lines().filter(|l| l.starts_with("v ")) {
+        for (k, x) in l.split_whitespace().skip(1).take(3).enumerate() {
+            let x: f64 = x.parse().unwrap();
+            lo[k] = lo[k].min(x);
+            hi[k] = hi[k].max(x);
+        }
+    }
+    let plane = format!(
+        "{},{},{},0,0,1",
+        0.5 * (lo[0] + hi[0]),
+        0.5 * (lo[1] + hi[1]),
+        0.5 * (lo[2] + hi[2])
+    );
+    ok(&[
+        "mesh",
+        "slice",
+        "s.obj",
+        "--plane",
+        &plane,
+        "-o",
+        "sl.obj",
+        "--polylines",
+        "cut.obj",
+    ]);
+    ok(&[
+        "mesh",
+        "subdivide-surface",
+        "s.obj",
+        "--levels",
+        "1",
+        "-o",
+        "cc.ply",
+    ]);
+    ok(&["mesh", "reorder", "s.obj", "--rcm", "-o", "r.ply"]);
+    // one edge of the first face: either a valid collapse or a refusal naming the edge
+    let face = obj.lines().find(|l| l.starts_with("f ")).unwrap();
+    let v: Vec<u64> = face
+        .split_whitespace()
+        .skip(1)
+        .take(2)
+        .map(|t| t.split('/').next().unwrap().parse::<u64>().unwrap() - 1)
+        .collect();
+    std::fs::write(d.join("edges.txt"), format!("{} {}\n", v[0], v[1])).unwrap();
+    let o = run_in(
+        &d,
+        &[
+            "mesh",
+            "collapse",
+            "s.obj",
+            "--edges",
+            "edges.txt",
+            "-o",
+            "c.obj",
+        ],
+    );
+    assert!(
+        o.status.success() || String::from_utf8_lossy(&o.stderr).contains("edge"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    ok(&[
+        "bench",
+        "meshmatrix",
+        "s.obj",
+        "--runs",
+        "5",
+        "--cpu-runs",
+        "1",
+        "--device",
+        "cpu",
+    ]);
+    ok(&[
+        "render", "rixels", "--scene", "sphere", "--size", "64x64", "--device", "cpu", "--out",
+        "f.rix", "--json",
+    ]);
+    ok(&[
+        "render", "bench", "--size", "64x64", "--rings", "16", "--runs", "1", "--device", "cpu",
+    ]);
+    // the shallow-water benchmark needs the GPU: on the CPU it says so in one line
+    let o = run_in(
+        &d,
+        &[
+            "bench",
+            "shallow-water",
+            "--sizes",
+            "64",
+            "--steps",
+            "2",
+            "--warmup",
+            "1",
+            "--device",
+            "cpu",
+        ],
+    );
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() || e.lines().count() == 1, "{e}");
 }
