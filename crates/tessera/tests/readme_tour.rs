@@ -432,7 +432,7 @@ fn tour_surfaces_and_rendering() {
         "generate",
         "bracket",
         "--resolution",
-        "8",
+        "12",
         "-o",
         "b.msh",
     ]);
