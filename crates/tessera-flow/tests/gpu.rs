@@ -277,8 +277,10 @@ fn flow_step_matches_reference() {
         for _ in 0..3 {
             let a = cpu.step().unwrap();
             let b = gpu.step().unwrap();
+            // dt follows max |u| after a pressure solve stopped at its tolerance, where the
+            // two sides' reductions run in different orders (fields agree to 2e-3 below)
             assert!(
-                (a.dt - b.dt).abs() <= 1e-6 * a.dt,
+                (a.dt - b.dt).abs() <= 1e-4 * a.dt,
                 "dt {} vs {}",
                 a.dt,
                 b.dt
