@@ -240,6 +240,8 @@ fn serve_results_streams_a_slice_of_a_finished_fem_solve() {
     // tetrahedra), solved on the CPU
     let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-results");
     let _ = std::fs::remove_dir_all(&out);
+    // a packed test binary runs where its build's target folder may not exist
+    std::fs::create_dir_all(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let root = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../examples/cantilever.toml"
