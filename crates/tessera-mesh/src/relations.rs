@@ -402,65 +402,90 @@ pub fn face_loop(mesh: &PolyMesh, f: usize, out: &mut [i32]) -> usize {
     k
 }
 
+/// The value cached in `cell`, computing it with `init` first when the cell is empty.
+///
+/// Unlike `OnceLock::get_or_init`, `init` runs **outside** the cell's lock: the relations
+/// are computed with rayon, and a rayon worker that waits inside `get_or_init` for its
+/// nested parallel work may steal a task that asks for the same relation, which then
+/// blocks on the lock the worker itself holds (a deadlock seen when relations are first
+/// requested from inside a parallel loop). Two threads racing here may both compute the
+/// value; the first stored wins and the other is dropped (both are equal: the relations
+/// are deterministic).
+pub(crate) fn cached<T>(cell: &OnceLock<T>, init: impl FnOnce() -> T) -> &T {
+    if let Some(v) = cell.get() {
+        return v;
+    }
+    let v = init();
+    // a racing thread may have stored an equal value first; keep that one
+    let _ = cell.set(v);
+    match cell.get() {
+        Some(v) => v,
+        None => unreachable!("OnceLock::set succeeded or the cell was already set"),
+    }
+}
+
+/// [`cached`] for a vector cache read as a slice.
+pub(crate) fn cached_vec<T>(cell: &OnceLock<Vec<T>>, init: impl FnOnce() -> Vec<T>) -> &[T] {
+    cached::<Vec<T>>(cell, init).as_slice()
+}
+
 impl PolyMesh {
     /// δ1 = ∂1ᵀ: vertex -> signed incident edges (+1 where the edge points to the vertex).
     /// Dissertation §3.4.1 ("the transposition of edges uses a modified version of
     /// TCSRtoTCSC").
     pub fn vertex_edges(&self) -> &Tcsr {
-        self.cache
-            .vertex_edges
-            .get_or_init(|| transpose_edge_vertices(&self.edge_vertices, self.nvertices, self.par))
+        cached(&self.cache.vertex_edges, || {
+            transpose_edge_vertices(&self.edge_vertices, self.nvertices, self.par)
+        })
     }
 
     /// δ2 = ∂2ᵀ: edge -> signed incident faces.
     pub fn edge_faces(&self) -> &Tcsr {
-        self.cache
-            .edge_faces
-            .get_or_init(|| self.face_edges.transpose(self.par))
+        cached(&self.cache.edge_faces, || {
+            self.face_edges.transpose(self.par)
+        })
     }
 
     /// δ3 = ∂3ᵀ: face -> signed incident cells.
     pub fn face_cells(&self) -> &Tcsr {
-        self.cache
-            .face_cells
-            .get_or_init(|| self.cell_faces.transpose(self.par))
+        cached(&self.cache.face_cells, || {
+            self.cell_faces.transpose(self.par)
+        })
     }
 
     /// ∂̂2¹: face -> ordered vertex loop (positive entries). Dissertation §3.4.1: "can be
     /// computed without previously counting the vertices of each face, as each face forms
     /// a closed loop".
     pub fn face_vertices(&self) -> &Tcsr {
-        self.cache
-            .face_vertices
-            .get_or_init(|| compute_face_vertices(self, self.par))
+        cached(&self.cache.face_vertices, || {
+            compute_face_vertices(self, self.par)
+        })
     }
 
     /// ∂̂3¹: cell -> its edges, sorted (positive entries).
     pub fn cell_edges(&self) -> &Tcsr {
-        self.cache
-            .cell_edges
-            .get_or_init(|| compute_cell_edges(self, self.par))
+        cached(&self.cache.cell_edges, || {
+            compute_cell_edges(self, self.par)
+        })
     }
 
     /// ∂̂3²: cell -> its vertices, sorted (positive entries).
     pub fn cell_vertices(&self) -> &Tcsr {
-        self.cache
-            .cell_vertices
-            .get_or_init(|| compute_cell_vertices(self, self.par))
+        cached(&self.cache.cell_vertices, || {
+            compute_cell_vertices(self, self.par)
+        })
     }
 
     /// vertex -> incident cells, the transpose of ∂̂3².
     pub fn vertex_cells(&self) -> &Tcsr {
         let cv = self.cell_vertices();
-        self.cache
-            .vertex_cells
-            .get_or_init(|| cv.transpose(self.par))
+        cached(&self.cache.vertex_cells, || cv.transpose(self.par))
     }
 
     /// edge -> incident cells, the transpose of ∂̂3¹.
     pub fn edge_cells(&self) -> &Tcsr {
         let ce = self.cell_edges();
-        self.cache.edge_cells.get_or_init(|| ce.transpose(self.par))
+        cached(&self.cache.edge_cells, || ce.transpose(self.par))
     }
 }
 

@@ -66,6 +66,8 @@ use crate::relations::{edge_vertices_tcsr, face_loop};
 use crate::{MeshError, Point, PolyMesh};
 use rayon::prelude::*;
 use std::sync::OnceLock;
+
+use crate::relations::{cached, cached_vec};
 use tessera_core::Par;
 use tessera_sparse::tcsr::{col, decode, encode};
 use tessera_sparse::Tcsr;
@@ -463,7 +465,7 @@ impl SimplexMesh {
     /// The edges: sorted vertex pairs `[a, b]` with `a < b`, in lexicographic order, by
     /// sort + unique over all cells (dissertation §3.4.4). Edge `e` is oriented `a -> b`.
     pub fn edges(&self) -> &[[u32; 2]] {
-        self.cache.edges.get_or_init(|| {
+        cached_vec(&self.cache.edges, || {
             let m = self.dim + 1;
             let le = local_edges(self.dim);
             // sorted pairs packed as u64 keys (a << 32 | b): lexicographic order of the pairs
@@ -485,7 +487,7 @@ impl SimplexMesh {
     /// sort + unique (dissertation §3.4.4). Empty for d = 2 (there the cells are the
     /// 2-simplices).
     pub fn faces(&self) -> &[[u32; 3]] {
-        self.cache.faces.get_or_init(|| {
+        cached_vec(&self.cache.faces, || {
             if self.dim != 3 {
                 return Vec::new();
             }
@@ -553,13 +555,13 @@ impl SimplexMesh {
     /// `edges()[s[v]..s[v + 1]]` (count -> scan). Narrows the binary searches of the
     /// top-down operators to one vertex's edges.
     fn edge_starts(&self) -> &[u32] {
-        self.cache.edge_starts.get_or_init(|| {
+        cached_vec(&self.cache.edge_starts, || {
             first_vertex_offsets(self.num_vertices(), self.edges().iter().map(|e| e[0]))
         })
     }
     /// Offsets of the sorted faces by their first vertex (see `edge_starts`).
     fn face_starts(&self) -> &[u32] {
-        self.cache.face_starts.get_or_init(|| {
+        cached_vec(&self.cache.face_starts, || {
             first_vertex_offsets(self.num_vertices(), self.faces().iter().map(|f| f[0]))
         })
     }
@@ -602,7 +604,7 @@ impl SimplexMesh {
     /// d̂_d^1: the edges of every cell, `C(d+1, 2)` per cell (3 or 6) in the canonical local
     /// order [`local_edges`], unsigned, implicit offsets (Eq. 3.13).
     pub fn cell_edges_array(&self) -> &[u32] {
-        self.cache.cell_edges.get_or_init(|| {
+        cached_vec(&self.cache.cell_edges, || {
             self.edge_starts();
             let m = self.dim + 1;
             let le = local_edges(self.dim);
@@ -633,7 +635,7 @@ impl SimplexMesh {
             // deriving the faces sets the facets too (one sort, no searches)
             self.faces();
         }
-        self.cache.cell_facets.get_or_init(|| {
+        cached_vec(&self.cache.cell_facets, || {
             let m = self.dim + 1;
             let mut out = vec![0i32; self.num_cells() * m];
             if self.dim == 3 {
@@ -675,7 +677,7 @@ impl SimplexMesh {
     /// d̂_3^1 restricted to faces: the faces of every tetrahedron, 4 per cell in combination
     /// order ([`TET_FACES`]), unsigned. Empty for d = 2.
     pub fn cell_faces_array(&self) -> &[u32] {
-        self.cache.cell_faces.get_or_init(|| {
+        cached_vec(&self.cache.cell_faces, || {
             if self.dim != 3 {
                 return Vec::new();
             }
@@ -704,7 +706,7 @@ impl SimplexMesh {
     /// combination order of the sorted face `a < b < c`: `+(a,b), -(a,c), +(b,c)`
     /// (Eq. 3.14 with `s = 0`). Empty for d = 2 (use [`Self::cell_facets`]).
     pub fn face_edges(&self) -> &[i32] {
-        self.cache.face_edges.get_or_init(|| {
+        cached_vec(&self.cache.face_edges, || {
             if self.dim != 3 {
                 return Vec::new();
             }
@@ -731,14 +733,14 @@ impl SimplexMesh {
     /// δ1 = ∂1ᵀ: vertex -> signed edges (+1 where the edge ends at the vertex), by
     /// transposition; rows sorted by edge.
     pub fn vertex_edges(&self) -> &Tcsr {
-        self.cache.vertex_edges.get_or_init(|| {
+        cached(&self.cache.vertex_edges, || {
             edge_vertices_tcsr(self.edges(), self.num_vertices()).transpose(self.par)
         })
     }
 
     /// δ2 = ∂2ᵀ for d = 3: edge -> signed faces, by transposition (empty matrix for d = 2).
     pub fn edge_faces(&self) -> &Tcsr {
-        self.cache.edge_faces.get_or_init(|| {
+        cached(&self.cache.edge_faces, || {
             if self.dim != 3 {
                 return Tcsr::empty(self.num_edges(), 0);
             }
@@ -749,7 +751,7 @@ impl SimplexMesh {
     /// δd = ∂dᵀ: facet -> signed cells (faces for d = 3, edges for d = 2), by transposition.
     /// A +1 entry means the facet's orientation agrees with the cell's (Eq. 3.14).
     pub fn facet_cells(&self) -> &Tcsr {
-        self.cache.facet_cells.get_or_init(|| {
+        cached(&self.cache.facet_cells, || {
             let nfacets = if self.dim == 3 {
                 self.faces().len()
             } else {
@@ -761,7 +763,7 @@ impl SimplexMesh {
 
     /// vertex -> incident cells (the transpose of `cellVertices`), rows sorted.
     pub fn vertex_cells(&self) -> &Tcsr {
-        self.cache.vertex_cells.get_or_init(|| {
+        cached(&self.cache.vertex_cells, || {
             let cols: Vec<i32> = self.cell_vertices.iter().map(|&v| v as i32).collect();
             strided_tcsr(self.num_vertices(), self.dim + 1, cols).transpose(self.par)
         })
@@ -769,7 +771,7 @@ impl SimplexMesh {
 
     /// edge -> incident cells (the transpose of d̂_d^1), rows sorted.
     pub fn edge_cells(&self) -> &Tcsr {
-        self.cache.edge_cells.get_or_init(|| {
+        cached(&self.cache.edge_cells, || {
             let n = local_edges(self.dim).len();
             let cols: Vec<i32> = self.cell_edges_array().iter().map(|&e| e as i32).collect();
             strided_tcsr(self.num_edges(), n, cols).transpose(self.par)
@@ -779,7 +781,7 @@ impl SimplexMesh {
     /// face -> incident cells for d = 3 (unsigned; see [`Self::facet_cells`] for signs).
     /// Empty matrix for d = 2.
     pub fn face_cells(&self) -> &Tcsr {
-        self.cache.face_cells.get_or_init(|| {
+        cached(&self.cache.face_cells, || {
             if self.dim != 3 {
                 return Tcsr::empty(0, self.num_cells());
             }

@@ -103,8 +103,19 @@ impl DeviceMesh<'_> {
                     .arg(&ncu)
                     .arg(&q_old)
                     .run()?;
+                // every round that goes on rejects at least one more move, so a step
+                // settles within `nv + 1` rounds; more means the kernels disagree with
+                // that invariant: an error, never an endless loop
+                let mut rounds_here = 0usize;
                 loop {
                     stats.rounds += 1;
+                    rounds_here += 1;
+                    if rounds_here > nv + 1 {
+                        return Err(MeshError::Unsupported(format!(
+                            "safe smoothing on the device did not settle within {} rounds",
+                            nv + 1
+                        )));
+                    }
                     let next = g.duplicate(&rejected)?;
                     g.copy_to_device(&[0u32], &mut changed)?;
                     g.launch(&k_check, ccfg)

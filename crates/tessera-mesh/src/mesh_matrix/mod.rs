@@ -394,7 +394,7 @@ impl MeshMatrix {
     }
     /// Face of every corner (built once for mixed meshes, cached).
     pub fn corner_faces(&self) -> &[u32] {
-        self.corner_face.get_or_init(|| {
+        crate::relations::cached_vec(&self.corner_face, || {
             let mut out = vec![0u32; self.rowind.len()];
             let offs = self.offsets();
             out.par_chunks_mut(1 << 14)
@@ -539,7 +539,7 @@ impl MeshMatrix {
     /// The transpose vertex -> corners, computed once (count -> scan -> fill; rows in
     /// increasing corner order) and cached.
     pub fn transpose(&self) -> &Transpose {
-        self.transpose.get_or_init(|| {
+        crate::relations::cached(&self.transpose, || {
             let mut counts = vec![0u32; self.nv];
             for &v in &self.rowind {
                 counts[v as usize] += 1;
