@@ -178,6 +178,7 @@ export class View3D extends EventTarget {
     this.resize();
   }
   resize() {
+    if (this.canvas.clientWidth === 0 || this.canvas.clientHeight === 0) return; // hidden
     const dpr = window.devicePixelRatio || 1;
     const w = Math.max(1, Math.round(this.canvas.clientWidth * dpr));
     const h = Math.max(1, Math.round(this.canvas.clientHeight * dpr));
@@ -187,6 +188,25 @@ export class View3D extends EventTarget {
   request() {
     const { width, height } = this.canvas;
     return { width, height, ...this.camera.matrices(width / height) };
+  }
+  // The app's view interface (as the 2D view): the ramp and the color-map range.
+  setRamp(ramp) {
+    this.ramp = ramp;
+    this.uploadRamp();
+    this.draw();
+  }
+  setRange(min, max) {
+    this.range = [min, max];
+    this.draw();
+  }
+  // The last frame was rendered for the current camera and viewport (no reprojection).
+  frameMatchesCamera() {
+    if (!this.frame) return false;
+    const h = this.frame.header;
+    const c = this.request();
+    return h.width === c.width && h.height === c.height
+      && h.view.every((v, i) => v === Math.fround(c.view[i]))
+      && h.proj.every((v, i) => v === Math.fround(c.proj[i]));
   }
   uploadRamp() {
     const gl = this.gl;
@@ -252,6 +272,8 @@ export class View3D extends EventTarget {
     this.dragging = true;
     this.last = [e.clientX, e.clientY];
     this.canvas.setPointerCapture?.(e.pointerId);
+    clearTimeout(this.restTimer);
+    this.dispatchEvent(new Event('camera')); // the camera is in hand: hold frame requests
   }
   move(e) {
     if (!this.dragging) return;
@@ -279,6 +301,6 @@ export class View3D extends EventTarget {
   }
   // The camera has come to rest: the app asks for a frame rendered for it.
   rested() {
-    if (!this.dragging) this.dispatchEvent(new Event('rest'));
+    if (!this.dragging && !this.canvas.hidden) this.dispatchEvent(new Event('rest'));
   }
 }

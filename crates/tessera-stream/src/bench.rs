@@ -106,6 +106,7 @@ pub fn table_6_1(sim: &mut dyn Simulation, reps: usize) -> Result<Vec<SerdeTimes
                 expression: String::new(),
                 precision: Encoding::F32,
                 subscription: 1,
+                rixel: None,
             },
             query: None,
         };

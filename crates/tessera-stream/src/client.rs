@@ -37,7 +37,16 @@ impl FrameMsg {
     pub fn grid(&self) -> Option<&pb::GridFrame> {
         match &self.frame.kind {
             Some(pb::frame::Kind::Grid(g)) => Some(g),
-            None => None,
+            _ => None,
+        }
+    }
+    /// The 3D part of a rixel frame and the rixel frame's bytes (docs/rixel-frame.md).
+    pub fn rixel(&self) -> Option<(&pb::RixelFrame, &[u8])> {
+        match &self.frame.kind {
+            Some(pb::frame::Kind::Rixel(r)) => {
+                Some((r, crate::rixel::frame_bytes(&self.received.bytes, r)))
+            }
+            _ => None,
         }
     }
     /// The blocks of the frame's fields, in subscription order.
@@ -109,14 +118,50 @@ impl Client {
             expression: expression.to_string(),
             precision: precision as i32,
             subscription,
+            rixel: None,
+        }))
+        .await
+    }
+
+    /// Subscribes to the 3D view: rixel frames of the surface with the value of `expression`
+    /// (or of the last of `fields`), rendered for the camera of the frame requests.
+    pub async fn subscribe_rixel(
+        &mut self,
+        fields: &[&str],
+        expression: &str,
+        view: pb::RixelView,
+        subscription: u32,
+    ) -> Result<(), StreamError> {
+        self.send(client_message::Kind::Subscribe(pb::Subscribe {
+            fields: fields.iter().map(|s| s.to_string()).collect(),
+            expression: expression.to_string(),
+            precision: Encoding::F32 as i32,
+            subscription,
+            rixel: Some(view),
+        }))
+        .await
+    }
+
+    /// Asks for `count` more frames (0 allowed) rendered for `camera` (3D view).
+    pub async fn request_camera(
+        &mut self,
+        count: u32,
+        camera: pb::Camera,
+    ) -> Result<(), StreamError> {
+        self.send(client_message::Kind::Request(pb::FrameRequest {
+            count,
+            camera: Some(camera),
         }))
         .await
     }
 
     /// Asks for `count` more frames.
     pub async fn request(&mut self, count: u32) -> Result<(), StreamError> {
-        self.send(client_message::Kind::Request(pb::FrameRequest { count }))
-            .await
+        self.send(client_message::Kind::Request(pb::FrameRequest {
+            count,
+            camera: None,
+        }))
+        .await
     }
 
     async fn send(&mut self, kind: client_message::Kind) -> Result<(), StreamError> {

@@ -28,6 +28,8 @@ pub struct SubKey {
     pub expression: String,
     pub precision: Encoding,
     pub subscription: u32,
+    /// The 3D view: rixel frames for a camera instead of grid frames.
+    pub rixel: Option<crate::rixel::RixelKey>,
 }
 
 /// A compiled subscription: the key and, when it has an expression, the query compiled over
@@ -122,6 +124,9 @@ pub struct FrameBuilder {
     device_out: Option<DeviceBuffer<f32>>,
     host_scratch: Vec<f32>,
     host_inputs: Vec<Vec<f32>>,
+    /// How the simulation is drawn in 3D (subscriptions with a rixel key need it).
+    pub scene3d: Option<crate::rixel::Scene3D>,
+    rixel: crate::rixel::RixelBuilder,
 }
 
 /// Where the expression of a frame was evaluated.
@@ -152,6 +157,13 @@ impl FrameBuilder {
         sim: &dyn Simulation,
         sub: &Subscription,
     ) -> Result<Bytes, StreamError> {
+        if let Some(rk) = &sub.key.rixel {
+            let scene = self
+                .scene3d
+                .as_ref()
+                .ok_or_else(|| StreamError::Invalid("this simulation has no 3D view".into()))?;
+            return self.rixel.build(sim, scene, sub, rk);
+        }
         let n = sim.grid().num_cells();
         let grid = sim.grid();
         let enc = sub.key.precision;

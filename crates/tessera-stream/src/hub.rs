@@ -34,12 +34,17 @@ pub struct SimInfo {
     pub grid: Grid,
     pub fields: Vec<FieldInfo>,
     pub gpu: bool,
+    /// The 3D view, if the simulation has one.
+    pub scene3d: Option<crate::rixel::Scene3DInfo>,
 }
 
 struct ConnEntry {
     sub: Option<Arc<Subscription>>,
     credits: u32,
     last_sent: Option<u64>,
+    /// The 3D view's camera changed since the last send: a frame of the same step as the
+    /// last one may be sent (rendered for the new camera).
+    view_changed: bool,
     notify: Arc<Notify>,
 }
 
@@ -137,6 +142,7 @@ impl Hub {
                 sub: None,
                 credits: 0,
                 last_sent: None,
+                view_changed: false,
                 notify: notify.clone(),
             },
         );
@@ -174,6 +180,23 @@ impl Hub {
         Self::drop_unused(&mut s);
     }
 
+    /// The connection's subscription.
+    pub fn subscription(&self, id: u64) -> Option<Arc<Subscription>> {
+        self.lock().conns.get(&id).and_then(|c| c.sub.clone())
+    }
+
+    /// Replaces the connection's subscription by the same one for a new 3D camera: the next
+    /// frame is rendered for it, even at the step of the previous frame.
+    pub fn set_view(&self, id: u64, sub: Arc<Subscription>) {
+        let mut s = self.lock();
+        if let Some(c) = s.conns.get_mut(&id) {
+            c.sub = Some(sub);
+            c.view_changed = true;
+            c.notify.notify_one();
+        }
+        Self::drop_unused(&mut s);
+    }
+
     /// Adds `n` frame requests, up to `max` outstanding; returns the outstanding count and
     /// whether requests were refused.
     pub fn request(&self, id: u64, n: u32, max: u32) -> (u32, bool) {
@@ -205,9 +228,13 @@ impl Hub {
             return Next::Wait;
         };
         match latest.get(&sub.key) {
-            Some(Latest::Frame(b)) if c.last_sent.is_none_or(|l| b.step > l) => {
+            Some(Latest::Frame(b))
+                if c.last_sent
+                    .is_none_or(|l| b.step > l || (c.view_changed && b.step == l)) =>
+            {
                 c.credits -= 1;
                 c.last_sent = Some(b.step);
+                c.view_changed = false;
                 Next::Send(b.clone())
             }
             Some(Latest::Failed { step, message }) if c.last_sent.is_none_or(|l| *step > l) => {
@@ -301,6 +328,7 @@ impl Hub {
 /// frames that connections are waiting for.
 pub fn run_simulation(hub: Arc<Hub>, mut sim: Box<dyn Simulation>, rate_hz: Option<f64>) {
     let mut builder = FrameBuilder::default();
+    builder.scene3d = hub.info.scene3d.as_ref().map(|s| s.scene.clone());
     let period = rate_hz
         .filter(|r| r.is_finite() && *r > 0.0)
         .map(|r| Duration::from_secs_f64(1.0 / r));

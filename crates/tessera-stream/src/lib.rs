@@ -45,6 +45,7 @@ pub mod f16;
 pub mod frame;
 pub mod hub;
 pub mod results;
+pub mod rixel;
 pub mod server;
 pub mod source;
 pub mod throttle;

@@ -55,6 +55,8 @@ pub struct ServerConfig {
     /// Serve the web client from this folder instead of the copy embedded in the binary
     /// (for development of the client).
     pub web_dir: Option<PathBuf>,
+    /// How the simulation is drawn in the 3D view (rixel frames), if it has one.
+    pub scene3d: Option<crate::rixel::Scene3D>,
 }
 
 impl Default for ServerConfig {
@@ -70,6 +72,7 @@ impl Default for ServerConfig {
             rate_hz: None,
             stats_interval: Duration::from_secs(1),
             web_dir: None,
+            scene3d: None,
         }
     }
 }
@@ -137,11 +140,23 @@ pub async fn serve(
     config: ServerConfig,
     sim: Box<dyn Simulation>,
 ) -> Result<RunningServer, StreamError> {
+    let scene3d = match &config.scene3d {
+        Some(s) => {
+            let (center, radius) = s.bounds(sim.as_ref())?;
+            Some(crate::rixel::Scene3DInfo {
+                scene: s.clone(),
+                center,
+                radius,
+            })
+        }
+        None => None,
+    };
     let info = SimInfo {
         name: sim.name().to_string(),
         grid: sim.grid(),
         fields: sim.fields().to_vec(),
         gpu: sim.gpu().is_some(),
+        scene3d,
     };
     let hub = Arc::new(Hub::new(info));
     let listener = tokio::net::TcpListener::bind(config.bind)
@@ -356,6 +371,7 @@ fn hello(app: &App) -> Bytes {
         max_client_message_bytes: MAX_CLIENT_MESSAGE_BYTES as u32,
         max_expression_bytes: app.config.max_expression_bytes as u32,
         gpu: info.gpu,
+        scene3d: info.scene3d.as_ref().map(|s| s.to_pb()),
     }))
 }
 
@@ -471,7 +487,15 @@ async fn reader(app: Arc<App>, id: u64, mut stream: SplitStream<WebSocket>, tx: 
                 Err(reply) => Some(reply),
             },
             Some(client_message::Kind::Request(r)) => {
-                if r.count == 0 {
+                let camera_reply = match &r.camera {
+                    Some(c) => set_camera(&app, id, c),
+                    None => None,
+                };
+                if camera_reply.is_some() {
+                    camera_reply
+                } else if r.count == 0 && r.camera.is_some() {
+                    None
+                } else if r.count == 0 {
                     Some(error_msg(
                         Code::BadRequest,
                         "a frame request must ask for at least 1 frame",
@@ -499,6 +523,34 @@ async fn reader(app: Arc<App>, id: u64, mut stream: SplitStream<WebSocket>, tx: 
             }
         }
     }
+}
+
+/// A frame request's 3D camera: when the connection's 3D subscription was rendered for
+/// another view, it is replaced by the same subscription for this camera (the next frame is
+/// rendered for it). Returns the error reply of a bad camera.
+fn set_camera(app: &App, id: u64, c: &pb::Camera) -> Option<Bytes> {
+    let camera = match crate::rixel::CameraKey::from_pb(c) {
+        Ok(k) => k,
+        Err(e) => return Some(error_msg(Code::BadRequest, e, 0)),
+    };
+    let sub = app.hub.subscription(id)?;
+    let rk = sub.key.rixel.as_ref()?;
+    if rk.camera.same_view(&camera) {
+        return None;
+    }
+    let mut key = sub.key.clone();
+    key.rixel = Some(crate::rixel::RixelKey {
+        camera,
+        ..rk.clone()
+    });
+    app.hub.set_view(
+        id,
+        Arc::new(Subscription {
+            key,
+            query: sub.query.clone(),
+        }),
+    );
+    None
 }
 
 /// Checks and compiles a subscription; returns the acknowledgement and the subscription, or
@@ -543,6 +595,22 @@ async fn subscribe(app: &Arc<App>, s: pb::Subscribe) -> Result<(Bytes, Arc<Subsc
             sid,
         ));
     }
+    let rixel = match &s.rixel {
+        None => None,
+        Some(v) => {
+            let Some(scene) = &info.scene3d else {
+                return Err(error_msg(
+                    Code::BadRequest,
+                    format!("`{}` has no 3D view (Hello.scene3d is not set)", info.name),
+                    sid,
+                ));
+            };
+            match crate::rixel::RixelKey::from_pb(v, scene.default_camera()) {
+                Ok(k) => Some(k),
+                Err(e) => return Err(error_msg(Code::BadRequest, e, sid)),
+            }
+        }
+    };
     let expression = s.expression.trim().to_string();
     if s.fields.is_empty() && expression.is_empty() {
         return Err(error_msg(
@@ -611,6 +679,7 @@ async fn subscribe(app: &Arc<App>, s: pb::Subscribe) -> Result<(Bytes, Arc<Subsc
             expression,
             precision,
             subscription: sid,
+            rixel,
         },
         query,
     });

@@ -47,6 +47,18 @@ pub const ASSETS: &[(&str, &str, &[u8])] = &[
         "text/javascript; charset=utf-8",
         include_bytes!("../web/view2d.js"),
     ),
+    // the 3D view (dissertation §6.3.5): rixel decoder and WebGL2 splat renderer, kept beside
+    // the renderer and its decode benchmark
+    (
+        "rixel.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../tessera-render/web/rixel.js"),
+    ),
+    (
+        "view3d.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../tessera-render/web/view3d.js"),
+    ),
 ];
 
 /// The MIME type and embedded bytes of a web file, if it is one.

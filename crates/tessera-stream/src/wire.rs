@@ -184,6 +184,15 @@ pub fn decode_server(bytes: Bytes) -> Result<Received, StreamError> {
     }
     let header = ServerMessage::decode(&bytes[4..4 + h])?;
     if let Some(Kind::Frame(f)) = &header.kind {
+        if let Some(pb::frame::Kind::Rixel(r)) = &f.kind {
+            let (off, len) = (r.offset as usize, r.length as usize);
+            if off % 8 != 0 || off < 4 + h || off.checked_add(len).is_none_or(|e| e > bytes.len()) {
+                return Err(StreamError::Framing(format!(
+                    "rixel frame at offset {off} of {len} bytes does not lie aligned after the {h}-byte header inside the {}-byte message",
+                    bytes.len()
+                )));
+            }
+        }
         for p in payloads(f) {
             let enc = Encoding::try_from(p.encoding).map_err(|_| {
                 StreamError::Framing(format!("unknown encoding {} of an array", p.encoding))
@@ -206,7 +215,7 @@ pub fn payloads(f: &pb::Frame) -> Vec<&Payload> {
         Some(pb::frame::Kind::Grid(g)) => {
             g.fields.iter().filter_map(|b| b.values.as_ref()).collect()
         }
-        None => Vec::new(),
+        Some(pb::frame::Kind::Rixel(_)) | None => Vec::new(),
     }
 }
 

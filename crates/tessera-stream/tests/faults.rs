@@ -143,7 +143,10 @@ fn request_bytes(n: u32) -> Vec<u8> {
     use prost::Message;
     use tessera_stream::pb::{client_message::Kind, ClientMessage, FrameRequest};
     ClientMessage {
-        kind: Some(Kind::Request(FrameRequest { count: n })),
+        kind: Some(Kind::Request(FrameRequest {
+            count: n,
+            ..Default::default()
+        })),
     }
     .encode_to_vec()
 }

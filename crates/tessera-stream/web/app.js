@@ -1,11 +1,15 @@
 // The Tessera streaming client: wires the connection, the color ramp and the views together.
 // Frames are dispatched to a view by their frame kind (Frame.kind in the .proto): `grid`
-// frames go to the 2D view; a further view registers itself in `views` with its kind.
+// frames go to the 2D view, `rixel` frames to the 3D view (dissertation §6.3.5: the client
+// sends its camera with every frame request, reprojects the last frame while the user
+// drags, and asks for a new frame when the camera rests).
 
 import { Connection } from './connection.js';
 import { PRESETS, Ramp, RampWidget } from './colormap.js';
 import { ERROR_CODES } from './protocol.js';
 import { View2D } from './view2d.js';
+import { View3D } from './view3d.js';
+import { decodeFrame, parseHeader } from './rixel.js';
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -20,6 +24,10 @@ const state = {
   expression: '',
   units: new Map(),
   error: null,
+  view: '2d',         // '2d' or '3d' (when the simulation has a 3D view)
+  rixelSeq: 0,        // last rixel frame handed to the decoder
+  rixelShown: 0,      // rixel frames drawn
+  cameraId: 0,        // id of the 3D camera last sent
 };
 
 const conn = new Connection(wsUrl, { outstanding: Number(params.get('outstanding') || 2) });
@@ -40,6 +48,60 @@ const views = new Map([
     },
   }],
 ]);
+
+// The 3D view: the rixel frame is decoded (mask -> full-viewport depth and value codes) and
+// drawn as splats reprojected for the current camera.
+const view3d = new View3D($('view3d'), ramp);
+views.set('rixel', {
+  view: view3d,
+  element: $('view3d'),
+  show(frame) {
+    const r = frame.body;
+    const h = parseHeader(r.data);
+    const seq = ++state.rixelSeq;
+    const t0 = performance.now();
+    decodeFrame(r.data, view3d.frame).then((f) => {
+      if (seq < state.rixelShown) return; // a newer frame was drawn meanwhile
+      state.rixelShown = seq;
+      f.decodeMs = performance.now() - t0;
+      f.bytes = r.length;
+      view3d.setFrame(f);
+    }).catch((err) => {
+      $('error').textContent = `undecodable rixel frame: ${err.message}`;
+      $('error').hidden = false;
+    });
+    return { min: h.valueMin, max: h.valueMax, name: r.name, derived: r.derived };
+  },
+});
+let lastCamera = null;
+conn.camera = () => {
+  if (state.view !== '3d') return null;
+  const c = view3d.request();
+  const key = JSON.stringify([c.width, c.height, Array.from(c.view), Array.from(c.proj)]);
+  if (key !== lastCamera) {
+    lastCamera = key;
+    state.cameraId++;
+  }
+  return { id: state.cameraId, ...c };
+};
+// No messages while the user drags: the last frame is reprojected locally.
+view3d.addEventListener('camera', () => { conn.held = true; });
+view3d.addEventListener('rest', () => {
+  conn.held = false;
+  if (state.view === '3d') conn.sendCamera();
+});
+
+function setView(mode) {
+  state.view = mode === '3d' && state.hello && state.hello.scene3d ? '3d' : '2d';
+  $('view').value = state.view;
+  $('view2d').hidden = state.view !== '2d';
+  $('view3d').hidden = state.view !== '3d';
+  if (state.view === '3d') view3d.resize();
+}
+$('view').addEventListener('change', () => {
+  setView($('view').value);
+  subscribe();
+});
 
 function applyRamp() {
   for (const v of views.values()) v.view.setRamp(ramp);
@@ -97,6 +159,9 @@ function subscribe() {
     fields: field === '__expr' ? [] : [field],
     expression,
     precision: Number($('precision').value),
+    rixel: state.view === '3d'
+      ? { depthBits: Number(params.get('depth') || 16), compress: params.get('compress') === '1' }
+      : null,
   });
 }
 
@@ -126,6 +191,9 @@ conn.addEventListener('hello', (e) => {
   }
   $('title').textContent = `${h.simulation} ${h.grid ? h.grid.dims.slice(0, 2).join('×') : ''}`
     + (h.gpu ? ' · GPU' : ' · CPU');
+  $('view-choice').hidden = !h.scene3d;
+  if (h.scene3d) view3d.camera.frame(h.scene3d.center, h.scene3d.radius);
+  setView(params.get('view') || (h.scene3d ? '3d' : '2d'));
   subscribe();
 });
 
@@ -140,6 +208,11 @@ function showFrame(frame) {
   for (const [k, w] of views) w.element.hidden = k !== frame.kind;
   const block = v.show(frame);
   if (!state.pinned && block) setRange(block.min, block.max);
+  if (frame.kind === 'rixel') {
+    const r = frame.body;
+    $('probe').textContent = `${r.name}: ${r.visible} visible pixels, ${(r.length / 1024).toFixed(1)} KiB`
+      + `${r.compressed ? ' compressed' : ''} (camera ${r.cameraId})`;
+  }
 }
 
 conn.addEventListener('frame', (e) => {
@@ -223,4 +296,4 @@ setInterval(() => {
 conn.open();
 
 // For tests and the console.
-window.tessera = { conn, ramp, rampWidget, views, view2d, state };
+window.tessera = { conn, ramp, rampWidget, views, view2d, view3d, state };

@@ -19,6 +19,8 @@ export class Connection extends EventTarget {
     this.window = [];         // [time, bytes, latency, decodeMs] of frames in the last second
     this.lastDecodeMs = 0;
     this.started = false;
+    this.held = false;        // the 3D view is being dragged: no requests (reprojection only)
+    this.camera = null;       // () => the 3D camera sent with every frame request, or null
   }
 
   open() {
@@ -41,9 +43,9 @@ export class Connection extends EventTarget {
     }
   }
 
-  subscribe({ fields = [], expression = '', precision = 0 }) {
+  subscribe({ fields = [], expression = '', precision = 0, rixel = null }) {
     this.subscription++;
-    this.send(encodeSubscribe({ fields, expression, precision, subscription: this.subscription }));
+    this.send(encodeSubscribe({ fields, expression, precision, subscription: this.subscription, rixel }));
     return this.subscription;
   }
 
@@ -52,12 +54,23 @@ export class Connection extends EventTarget {
     const now = performance.now();
     for (let i = 0; i < n; i++) this.requestTimes.push(now);
     this.requested += n;
-    this.send(encodeRequest(n));
+    this.send(encodeRequest(n, this.camera ? this.camera() : null));
   }
 
-  // Keep `outstanding` requests in flight (unless paused).
+  // Keep `outstanding` requests in flight (unless paused, or held while the 3D view is dragged).
   topUp() {
-    if (!this.paused && this.started) this.request(this.outstanding - this.requested);
+    if (!this.paused && this.started && !this.held) this.request(this.outstanding - this.requested);
+  }
+
+  // The 3D camera came to rest: send it with the requests that are missing (possibly none),
+  // so the next frame is rendered for it.
+  sendCamera() {
+    if (!this.started || !this.camera) return;
+    const n = this.paused ? 0 : Math.max(0, this.outstanding - this.requested);
+    const now = performance.now();
+    for (let i = 0; i < n; i++) this.requestTimes.push(now);
+    this.requested += n;
+    this.send(encodeRequest(n, this.camera()));
   }
 
   setPaused(p) {

@@ -120,9 +120,46 @@ function decodeHello(r, end) {
       case 7: m.maxClientMessageBytes = r.varint(); return true;
       case 8: m.maxExpressionBytes = r.varint(); return true;
       case 9: m.gpu = r.varint() !== 0; return true;
+      case 10: m.scene3d = r.message(decodeScene3D); return true;
       default: return false;
     }
   });
+  return m;
+}
+
+function decodeScene3D(r, end) {
+  const m = { center: [], radius: 0 };
+  r.fields(end, (f, wt) => {
+    switch (f) {
+      case 1: r.doubles(wt, m.center); return true;
+      case 2: m.radius = r.double(); return true;
+      default: return false;
+    }
+  });
+  return m;
+}
+
+// The 3D view's frame (RixelFrame): `data` is a Uint8Array view of the rixel frame inside
+// the message (docs/rixel-frame.md; decoded by rixel.js).
+function decodeRixelFrame(r, end) {
+  const m = { offset: 0, length: 0, name: '', derived: false, cameraId: 0, visible: 0,
+    compressed: false, data: null };
+  r.fields(end, (f) => {
+    switch (f) {
+      case 1: m.offset = r.varint(); return true;
+      case 2: m.length = r.varint(); return true;
+      case 3: m.name = r.string(); return true;
+      case 4: m.derived = r.varint() !== 0; return true;
+      case 5: m.cameraId = r.varint(); return true;
+      case 6: m.visible = r.varint(); return true;
+      case 7: m.compressed = r.varint() !== 0; return true;
+      default: return false;
+    }
+  });
+  if (m.offset % 8 !== 0 || m.offset < end || m.offset + m.length > r.bytes.byteLength) {
+    throw new Error(`rixel frame at offset ${m.offset} (${m.length} bytes) is outside the message`);
+  }
+  m.data = r.bytes.subarray(m.offset, m.offset + m.length);
   return m;
 }
 
@@ -193,7 +230,7 @@ function decodeGridFrame(r, end) {
 
 // Decoders of the frame kinds (Frame.kind oneof): field number -> [kind name, decoder].
 // A further view registers its kind here (registerFrameKind) without touching the rest.
-const frameKinds = new Map([[10, ['grid', decodeGridFrame]]]);
+const frameKinds = new Map([[10, ['grid', decodeGridFrame]], [11, ['rixel', decodeRixelFrame]]]);
 
 export function registerFrameKind(fieldNumber, name, decoder) {
   frameKinds.set(fieldNumber, [name, decoder]);
@@ -339,23 +376,45 @@ class Writer {
     this.tag(field, 2); this.varint(w.bytes.length);
     for (const x of w.bytes) this.bytes.push(x);
   }
+  floats(field, arr) { // packed repeated float
+    const b = new Uint8Array(new Float32Array(arr).buffer);
+    this.tag(field, 2); this.varint(b.length);
+    for (const x of b) this.bytes.push(x);
+  }
   finish() { return new Uint8Array(this.bytes); }
 }
 
-export function encodeSubscribe({ fields = [], expression = '', precision = ENCODING_F32, subscription = 0 }) {
+// `rixel` ({ depthBits, compress }) asks for the 3D view's frames.
+export function encodeSubscribe({ fields = [], expression = '', precision = ENCODING_F32, subscription = 0, rixel = null }) {
   const s = new Writer();
   for (const f of fields) s.string(1, f);
   if (expression) s.string(2, expression);
   if (precision) { s.tag(3, 0); s.varint(precision); }
   if (subscription) { s.tag(4, 0); s.varint(subscription); }
+  if (rixel) {
+    const v = new Writer();
+    if (rixel.depthBits) { v.tag(1, 0); v.varint(rixel.depthBits); }
+    if (rixel.compress) { v.tag(2, 0); v.varint(1); }
+    s.message(5, v);
+  }
   const m = new Writer();
   m.message(1, s);
   return m.finish();
 }
 
-export function encodeRequest(count) {
+// `camera` ({ id, width, height, view, proj }; matrices column-major) for the 3D view.
+export function encodeRequest(count, camera = null) {
   const q = new Writer();
   q.tag(1, 0); q.varint(count);
+  if (camera) {
+    const c = new Writer();
+    if (camera.id) { c.tag(1, 0); c.varint(camera.id); }
+    c.tag(2, 0); c.varint(camera.width);
+    c.tag(3, 0); c.varint(camera.height);
+    c.floats(4, camera.view);
+    c.floats(5, camera.proj);
+    q.message(2, c);
+  }
   const m = new Writer();
   m.message(2, q);
   return m.finish();

@@ -14,8 +14,8 @@ use tessera_stream::{serve, source, ServerConfig};
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Simulation scene: cylinder2d, smoke2d (cut-cell fluid), analytic (closed-form
-    /// Taylor-Green source).
+    /// Simulation scene: cylinder2d, smoke2d (cut-cell fluid), shallow-water,
+    /// shallow-water-rain (floods, with a 3D view), analytic (closed-form Taylor-Green source).
     #[arg(long, default_value = "cylinder2d")]
     pub sim: String,
     /// Grid as WxH (default: the scene's).
@@ -87,6 +87,10 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
         send_timeout: Duration::from_secs_f64(a.send_timeout),
         rate_hz: rate,
         web_dir: a.web_dir,
+        scene3d: match &a.results {
+            Some(_) => None,
+            None => source::scene3d(&a.sim),
+        },
         ..Default::default()
     };
     let rt = tokio::runtime::Runtime::new().context("starting the async runtime")?;

@@ -354,6 +354,19 @@ fn tour_flow_serve_stream() {
         "1",
     ]);
     ok(&[
+        "serve",
+        "--sim",
+        "shallow-water",
+        "--grid",
+        "48x48",
+        "--device",
+        "cpu",
+        "--bind",
+        "127.0.0.1:0",
+        "--seconds",
+        "1",
+    ]);
+    ok(&[
         "stream",
         "bench",
         "--grid",
