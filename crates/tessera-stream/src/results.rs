@@ -14,6 +14,9 @@ use tessera_gpu::Gpu;
 use tessera_mesh::io::vtu::{read_vtu_grid, vtk_volume_shape, VtuGrid, VTK_QUADRATIC_TETRA};
 use tessera_mesh::CellType;
 
+use tessera_render::Surface;
+
+use crate::rixel::{MeshScene, Scene3D};
 use crate::StreamError;
 
 /// A slice plane: the axis it is normal to (0 = x, 1 = y, 2 = z) and its position as a
@@ -136,26 +139,7 @@ impl ResultsSlice {
             ((ev / h - 1e-9).ceil() as usize).max(1),
         );
         // the scalar fields: components of point arrays, then of cell arrays
-        let mut fields = Vec::new();
-        let mut sources = Vec::new(); // (array index, point?, component)
-        for (loc, arrays) in [(true, &g.point_data), (false, &g.cell_data)] {
-            for (ai, arr) in arrays.iter().enumerate() {
-                for c in 0..arr.components {
-                    let suffix = match (arr.components, arr.component_names.get(c)) {
-                        (1, _) => String::new(),
-                        (_, Some(n)) if !n.is_empty() => n.clone(),
-                        (3, _) => ["X", "Y", "Z"][c].to_string(),
-                        _ => c.to_string(),
-                    };
-                    let name = identifier(&format!("{}{suffix}", arr.name));
-                    if fields.iter().any(|f: &FieldInfo| f.name == name) {
-                        continue;
-                    }
-                    fields.push(FieldInfo::cell(&name, ""));
-                    sources.push((ai, loc, c));
-                }
-            }
-        }
+        let (fields, sources) = scalar_fields(g);
         if fields.is_empty() {
             return Err(StreamError::Invalid(format!(
                 "{name}: no point or cell data arrays to show"
@@ -259,6 +243,178 @@ impl ResultsSlice {
             steps: 0,
         })
     }
+}
+
+/// The scalar fields of a result: every component of every point array, then of every cell
+/// array (`DisplacementZ`, `StressXY`, `VonMises`), with where each comes from
+/// (array index, point array?, component).
+fn scalar_fields(g: &VtuGrid) -> (Vec<FieldInfo>, Vec<(usize, bool, usize)>) {
+    let mut fields = Vec::new();
+    let mut sources = Vec::new();
+    for (loc, arrays) in [(true, &g.point_data), (false, &g.cell_data)] {
+        for (ai, arr) in arrays.iter().enumerate() {
+            for c in 0..arr.components {
+                let suffix = match (arr.components, arr.component_names.get(c)) {
+                    (1, _) => String::new(),
+                    (_, Some(n)) if !n.is_empty() => n.clone(),
+                    (3, _) => ["X", "Y", "Z"][c].to_string(),
+                    _ => c.to_string(),
+                };
+                let name = identifier(&format!("{}{suffix}", arr.name));
+                if fields.iter().any(|f: &FieldInfo| f.name == name) {
+                    continue;
+                }
+                fields.push(FieldInfo::cell(&name, ""));
+                sources.push((ai, loc, c));
+            }
+        }
+    }
+    (fields, sources)
+}
+
+/// The boundary surface of a result for the 3D view (dissertation §6.3.5 applied to FEM
+/// results): the faces of its tetrahedra that no other tetrahedron shares, through their
+/// corner points, with every scalar field of [`ResultsSlice`] per vertex (point arrays at
+/// the corner; cell arrays as the mean over the tetrahedra around the point). With
+/// `displace != 0` the points move by `displace` times the `Displacement` point array (the
+/// deformed shape, exaggerated).
+pub fn boundary_scene(g: &VtuGrid, displace: f64, name: &str) -> Result<MeshScene, StreamError> {
+    let np = g.points.len();
+    let (fields, sources) = scalar_fields(g);
+    if fields.is_empty() {
+        return Err(StreamError::Invalid(format!(
+            "{name}: no point or cell data arrays to show"
+        )));
+    }
+    let disp = if displace != 0.0 {
+        if !displace.is_finite() {
+            return Err(StreamError::Invalid(format!(
+                "displacement scale {displace}: must be finite"
+            )));
+        }
+        let d = g
+            .point_data
+            .iter()
+            .find(|a| a.name == "Displacement" && a.components == 3 && a.values.len() == 3 * np)
+            .ok_or_else(|| {
+                StreamError::Invalid(format!(
+                    "{name}: no 3-component point array `Displacement` to displace the surface by"
+                ))
+            })?;
+        Some(&d.values)
+    } else {
+        None
+    };
+    // faces by their sorted corners: (how many tetrahedra have it, the face as first seen)
+    let mut faces: std::collections::HashMap<[u32; 3], (u32, [u32; 3])> =
+        std::collections::HashMap::new();
+    let mut cell_sum = vec![vec![0.0f64; np]; sources.len()];
+    let mut cell_count = vec![0u32; np];
+    for c in 0..g.num_cells() {
+        if vtk_volume_shape(g.types[c]) != Some(CellType::Tetrahedron) {
+            continue;
+        }
+        let ids = g.cell(c);
+        if ids.len() < 4 || ids[..4].iter().any(|&i| i < 0 || i as usize >= np) {
+            continue;
+        }
+        let v: [u32; 4] = std::array::from_fn(|k| ids[k] as u32);
+        for f in [[0, 2, 1], [0, 1, 3], [1, 2, 3], [0, 3, 2]] {
+            let tri = [v[f[0]], v[f[1]], v[f[2]]];
+            let mut key = tri;
+            key.sort_unstable();
+            faces.entry(key).or_insert((0, tri)).0 += 1;
+        }
+        for &p in &v {
+            cell_count[p as usize] += 1;
+            for (f, &(ai, point, comp)) in sources.iter().enumerate() {
+                if !point {
+                    let arr = &g.cell_data[ai];
+                    cell_sum[f][p as usize] += arr
+                        .values
+                        .get(c * arr.components + comp)
+                        .copied()
+                        .unwrap_or(f64::NAN);
+                }
+            }
+        }
+    }
+    let mut boundary: Vec<[u32; 3]> = faces
+        .into_values()
+        .filter(|(n, _)| *n == 1)
+        .map(|(_, t)| t)
+        .collect();
+    if boundary.is_empty() {
+        return Err(StreamError::Invalid(format!(
+            "{name}: no tetrahedra, so no boundary surface for the 3D view"
+        )));
+    }
+    boundary.sort_unstable();
+    let mut used = vec![u32::MAX; np];
+    let mut points: Vec<usize> = Vec::new();
+    let mut surface = Surface::default();
+    for t in &mut boundary {
+        for v in t.iter_mut() {
+            let p = *v as usize;
+            if used[p] == u32::MAX {
+                used[p] = points.len() as u32;
+                points.push(p);
+                let q = g.points[p];
+                surface.positions.push(std::array::from_fn(|k| {
+                    (q[k] + disp.map_or(0.0, |d| displace * d[3 * p + k])) as f32
+                }));
+            }
+            *v = used[p];
+        }
+    }
+    surface.triangles = boundary;
+    surface.values = vec![0.0; points.len()];
+    surface
+        .validate()
+        .map_err(|e| StreamError::Invalid(format!("{name}: boundary surface: {e}")))?;
+    let values = sources
+        .iter()
+        .enumerate()
+        .map(|(f, &(ai, point, comp))| {
+            points
+                .iter()
+                .map(|&p| {
+                    if point {
+                        let arr = &g.point_data[ai];
+                        arr.values
+                            .get(p * arr.components + comp)
+                            .map_or(f32::NAN, |&x| x as f32)
+                    } else {
+                        (cell_sum[f][p] / cell_count[p].max(1) as f64) as f32
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    Ok(MeshScene {
+        surface,
+        fields: fields.into_iter().map(|f| f.name).collect(),
+        values,
+    })
+}
+
+/// A finished `fem solve` for `tessera serve --results`: the slice (2D view) and the boundary
+/// surface (3D view, points moved by `displace` times the displacement), read once.
+pub fn open_results(
+    dir: &Path,
+    plane: SlicePlane,
+    resolution: usize,
+    displace: f64,
+) -> Result<(ResultsSlice, Scene3D), StreamError> {
+    let path = result_file(dir)?;
+    let g = read_vtu_grid(&path).map_err(|e| StreamError::Invalid(e.to_string()))?;
+    let file = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |f| f.to_string_lossy().into_owned(),
+    );
+    let slice = ResultsSlice::from_grid(&g, plane, resolution, &file)?;
+    let mesh = boundary_scene(&g, displace, &file)?;
+    Ok((slice, Scene3D::Mesh(std::sync::Arc::new(mesh))))
 }
 
 /// The nodal weights at barycentric point `l` of a tetrahedron of VTK type `ty` with points
@@ -460,5 +616,66 @@ mod tests {
             }
         }
         assert!(inside > 100 && outside > 100, "{inside} {outside}");
+    }
+
+    #[test]
+    fn the_boundary_surface_carries_every_field_per_vertex() {
+        let mut g = cube();
+        g.cell_data = vec![DataArray::new(
+            "Id",
+            DataLocation::Cell,
+            1,
+            (0..6).map(|c| c as f64).collect(),
+        )];
+        let m = boundary_scene(&g, 0.0, "cube").unwrap();
+        // the 6 Kuhn tetrahedra leave 2 triangles on each of the 6 faces of the cube
+        assert_eq!(m.surface.num_triangles(), 12);
+        assert_eq!(m.surface.positions.len(), 8);
+        assert_eq!(
+            m.fields,
+            [
+                "Temperature",
+                "DisplacementX",
+                "DisplacementY",
+                "DisplacementZ",
+                "Id"
+            ]
+        );
+        let t = m.field("Temperature").unwrap();
+        for (p, &v) in m.surface.positions.iter().zip(t) {
+            let want = 2.0 * p[0] + 3.0 * p[1] - p[2];
+            assert!((v - want).abs() < 1e-6, "{p:?}: {v}");
+        }
+        // every boundary triangle lies in a face of the cube
+        for tri in &m.surface.triangles {
+            let on_face = (0..3).any(|k| {
+                let c: Vec<f32> = tri
+                    .iter()
+                    .map(|&v| m.surface.positions[v as usize][k])
+                    .collect();
+                c.iter().all(|&x| x == 0.0) || c.iter().all(|&x| x == 1.0)
+            });
+            assert!(on_face, "{tri:?}");
+        }
+        // corner 0 and corner 7 belong to all six tetrahedra: the mean of the ids
+        let id = m.field("Id").unwrap();
+        let k0 = m
+            .surface
+            .positions
+            .iter()
+            .position(|p| *p == [0.0; 3])
+            .unwrap();
+        assert_eq!(id[k0], 2.5);
+        // displaced by twice the displacement (x, 0, -y)
+        let d = boundary_scene(&g, 2.0, "cube").unwrap();
+        assert!(
+            d.surface.positions.contains(&[3.0, 1.0, -1.0]),
+            "{:?}",
+            d.surface.positions
+        );
+        assert!(m.field("Pressure").is_err());
+        let mut none = cube();
+        none.point_data.clear();
+        assert!(boundary_scene(&none, 0.0, "cube").is_err());
     }
 }

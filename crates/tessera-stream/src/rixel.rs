@@ -27,7 +27,7 @@ use tessera_render::compress::{compress, CompressParams};
 use tessera_render::cuda::{GpuRenderer, GpuSurface};
 use tessera_render::raster::rasterize_cpu;
 use tessera_render::rixel::{encode_cpu, DepthBits, EncodeParams};
-use tessera_render::{scene, Camera, Orbit};
+use tessera_render::{scene, Camera, Orbit, Surface};
 
 use crate::frame::Subscription;
 use crate::pb::{self, server_message::Kind, ServerMessage};
@@ -51,6 +51,37 @@ pub enum Scene3D {
         wet: Option<(String, f32)>,
         z_scale: f32,
     },
+    /// A fixed triangle surface with named fields per vertex, for example the boundary of a
+    /// finished `fem solve` ([`crate::results::boundary_scene`]); rendered on the CPU.
+    Mesh(Arc<MeshScene>),
+}
+
+/// A surface with named per-vertex fields (the value of a frame is one of them, or a query
+/// expression over them).
+#[derive(Debug, PartialEq)]
+pub struct MeshScene {
+    /// Triangles and vertex positions (its `values` are not used).
+    pub surface: Surface,
+    /// Field names, as the 2D view of the same result names them.
+    pub fields: Vec<String>,
+    /// Per field, one value per vertex.
+    pub values: Vec<Vec<f32>>,
+}
+
+impl MeshScene {
+    /// The values of field `name` per vertex.
+    pub fn field(&self, name: &str) -> Result<&[f32], StreamError> {
+        self.fields
+            .iter()
+            .position(|f| f == name)
+            .map(|k| self.values[k].as_slice())
+            .ok_or_else(|| {
+                StreamError::Invalid(format!(
+                    "the 3D surface has no field `{name}` (it has: {})",
+                    self.fields.join(", ")
+                ))
+            })
+    }
 }
 
 /// Water thinner than this (m) is drawn as dry terrain.
@@ -71,6 +102,7 @@ impl Scene3D {
     /// current fields; water may rise a little above it).
     pub fn bounds(&self, sim: &dyn Simulation) -> Result<([f64; 3], f64), StreamError> {
         match self {
+            Scene3D::Mesh(m) => Ok(m.surface.bounding_sphere()),
             Scene3D::HeightField {
                 elevation,
                 wet,
@@ -311,11 +343,6 @@ impl RixelBuilder {
         rk: &RixelKey,
         value_name: &str,
     ) -> Result<Vec<u8>, StreamError> {
-        let Scene3D::HeightField {
-            elevation,
-            wet,
-            z_scale,
-        } = scene;
         let cam = rk.camera.camera();
         let depth = if rk.depth_bits == 32 {
             DepthBits::B32
@@ -324,6 +351,37 @@ impl RixelBuilder {
         };
         let params = EncodeParams::new(rk.camera.id, depth);
         let (w, h) = (rk.camera.width, rk.camera.height);
+        let (elevation, wet, z_scale) = match scene {
+            Scene3D::HeightField {
+                elevation,
+                wet,
+                z_scale,
+            } => (elevation, wet, z_scale),
+            Scene3D::Mesh(m) => {
+                // a fixed surface: the value per vertex (or the query over the vertex fields)
+                let values = match &sub.query {
+                    Some(q) => {
+                        let inputs: Vec<&[f32]> = q
+                            .fields()
+                            .iter()
+                            .map(|f| m.field(f))
+                            .collect::<Result<_, _>>()?;
+                        let mut out = vec![0.0f32; m.surface.positions.len()];
+                        q.eval_cpu_with(Backend::CpuJit, Par::Rayon, &inputs, &mut out)
+                            .map_err(qerr)?;
+                        out
+                    }
+                    None => m.field(value_name)?.to_vec(),
+                };
+                let surface = Surface {
+                    positions: m.surface.positions.clone(),
+                    triangles: m.surface.triangles.clone(),
+                    values,
+                };
+                let raster = rasterize_cpu(&surface, &cam, w, h).map_err(rerr)?;
+                return encode_cpu(&raster, &cam, &params).map_err(rerr);
+            }
+        };
         let grid = sim.grid();
         let on_device = |n: &str| matches!(sim.field(n), Ok(FieldData::Device(_)));
         let value_on_device = match &sub.query {

@@ -1,6 +1,7 @@
 //! `tessera serve [--sim SCENE] [--grid WxH] [--device D] [--bind ADDR] [--token T]`: the
 //! streaming server (dissertation §6.3): open the printed URL in a browser.
-//! `tessera serve --results OUT/ [--slice z:0.5]` serves a finished `fem solve` instead.
+//! `tessera serve --results OUT/ [--slice z:0.5] [--displace S]` serves a finished `fem solve`
+//! instead: a slice in the 2D view, the boundary surface in the 3D view.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -9,7 +10,7 @@ use std::time::Duration;
 use anyhow::{anyhow, Context};
 use clap::Args;
 use tessera_core::DeviceChoice;
-use tessera_stream::results::ResultsSlice;
+use tessera_stream::results::open_results;
 use tessera_stream::{serve, source, ServerConfig};
 
 #[derive(Args, Debug)]
@@ -50,6 +51,10 @@ pub struct ServeArgs {
     /// Cells along the longer side of the --results slice.
     #[arg(long, default_value_t = 512)]
     pub resolution: usize,
+    /// The 3D view of --results shows the boundary surface moved by this factor times the
+    /// displacement (0: the undeformed body).
+    #[arg(long, default_value_t = 0.0)]
+    pub displace: f64,
     /// Serve the web client from this folder instead of the embedded copy (development).
     #[arg(long)]
     pub web_dir: Option<PathBuf>,
@@ -61,15 +66,16 @@ pub struct ServeArgs {
 pub fn run(a: ServeArgs) -> anyhow::Result<()> {
     let backend = crate::device::resolve(a.device)?;
     eprintln!("device: {}", backend.describe());
-    let (sim, rate): (Box<dyn tessera_flow::Simulation>, _) = match &a.results {
+    let (sim, rate, scene3d): (Box<dyn tessera_flow::Simulation>, _, _) = match &a.results {
         Some(dir) => {
-            let sim = ResultsSlice::open(dir, a.slice, a.resolution)?;
+            let (sim, surface) = open_results(dir, a.slice, a.resolution, a.displace)?;
             // the result does not change: a few frames per second are enough
-            (Box::new(sim), Some(a.rate.unwrap_or(10.0)))
+            (Box::new(sim), Some(a.rate.unwrap_or(10.0)), Some(surface))
         }
         None => {
             let grid = a.grid.as_deref().map(source::parse_grid).transpose()?;
-            (source::open(&a.sim, grid, backend.gpu().cloned())?, a.rate)
+            let sim = source::open(&a.sim, grid, backend.gpu().cloned())?;
+            (sim, a.rate, source::scene3d(&a.sim))
         }
     };
     let title = sim.name().to_string();
@@ -87,10 +93,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
         send_timeout: Duration::from_secs_f64(a.send_timeout),
         rate_hz: rate,
         web_dir: a.web_dir,
-        scene3d: match &a.results {
-            Some(_) => None,
-            None => source::scene3d(&a.sim),
-        },
+        scene3d,
         ..Default::default()
     };
     let rt = tokio::runtime::Runtime::new().context("starting the async runtime")?;

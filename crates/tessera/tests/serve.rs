@@ -9,8 +9,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tessera_render::rixel::decode;
+use tessera_render::{Camera, Orbit};
 use tessera_stream::client::{Client, Event};
-use tessera_stream::pb::Encoding;
+use tessera_stream::pb::{self, Encoding};
 
 fn bin() -> std::ffi::OsString {
     std::env::var_os("TESSERA_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_tessera").into())
@@ -292,11 +294,96 @@ fn serve_results_streams_a_slice_of_a_finished_fem_solve() {
             }
         };
         c.close().await;
-        (names, dims, a, b, err)
+        // the 3D view: the beam's boundary surface, von Mises stress per visible pixel
+        let mut c = Client::connect(&url).await.expect("connect");
+        let s3 = c.hello.scene3d.clone().expect("a result has a 3D view");
+        let view = pb::RixelView {
+            depth_bits: 32,
+            compress: false,
+        };
+        c.subscribe_rixel(&["VonMises"], "", view, 3).await.unwrap();
+        c.subscribed(Duration::from_secs(20)).await.unwrap();
+        let (w, h) = (240u32, 180u32);
+        let center = [s3.center[0], s3.center[1], s3.center[2]];
+        let cam = Camera::orbit(
+            &Orbit::framing(center, s3.radius, 235.0, 30.0),
+            w as f64 / h as f64,
+        )
+        .unwrap();
+        let camera = pb::Camera {
+            id: 3,
+            width: w,
+            height: h,
+            view: cam.view.0.to_vec(),
+            proj: cam.proj.0.to_vec(),
+        };
+        c.request_camera(1, camera).await.unwrap();
+        let f = loop {
+            let f = c
+                .next_frame(Duration::from_secs(20))
+                .await
+                .expect("rixel frame");
+            if f.rixel().is_some() {
+                break f;
+            }
+        };
+        let (r, bytes) = f.rixel().unwrap();
+        assert_eq!((r.name.as_str(), r.camera_id), ("VonMises", 3));
+        let rixels = decode(bytes).expect("a valid rixel frame");
+        c.close().await;
+        (names, dims, a, b, err, s3, rixels)
     });
     let _ = child.kill();
     let _ = child.wait();
-    let (names, dims, a, b, err) = got;
+    let (names, dims, a, b, err, s3, rixels) = got;
+    // the bounding sphere of the 10 x 1 x 1 beam
+    assert!((s3.center[0] - 5.0).abs() < 1e-6 && (s3.radius - 102f64.sqrt() / 2.0).abs() < 1e-6);
+    assert_eq!(rixels.header.frame_id, 3);
+    assert!(
+        rixels.header.visible > 1000,
+        "{} visible",
+        rixels.header.visible
+    );
+    // every rebuilt point (Eqs. 6.5-6.6) lies on the surface of the box [0,10]x[0,1]x[0,1]
+    let points = rixels.world_positions().unwrap();
+    let (mut near_clamp, mut near_tip) = ((0.0, 0), (0.0, 0));
+    for (k, p) in points.iter().enumerate() {
+        let hi = [10.0, 1.0, 1.0];
+        let inside = (0..3).all(|i| p[i] > -2e-3 && p[i] < hi[i] + 2e-3);
+        let on_face = (0..3).any(|i| p[i].abs() < 2e-3 || (p[i] - hi[i]).abs() < 2e-3);
+        assert!(
+            inside && on_face,
+            "pixel {k}: {p:?} is not on the beam's surface"
+        );
+        let v = rixels.value(k).expect("every boundary point has a stress");
+        if p[0] < 2.0 {
+            near_clamp = (near_clamp.0 + v, near_clamp.1 + 1);
+        } else if p[0] > 8.0 {
+            near_tip = (near_tip.0 + v, near_tip.1 + 1);
+        }
+    }
+    // bending: the stress falls from the clamp (M = P L, sigma = 60 at the surface) to the tip
+    let (clamp, tip) = (
+        near_clamp.0 / near_clamp.1.max(1) as f64,
+        near_tip.0 / near_tip.1.max(1) as f64,
+    );
+    assert!(
+        near_clamp.1 > 50 && near_tip.1 > 50,
+        "{near_clamp:?} {near_tip:?}"
+    );
+    assert!(
+        clamp > 3.0 * tip,
+        "von Mises near the clamp {clamp} vs near the tip {tip}"
+    );
+    assert!(
+        rixels.header.value_max > 30.0,
+        "{}",
+        rixels.header.value_max
+    );
+    eprintln!(
+        "3D view of the result: {} visible pixels on the beam's surface, von Mises {:.3}..{:.3}, mean {clamp:.2} near the clamp vs {tip:.2} near the tip",
+        rixels.header.visible, rixels.header.value_min, rixels.header.value_max
+    );
     for want in [
         "DisplacementX",
         "DisplacementZ",
