@@ -7,7 +7,10 @@
 //! - MGPCG to 1e-6: solutions within `1e-4 max |x|`, iteration counts within 1;
 //! - advection: `max |q_gpu - q_cpu| <= 1e-4 max |q|` for velocities and smoke;
 //! - projection: velocities within `1e-4 max |u|`, and both leave the same divergence level;
-//! - three full steps: every field within `2e-3 max |field|` (differences grow step by step).
+//! - three full steps: velocities and smoke within `2e-3 max |field|` (differences grow step
+//!   by step); the pressure within 3x the spread of the CPU reference itself under a one-ulp
+//!   perturbation of its state (at least `2e-3 max |P|`; see the test for why the pressure is
+//!   that sensitive in f32).
 //!
 //! Run with `--include-ignored` on a machine with a CUDA GPU.
 
@@ -265,26 +268,72 @@ fn projection_matches_reference() {
     }
 }
 
+/// The CPU reference fluid again, from `of`'s current state with every face velocity
+/// multiplied by `1 + 1e-7 r` (`r` uniform in [-0.5, 0.5], about one f32 ulp): how far the
+/// reference moves under a rounding-sized perturbation.
+fn perturbed(of: &Fluid, seed: u64) -> Fluid {
+    let mut f = Fluid::new(of.setup().clone(), None).unwrap();
+    let mut rng = Rng(seed);
+    let vel: Vec<Vec<f32>> = of
+        .face_velocities()
+        .unwrap()
+        .iter()
+        .map(|v| v.iter().map(|x| x * (1.0 + 1e-7 * rng.next())).collect())
+        .collect();
+    f.set_state(&vel, &of.smoke().unwrap()).unwrap();
+    f
+}
+
+/// Three full steps (advection, viscosity, forces, MGPCG projection warm-started from the
+/// previous pressure, output fields) on both back-ends from one state.
+///
+/// Velocities and smoke are compared to `2e-3 max |field|`; `dt = cfl h / max |u|` to `1e-4`
+/// relative (its relative change is that of `max |u|`).
+///
+/// The **pressure** is compared against the reference's own rounding sensitivity, measured
+/// here: the CPU fluid run again from the state perturbed by about one ulp ([`perturbed`],
+/// two seeds). Its spread is large because the pressure is the solution of `A psi = b` with
+/// a badly conditioned `A`: with Dirichlet only on the outflow side, `L` cells away from the
+/// inlet, the smoothest mode has `lambda_min ~ (pi / 2L)^2` against `lambda_max ~ 4d`, so
+/// `kappa ~ 1.2e5` for cylinder2d at 193x61. A solve stopped at a relative residual `tau`
+/// fixes `psi` only to about `kappa tau` in that mode, and f32 arithmetic bounds the true
+/// residual near `eps_32 |A| |psi|`, so even a tight stopping rule leaves `~kappa eps_32 ~
+/// 7e-3` relative. Measured on the CPU (3 steps, 193x61): one-ulp perturbation moves the
+/// reference pressure by 1.3e-2 of its maximum at `tau = 1e-6` and still 2e-3 at `tau =
+/// 1e-8`, while velocities move by 2e-5 (the velocity sees only `psi`'s face differences,
+/// where the smooth mode is weighted by `lambda`). The GPU's pressure, which differs from the
+/// CPU's by rounding in every operation, must therefore stay within `3x` that spread (and
+/// may always be within `2e-3 max |P|`); the projection test compares `psi` from one state
+/// to 1e-3.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn flow_step_matches_reference() {
+    let mut failures = Vec::new();
     for (name, grid) in [
         ("cylinder2d", vec![193, 61]),
         ("smoke2d", vec![97, 97]),
         ("sphere3d", vec![53, 33, 29]),
     ] {
         let (mut cpu, mut gpu) = twins(name, &grid);
-        for _ in 0..3 {
+        let mut refs = [perturbed(&cpu, 99), perturbed(&cpu, 123)];
+        for s in 0..3 {
             let a = cpu.step().unwrap();
             let b = gpu.step().unwrap();
-            // dt follows max |u| after a pressure solve stopped at its tolerance, where the
-            // two sides' reductions run in different orders (fields agree to 2e-3 below)
-            assert!(
-                (a.dt - b.dt).abs() <= 1e-4 * a.dt,
-                "dt {} vs {}",
+            let spread = refs
+                .iter_mut()
+                .map(|r| (r.step().unwrap().dt - a.dt).abs() / a.dt)
+                .fold(0.0, f64::max);
+            eprintln!(
+                "{name} step {s}: dt cpu {} gpu {} (rel {:.2e}; perturbed reference {spread:.2e}), cycles cpu {} gpu {}",
                 a.dt,
-                b.dt
+                b.dt,
+                (a.dt - b.dt).abs() / a.dt,
+                cpu.last_stats().solve.iterations,
+                gpu.last_stats().solve.iterations
             );
+            if (a.dt - b.dt).abs() > 1e-4 * a.dt {
+                failures.push(format!("{name} step {s}: dt {} vs {}", a.dt, b.dt));
+            }
         }
         assert!(gpu.on_gpu());
         for info in cpu.fields().to_vec() {
@@ -294,27 +343,45 @@ fn flow_step_matches_reference() {
             ));
             let fc = host_field(&cpu, &info.name).unwrap();
             let fg = host_field(&gpu, &info.name).unwrap();
-            // the divergence after the projection is rounding noise on both sides: compare
-            // its level instead
-            if info.name == "Divergence" {
-                let (mc, mg) = (
-                    diff(&fc, &vec![0.0; fc.len()]).0,
-                    diff(&fg, &vec![0.0; fg.len()]).0,
-                );
-                eprintln!("{name} Divergence: max cpu {mc:.3e}, gpu {mg:.3e}");
-                let before = cpu.last_stats().max_divergence_before;
-                assert!(
-                    mg as f64 <= 1e-3 * before.max(1e-30),
-                    "{mg} vs before {before}"
-                );
+            if fg.iter().any(|v| !v.is_finite()) {
+                failures.push(format!("{name} {}: non-finite GPU values", info.name));
                 continue;
             }
-            close(
-                &format!("{name} {} after 3 steps", info.name),
-                &fg,
-                &fc,
-                2e-3,
+            let (d, m) = diff(&fg, &fc);
+            let spread = refs
+                .iter()
+                .map(|r| diff(&host_field(r, &info.name).unwrap(), &fc).0)
+                .fold(0.0f32, f32::max);
+            eprintln!(
+                "{name} {} after 3 steps: max |gpu - cpu| = {d:.3e} ({:.2e} of max {m:.3e}); perturbed reference {spread:.3e} ({:.2e})",
+                info.name,
+                d / m.max(1e-30),
+                spread / m.max(1e-30)
             );
+            // the divergence after the projection is the solves' residual, rounding noise on
+            // both sides: compare its level instead
+            if info.name == "Divergence" {
+                let mg = diff(&fg, &vec![0.0; fg.len()]).0;
+                let before = cpu.last_stats().max_divergence_before;
+                if mg as f64 > 1e-3 * before.max(1e-30) {
+                    failures.push(format!(
+                        "{name} Divergence: gpu max {mg:e} vs before {before:e}"
+                    ));
+                }
+                continue;
+            }
+            let tol = if info.name == "Pressure" {
+                (2e-3 * m).max(3.0 * spread)
+            } else {
+                2e-3 * m
+            };
+            if d > tol.max(1e-30) {
+                failures.push(format!(
+                    "{name} {} after 3 steps: {d:e} > {tol:e} (max {m:e})",
+                    info.name
+                ));
+            }
         }
     }
+    assert!(failures.is_empty(), "{failures:#?}");
 }
