@@ -203,6 +203,8 @@ struct CpuState {
     smoke: Vec<f32>,
     psi: Vec<f32>,
     tmp_fwd: Vec<f32>,
+    /// The MacCormack clamp's range per sample.
+    tmp_range: Vec<[f32; 2]>,
     tmp_new: Vec<Vec<f32>>,
     smoke_new: Vec<f32>,
     rhs: Vec<f32>,
@@ -344,6 +346,10 @@ impl Fluid {
                     smoke: vec![0.0; n],
                     psi: vec![0.0; n],
                     tmp_fwd: vec![0.0; (0..dim).map(|a| mac.faces(a)).max().unwrap_or(0).max(n)],
+                    tmp_range: vec![
+                        [0.0; 2];
+                        (0..dim).map(|a| mac.faces(a)).max().unwrap_or(0).max(n)
+                    ],
                     tmp_new: (0..dim).map(|a| vec![0.0; mac.faces(a)]).collect(),
                     smoke_new: vec![0.0; n],
                     rhs: vec![0.0; n],
@@ -484,13 +490,23 @@ impl Fluid {
                 let off = Mac::face_offset(a);
                 let len = mac.faces(a);
                 if mc {
-                    mac::advect_sl(&mac, &vref, s, vref[a], n, off, &mut st.tmp_fwd[..len]);
+                    mac::advect_sl_ranged(
+                        &mac,
+                        &vref,
+                        s,
+                        vref[a],
+                        n,
+                        off,
+                        &mut st.tmp_fwd[..len],
+                        &mut st.tmp_range[..len],
+                    );
                     mac::advect_maccormack(
                         &mac,
                         &vref,
                         s,
                         vref[a],
                         &st.tmp_fwd[..len],
+                        &st.tmp_range[..len],
                         n,
                         off,
                         &mut st.tmp_new[a],
@@ -502,13 +518,23 @@ impl Fluid {
             let n = mac.dims;
             let len = mac.cells();
             if mc {
-                mac::advect_sl(&mac, &vref, s, &st.smoke, n, CELL, &mut st.tmp_fwd[..len]);
+                mac::advect_sl_ranged(
+                    &mac,
+                    &vref,
+                    s,
+                    &st.smoke,
+                    n,
+                    CELL,
+                    &mut st.tmp_fwd[..len],
+                    &mut st.tmp_range[..len],
+                );
                 mac::advect_maccormack(
                     &mac,
                     &vref,
                     s,
                     &st.smoke,
                     &st.tmp_fwd[..len],
+                    &st.tmp_range[..len],
                     n,
                     CELL,
                     &mut st.smoke_new,
