@@ -464,6 +464,19 @@ pub fn unit_diagonal_where_zero(a: &mut BlockCsr) {
     }
 }
 
+/// The dense inverse of the coarsest operator (row-major), with a unit diagonal entry
+/// where the diagonal is exactly zero.
+pub fn coarse_inverse(a: &BlockCsr) -> Result<Vec<f64>, SolveError> {
+    let nc = 3 * a.nrows;
+    let mut dense = a.to_dense();
+    for i in 0..nc {
+        if dense[i * nc + i] == 0.0 {
+            dense[i * nc + i] = 1.0;
+        }
+    }
+    spd_inverse(&dense, nc)
+}
+
 /// The smoother of a level with its Chebyshev interval from the estimate `lambda`.
 pub fn level_smoother(params: &AmgParams, lambda: f64) -> LevelSmoother {
     let lmax = params.chebyshev_safety * lambda;
@@ -553,13 +566,7 @@ impl Amg {
         }
         let t = Instant::now();
         let nc = 3 * a.nrows;
-        let mut dense = a.to_dense();
-        for i in 0..nc {
-            if dense[i * nc + i] == 0.0 {
-                dense[i * nc + i] = 1.0;
-            }
-        }
-        let coarse_inverse = spd_inverse(&dense, nc)?;
+        let coarse_inverse = coarse_inverse(&a)?;
         times.add("coarse", t);
         let stats = stats_of(&levels, &a, &coarse_inverse, times.0);
         let scratch = levels
@@ -649,16 +656,38 @@ impl Preconditioner for Amg {
     }
 }
 
+/// Setup stage times (ms), summed over the levels in first-run order.
 #[derive(Default)]
-struct Timer(Vec<(String, f64)>);
+pub struct Timer(pub Vec<(String, f64)>);
 
 impl Timer {
-    fn add(&mut self, name: &str, t: Instant) {
+    /// Add the time since `t` to stage `name`.
+    pub fn add(&mut self, name: &str, t: Instant) {
         let ms = t.elapsed().as_secs_f64() * 1e3;
         match self.0.iter_mut().find(|(n, _)| n == name) {
             Some((_, v)) => *v += ms,
             None => self.0.push((name.to_string(), ms)),
         }
+    }
+}
+
+/// Statistics from the sizes of a hierarchy: DOFs and stored blocks per level (finest
+/// first), the bytes beyond the finest operator, and the setup stage times.
+pub fn stats_from_sizes(
+    dofs: Vec<usize>,
+    blocks: Vec<usize>,
+    hierarchy_bytes: usize,
+    setup_ms: Vec<(String, f64)>,
+) -> AmgStats {
+    let b0 = blocks.first().copied().unwrap_or(1).max(1) as f64;
+    let d0 = dofs.first().copied().unwrap_or(1).max(1) as f64;
+    AmgStats {
+        operator_complexity: blocks.iter().sum::<usize>() as f64 / b0,
+        grid_complexity: dofs.iter().sum::<usize>() as f64 / d0,
+        dofs,
+        blocks,
+        hierarchy_bytes,
+        setup_ms,
     }
 }
 
@@ -684,14 +713,5 @@ fn stats_of(
         .sum::<usize>()
         + if levels.is_empty() { 0 } else { coarse.bytes() }
         + 8 * inv.len();
-    let b0 = blocks[0].max(1) as f64;
-    let d0 = dofs[0].max(1) as f64;
-    AmgStats {
-        operator_complexity: blocks.iter().sum::<usize>() as f64 / b0,
-        grid_complexity: dofs.iter().sum::<usize>() as f64 / d0,
-        dofs,
-        blocks,
-        hierarchy_bytes,
-        setup_ms,
-    }
+    stats_from_sizes(dofs, blocks, hierarchy_bytes, setup_ms)
 }

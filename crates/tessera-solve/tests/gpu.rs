@@ -102,3 +102,175 @@ fn binbcsr_spmv_matches_reference() {
         }
     }
 }
+
+// ----------------------------------------------------------------------------- setup products
+
+use tessera_solve::amg::{galerkin, inverse_diagonal, smooth_prolongator};
+use tessera_solve::blockcsr::BlockCsr;
+use tessera_solve::cuda::{
+    block_spgemm, block_transpose, device_galerkin, device_smooth_prolongator, DeviceBlockCsr,
+};
+
+/// A random block CSR matrix with uneven rows: most rows have up to `per_row` blocks, every
+/// 53rd row is long (up to 120 blocks, beyond a warp), every 17th row is empty.
+fn random_bcsr(g: &mut Lcg, nr: usize, nc: usize, per_row: usize) -> BlockCsr {
+    let mut row_ptr = vec![0u32];
+    let mut cols = Vec::new();
+    let mut vals = Vec::new();
+    for i in 0..nr {
+        let len = if i % 17 == 5 {
+            0
+        } else if i % 53 == 0 {
+            (g.next() % 120) as usize
+        } else {
+            (g.next() % per_row as u64) as usize
+        };
+        let mut c: Vec<u32> = (0..len).map(|_| (g.next() % nc as u64) as u32).collect();
+        c.sort_unstable();
+        c.dedup();
+        for _ in 0..c.len() * 9 {
+            vals.push(g.f());
+        }
+        cols.extend(c);
+        row_ptr.push(cols.len() as u32);
+    }
+    BlockCsr {
+        nrows: nr,
+        ncols: nc,
+        row_ptr,
+        cols,
+        vals,
+    }
+}
+
+/// Same pattern exactly, values to `tol` relative to the largest entry.
+fn assert_bcsr_eq(what: &str, dev: &BlockCsr, host: &BlockCsr, tol: f64) {
+    assert_eq!(
+        (dev.nrows, dev.ncols),
+        (host.nrows, host.ncols),
+        "{what}: shape"
+    );
+    assert_eq!(dev.row_ptr, host.row_ptr, "{what}: row offsets");
+    assert_eq!(dev.cols, host.cols, "{what}: columns");
+    let scale = host
+        .vals
+        .iter()
+        .fold(0.0f64, |s, v| s.max(v.abs()))
+        .max(1e-300);
+    let err = dev
+        .vals
+        .iter()
+        .zip(&host.vals)
+        .fold(0.0f64, |s, (a, b)| s.max((a - b).abs()));
+    println!(
+        "{what}: {} x {} blocks, {} stored, max rel diff {:.3e}",
+        host.nrows,
+        host.ncols,
+        host.nnz(),
+        err / scale
+    );
+    assert!(err <= tol * scale, "{what}: {err:e} > {tol:e} * {scale:e}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn block_spgemm_matches_reference() {
+    let Some(gpu) = gpu() else { return };
+    let k = SolveKernels::new(&gpu).unwrap();
+    let prim = gpu.primitives().unwrap();
+    let mut g = Lcg(12);
+    for (m, n, q, per_row) in [
+        (1usize, 1usize, 1usize, 2usize),
+        (37, 23, 41, 5),
+        (1000, 700, 900, 12),
+        (5003, 4001, 777, 30),
+    ] {
+        let a = random_bcsr(&mut g, m, n, per_row);
+        let b = random_bcsr(&mut g, n, q, per_row);
+        let (ad, bd) = (
+            DeviceBlockCsr::upload(&gpu, &a).unwrap(),
+            DeviceBlockCsr::upload(&gpu, &b).unwrap(),
+        );
+        let c = block_spgemm(&k, &prim, &ad, &bd)
+            .unwrap()
+            .download(&gpu)
+            .unwrap();
+        c.validate().unwrap();
+        assert_bcsr_eq(
+            &format!("A B ({m} x {n} x {q})"),
+            &c,
+            &a.matmul(&b).unwrap(),
+            1e-14,
+        );
+        let t = block_transpose(&k, &prim, &ad)
+            .unwrap()
+            .download(&gpu)
+            .unwrap();
+        assert_bcsr_eq(&format!("A^T ({m} x {n})"), &t, &a.transpose(), 0.0);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn galerkin_products_match_reference() {
+    let Some(gpu) = gpu() else { return };
+    let k = SolveKernels::new(&gpu).unwrap();
+    let prim = gpu.primitives().unwrap();
+    let mut g = Lcg(34);
+    for (n, nc) in [(40usize, 7usize), (3001, 400)] {
+        // a symmetric positive definite operator M Mᵀ + diagonal, a random tentative
+        // prolongator with two blocks per row (some rows empty)
+        let mm = random_bcsr(&mut g, n, n, 6);
+        let mut a = mm.matmul(&mm.transpose()).unwrap();
+        for i in 0..n {
+            let kk = a.find(i, i as u32);
+            if let Some(kk) = kk {
+                for c in 0..3 {
+                    a.vals[kk * 9 + c * 4] += 50.0;
+                }
+            }
+        }
+        let mut row_ptr = vec![0u32];
+        let mut cols = Vec::new();
+        let mut vals = Vec::new();
+        for i in 0..n {
+            if i % 11 != 3 {
+                let agg = (g.next() % nc as u64) as u32;
+                cols.extend([2 * agg, 2 * agg + 1]);
+                vals.extend((0..18).map(|_| g.f()));
+            }
+            row_ptr.push(cols.len() as u32);
+        }
+        let pt = BlockCsr {
+            nrows: n,
+            ncols: 2 * nc,
+            row_ptr,
+            cols,
+            vals,
+        };
+        // rows without a diagonal block get a unit one through inverse_diagonal
+        let dinv = inverse_diagonal(&a).unwrap();
+        let omega = 0.37;
+        let p = smooth_prolongator(&a, &dinv, &pt, omega).unwrap();
+        let (r, ac) = galerkin(&a, &p).unwrap();
+        let ad = DeviceBlockCsr::upload(&gpu, &a).unwrap();
+        let ptd = DeviceBlockCsr::upload(&gpu, &pt).unwrap();
+        let dd = gpu.upload(dinv.inverses()).unwrap();
+        let pd = device_smooth_prolongator(&k, &prim, &ad, &dd, &ptd, omega).unwrap();
+        assert_bcsr_eq(
+            &format!("smoothed P ({n})"),
+            &pd.download(&gpu).unwrap(),
+            &p,
+            1e-14,
+        );
+        let (rd, acd) = device_galerkin(&k, &prim, &ad, &pd).unwrap();
+        assert_bcsr_eq(&format!("R ({n})"), &rd.download(&gpu).unwrap(), &r, 1e-14);
+        let acd = acd.download(&gpu).unwrap();
+        assert_bcsr_eq(&format!("R A P ({n})"), &acd, &ac, 1e-13);
+        assert_eq!(
+            acd.asymmetry(),
+            0.0,
+            "the device Galerkin operator is symmetric"
+        );
+    }
+}

@@ -6,7 +6,9 @@
 //! | SpMV | warp per bin, atomic bin counter (Listing 4.1) | [`BinBcsr::spmv`](tessera_sparse::binbcsr::BinBcsr::spmv) |
 //! | PCG | filtered block-Jacobi PCG, deterministic two-pass dot products, scalars on the device | [`crate::pcg::pcg`] |
 //! | PCG with a preconditioner | the same iteration with [`DevicePreconditioner`] | [`crate::pcg::pcg_with`] |
-//! | AMG / p-multigrid cycle | hierarchy set up on the host, uploaded; block CSR SpMV (a lane group per block row), Chebyshev / Jacobi smoother steps, dense coarse inverse | [`crate::Amg::cycle`], [`crate::PMultigrid::cycle`] |
+//! | AMG / p-multigrid cycle | block CSR SpMV (a lane group per block row), Chebyshev / Jacobi smoother steps, dense coarse inverse | [`crate::Amg::cycle`], [`crate::PMultigrid::cycle`] |
+//! | AMG setup | [`DeviceAmg::setup`]: aggregation, tentative prolongator and eigenvalue estimates on the host copy of each level; smoothed prolongator, transpose and Galerkin product on the device by block SpGEMM (expand, sort, compress), bit-identical to the host | [`crate::Amg::setup`] |
+//! | filtered copy `S A S + (I − S)` | [`device_filtered_copy`], one thread per block row | [`crate::blockcsr::BlockCsr::from_binbcsr_filtered`] |
 //!
 //! Only `tessera-gpu` calls cudarc; this module launches its kernels through it. The CUDA
 //! sources live beside it in `kernels/`.
@@ -14,10 +16,14 @@
 mod matrix;
 mod multigrid;
 mod pcg;
+mod setup;
 
 pub use matrix::{DeviceBinBcsr, DeviceBinBcsrPattern, DeviceOperator};
 pub use multigrid::{DeviceAmg, DeviceBlockCsr, DevicePmg, DevicePreconditioner};
 pub use pcg::{pcg_gpu, pcg_gpu_with};
+pub use setup::{
+    block_spgemm, block_transpose, device_filtered_copy, device_galerkin, device_smooth_prolongator,
+};
 
 use std::sync::{Arc, Mutex};
 use tessera_gpu::{CompileOptions, DeviceBuffer, Element, Gpu, Kernel, LaunchConfig, Module};
@@ -29,7 +35,8 @@ use crate::error::SolveError;
 /// then the multigrid kernels.
 pub const SOURCE: &str = concat!(
     include_str!("kernels/solve.cu"),
-    include_str!("kernels/multigrid.cu")
+    include_str!("kernels/multigrid.cu"),
+    include_str!("kernels/setup.cu")
 );
 
 pub(crate) const BLOCK: u32 = 256;

@@ -1,10 +1,14 @@
 //! The multigrid cycles on a device: smoothed-aggregation AMG ([`DeviceAmg`]) and
 //! p-multigrid ([`DevicePmg`]) as PCG preconditioners ([`DevicePreconditioner`]).
 //!
-//! The hierarchy is built on the host ([`Amg::setup`], [`PMultigrid::setup`]) and uploaded:
-//! coarse operators, prolongators and restrictions as block CSR of `3 × 3` blocks
-//! ([`DeviceBlockCsr`]), the inverted diagonal blocks, the Chebyshev intervals and the dense
-//! coarse inverse. The finest level runs on the device operator the PCG uses (Bin-BCSR*,
+//! The hierarchy is either built on the host ([`Amg::setup`], [`PMultigrid::setup`]) and
+//! uploaded ([`DeviceAmg::upload`], [`DevicePmg::upload`]), or set up with its sparse
+//! products on the device ([`DeviceAmg::setup`], [`DevicePmg::setup`]: block SpGEMM of
+//! [`super::setup`] for the smoothed prolongators, restrictions and Galerkin operators; the
+//! aggregation, tentative prolongators and eigenvalue estimates of the AMG levels on host
+//! copies of the level operators). Either way the device holds coarse operators,
+//! prolongators and restrictions as block CSR of `3 × 3` blocks ([`DeviceBlockCsr`]), the
+//! inverted diagonal blocks, the Chebyshev intervals and the dense coarse inverse. The finest level runs on the device operator the PCG uses (Bin-BCSR*,
 //! dissertation §4.4.2) with the constraint filter `S A S + (I − S)`, so the fine matrix is
 //! not stored twice. The cycle is the CPU reference's step for step ([`Amg::cycle`],
 //! [`PMultigrid::cycle`]): the same smoother recurrences, restriction, coarse solve and
@@ -14,12 +18,25 @@ use std::sync::Mutex;
 
 use tessera_gpu::{DeviceBuffer, Gpu};
 
-use super::{cfg, to_u32, up, DeviceOperator, SolveKernels, BLOCK};
-use crate::amg::{Amg, Cycle};
+use std::time::Instant;
+
+use super::setup::{device_galerkin, device_smooth_prolongator};
+use rayon::prelude::*;
+
+use super::{cfg, dot_into, to_u32, up, DeviceOperator, SolveKernels, BLOCK};
+use crate::aggregation::{aggregate_mis2, strength_graph, Aggregates};
+use crate::amg::{
+    coarse_inverse, inverse_diagonal, level_smoother, stats_from_sizes, tentative_prolongator, Amg,
+    AmgParams, AmgStats, Cycle, Timer,
+};
 use crate::blockcsr::BlockCsr;
 use crate::error::SolveError;
+use crate::jacobi::{identity_on_fixed, invert_small};
+use crate::nullspace::rigid_body_modes;
 use crate::operator::BlockOperator;
 use crate::pmg::PMultigrid;
+use crate::pmg::{filter_prolongation, PmgParams};
+use crate::smoother::{lambda_max_estimate, lanczos_max, start_vector};
 use crate::smoother::{LevelSmoother, Smoother};
 
 /// A preconditioner `z = M⁻¹ r` on device vectors, for [`super::pcg_gpu_with`].
@@ -35,31 +52,76 @@ pub trait DevicePreconditioner {
 
 /// A block CSR matrix of `3 × 3` blocks in device memory ([`BlockCsr`] uploaded).
 pub struct DeviceBlockCsr {
-    nrows: usize,
-    ncols: usize,
-    nnz: usize,
+    pub(crate) nrows: usize,
+    pub(crate) ncols: usize,
+    pub(crate) nnz: usize,
     /// Lanes per block row of the SpMV (a power of two, 2..=32, from the mean row length).
     group: u32,
-    row_ptr: DeviceBuffer<u32>,
-    cols: DeviceBuffer<u32>,
-    vals: DeviceBuffer<f64>,
+    pub(crate) row_ptr: DeviceBuffer<u32>,
+    pub(crate) cols: DeviceBuffer<u32>,
+    pub(crate) vals: DeviceBuffer<f64>,
 }
 
 impl DeviceBlockCsr {
     /// Upload a host matrix.
     pub fn upload(gpu: &Gpu, m: &BlockCsr) -> Result<Self, SolveError> {
-        to_u32(3 * m.nrows.max(m.ncols), "block CSR DOFs")?;
-        let mean = m.nnz().div_ceil(m.nrows.max(1));
+        DeviceBlockCsr::from_parts(
+            m.nrows,
+            m.ncols,
+            m.nnz(),
+            up(gpu, &m.row_ptr)?,
+            up(gpu, &m.cols)?,
+            up(gpu, &m.vals)?,
+        )
+    }
+
+    /// A matrix from device arrays built on the device (`nrows + 1` offsets, `nnz` sorted
+    /// columns, `9 nnz` values).
+    pub(crate) fn from_parts(
+        nrows: usize,
+        ncols: usize,
+        nnz: usize,
+        row_ptr: DeviceBuffer<u32>,
+        cols: DeviceBuffer<u32>,
+        vals: DeviceBuffer<f64>,
+    ) -> Result<Self, SolveError> {
+        to_u32(3 * nrows.max(ncols), "block CSR DOFs")?;
+        let mean = nnz.div_ceil(nrows.max(1));
         let group = mean.next_power_of_two().clamp(2, 32) as u32;
         Ok(DeviceBlockCsr {
-            nrows: m.nrows,
-            ncols: m.ncols,
-            nnz: m.nnz(),
+            nrows,
+            ncols,
+            nnz,
             group,
-            row_ptr: up(gpu, &m.row_ptr)?,
-            cols: up(gpu, &m.cols)?,
-            vals: up(gpu, &m.vals)?,
+            row_ptr,
+            cols,
+            vals,
         })
+    }
+
+    /// Copy back to the host.
+    pub fn download(&self, gpu: &Gpu) -> Result<BlockCsr, SolveError> {
+        let row_ptr = gpu.download_range(&self.row_ptr, 0..self.nrows + 1)?;
+        let (cols, vals) = if self.nnz == 0 {
+            (Vec::new(), Vec::new())
+        } else {
+            (
+                gpu.download_range(&self.cols, 0..self.nnz)?,
+                gpu.download_range(&self.vals, 0..9 * self.nnz)?,
+            )
+        };
+        Ok(BlockCsr {
+            nrows: self.nrows,
+            ncols: self.ncols,
+            row_ptr,
+            cols,
+            vals,
+        })
+    }
+
+    /// Stored blocks.
+    pub fn nnz(&self) -> usize {
+        self.nnz
     }
     /// Block rows.
     pub fn num_block_rows(&self) -> usize {
@@ -271,6 +333,77 @@ fn smooth(
     Ok(())
 }
 
+/// The estimate of [`lambda_max_estimate`] on the device: the same CG steps of block-Jacobi
+/// preconditioned CG on the level operator `op` from the same start vector (zero on `fixed`),
+/// with deterministic device dot products; the Lanczos matrix's largest eigenvalue on the
+/// host ([`lanczos_max`]). Equal to the host estimate up to rounding.
+fn device_lambda_max(
+    k: &SolveKernels<'_>,
+    op: &LevelOp<'_>,
+    dinv: &DeviceBuffer<f64>,
+    n_dofs: usize,
+    steps: usize,
+    fixed: &[bool],
+) -> Result<f64, SolveError> {
+    let gpu = k.gpu;
+    let n = to_u32(n_dofs, "level DOFs")?;
+    let nodes = n / 3;
+    let r = up(gpu, &start_vector(n_dofs, Some(fixed)))?;
+    let z = gpu.zeros::<f64>(n_dofs.max(1))?;
+    let mut q = gpu.zeros::<f64>(n_dofs.max(1))?;
+    let out = gpu.zeros::<f64>(1)?;
+    let jacobi = k.k("lanczos_jacobi")?;
+    let axpy = k.k("lanczos_axpy")?;
+    let xpby = k.k("lanczos_xpby")?;
+    let precondition = |r: &DeviceBuffer<f64>, z: &DeviceBuffer<f64>| -> Result<(), SolveError> {
+        gpu.launch(&jacobi, cfg(nodes as usize, BLOCK)?)
+            .arg(&nodes)
+            .arg(dinv)
+            .arg(r)
+            .arg(z)
+            .run()?;
+        Ok(())
+    };
+    let dot = |a: &DeviceBuffer<f64>, b: &DeviceBuffer<f64>| -> Result<f64, SolveError> {
+        dot_into(k, n, a, b, &out, 0)?;
+        Ok(gpu.download_at(&out, 0)?)
+    };
+    precondition(&r, &z)?;
+    let p = gpu.duplicate(&z)?;
+    let mut rz = dot(&r, &z)?;
+    let (mut alphas, mut betas) = (Vec::new(), Vec::new());
+    for _ in 0..steps.max(1) {
+        if !(rz > 0.0) {
+            break;
+        }
+        op.apply(k, &p, &mut q)?;
+        let pq = dot(&p, &q)?;
+        if !(pq > 0.0) {
+            break;
+        }
+        let alpha = rz / pq;
+        gpu.launch(&axpy, cfg(n as usize, BLOCK)?)
+            .arg(&n)
+            .arg(&alpha)
+            .arg(&q)
+            .arg(&r)
+            .run()?;
+        precondition(&r, &z)?;
+        let rz_new = dot(&r, &z)?;
+        let beta = rz_new / rz;
+        alphas.push(alpha);
+        betas.push(beta);
+        gpu.launch(&xpby, cfg(n as usize, BLOCK)?)
+            .arg(&n)
+            .arg(&z)
+            .arg(&beta)
+            .arg(&p)
+            .run()?;
+        rz = rz_new;
+    }
+    Ok(lanczos_max(&alphas, &betas))
+}
+
 struct DeviceLevel<'a> {
     a: LevelOp<'a>,
     dinv: DeviceBuffer<f64>,
@@ -280,7 +413,7 @@ struct DeviceLevel<'a> {
 }
 
 /// A smoothed-aggregation hierarchy on a device (see the module docs), built from a host
-/// [`Amg`].
+/// [`Amg`] ([`DeviceAmg::upload`]) or set up on the device ([`DeviceAmg::setup`]).
 pub struct DeviceAmg<'a> {
     levels: Vec<DeviceLevel<'a>>,
     coarse_n: u32,
@@ -288,6 +421,10 @@ pub struct DeviceAmg<'a> {
     cycle: Cycle,
     bytes: usize,
     vectors: Mutex<Vec<Vectors>>,
+    /// The aggregates of every level with smoothing (set up on the device only).
+    aggregates: Vec<Aggregates>,
+    /// Statistics of a device setup (set up on the device only).
+    stats: Option<AmgStats>,
 }
 
 impl<'a> DeviceAmg<'a> {
@@ -337,7 +474,184 @@ impl<'a> DeviceAmg<'a> {
             cycle: amg.params.cycle,
             bytes,
             vectors: Mutex::new(vectors),
+            aggregates: Vec::new(),
+            stats: None,
         })
+    }
+
+    /// Set up the hierarchy of the filtered fine operator with the products on the device
+    /// (the same algorithm as [`Amg::setup`], stage for stage, and the same hierarchy up to
+    /// rounding): `a0` is the filtered operator on the device (from
+    /// [`super::device_filtered_copy`]) and `a0_host` the same operator on the host, `fixed`
+    /// the constrained DOFs, `positions` the nodes of the rigid-body modes. Per level, the
+    /// strength graph, the MIS(2) aggregation, the tentative prolongator, the inverted
+    /// diagonal blocks and the `λ_max` estimate run on the host copy of the level operator;
+    /// the smoothed prolongator, its transpose and the Galerkin product run on the device
+    /// ([`super::device_smooth_prolongator`], [`super::device_galerkin`]), and only the
+    /// coarse operator comes back for the next level's host stages. With `fine`, the finest
+    /// level runs on that device operator (the unfiltered matrix `a0` was filtered from) and
+    /// `a0` is freed after the first Galerkin product. Stage times (ms, device stages
+    /// synchronized) are in [`DeviceAmg::stats`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn setup(
+        k: &SolveKernels<'_>,
+        a0_host: BlockCsr,
+        a0: DeviceBlockCsr,
+        fixed: &[bool],
+        positions: &[[f64; 3]],
+        params: &AmgParams,
+        fine: Option<&'a dyn DeviceOperator>,
+    ) -> Result<Self, SolveError> {
+        params.validate()?;
+        let gpu = k.gpu;
+        let n0 = a0_host.nrows;
+        if positions.len() != n0
+            || fixed.len() != 3 * n0
+            || a0.nrows != n0
+            || a0.nnz != a0_host.nnz()
+            || fine.is_some_and(|f| f.num_block_rows() != n0)
+        {
+            return Err(SolveError::Dimension {
+                expected: n0,
+                found: positions.len(),
+            });
+        }
+        let prim = gpu.primitives()?;
+        let m = params.near_null_space.dim();
+        let mut b = rigid_body_modes(positions, fixed, params.near_null_space);
+        let mut times = Timer::default();
+        let mut levels: Vec<DeviceLevel<'a>> = Vec::new();
+        let mut vectors = Vec::new();
+        let mut aggregates_all = Vec::new();
+        let (mut dofs, mut blocks) = (Vec::new(), Vec::new());
+        let mut hierarchy_bytes = 0usize;
+        let mut bytes = 0usize;
+        let (mut a_host, mut a_dev) = (a0_host, a0);
+        let mut group = 1usize;
+        while levels.len() + 1 < params.max_levels && 3 * a_host.nrows > params.coarse_size {
+            let t = Instant::now();
+            let graph = strength_graph(&a_host, group, params.strength);
+            let aggregates = aggregate_mis2(&graph);
+            times.add("aggregation", t);
+            let na = aggregates.num_aggregates();
+            if na == 0 || na * m >= 3 * a_host.nrows * 9 / 10 {
+                break;
+            }
+            let t = Instant::now();
+            let (pt, bc) = tentative_prolongator(&aggregates, group, &b, m)?;
+            let pt = DeviceBlockCsr::upload(gpu, &pt)?;
+            times.add("tentative", t);
+            let t = Instant::now();
+            let dinv = inverse_diagonal(&a_host)?;
+            let lambda = lambda_max_estimate(&a_host, &dinv, params.eigen_steps, None);
+            let dinv = up(gpu, dinv.inverses())?;
+            times.add("eigenvalues", t);
+            let t = Instant::now();
+            let omega = params.prolongation_damping / lambda;
+            let p = device_smooth_prolongator(k, &prim, &a_dev, &dinv, &pt, omega)?;
+            drop(pt);
+            gpu.synchronize()?;
+            times.add("smoothing_device", t);
+            let t = Instant::now();
+            let (r, ac) = device_galerkin(k, &prim, &a_dev, &p)?;
+            gpu.synchronize()?;
+            times.add("galerkin_device", t);
+            let t = Instant::now();
+            let ac_host = ac.download(gpu)?;
+            times.add("download_coarse", t);
+            dofs.push(3 * a_host.nrows);
+            blocks.push(a_host.nnz());
+            let first = levels.is_empty();
+            let a_op = std::mem::replace(&mut a_dev, ac);
+            let op = match (first, fine) {
+                (true, Some(f)) => {
+                    drop(a_op);
+                    fine_op(gpu, f, fixed)?
+                }
+                _ => LevelOp::Csr(a_op),
+            };
+            hierarchy_bytes += (if first { 0 } else { a_host.bytes() }) + p.bytes() + r.bytes();
+            hierarchy_bytes += dinv.bytes();
+            bytes += op.bytes() + p.bytes() + r.bytes() + dinv.bytes();
+            vectors.push(Vectors::new(gpu, 3 * a_host.nrows)?);
+            levels.push(DeviceLevel {
+                a: op,
+                dinv,
+                smoother: level_smoother(params, lambda),
+                p,
+                r,
+            });
+            aggregates_all.push(aggregates);
+            a_host = ac_host;
+            b = bc;
+            group = m / 3;
+        }
+        let t = Instant::now();
+        let inv = coarse_inverse(&a_host)?;
+        let nc = 3 * a_host.nrows;
+        let coarse_inv = up(gpu, &inv)?;
+        times.add("coarse", t);
+        dofs.push(nc);
+        blocks.push(a_host.nnz());
+        if !levels.is_empty() {
+            hierarchy_bytes += a_host.bytes();
+        }
+        hierarchy_bytes += 8 * inv.len();
+        bytes += coarse_inv.bytes();
+        vectors.push(Vectors::new(gpu, nc)?);
+        drop(a_dev);
+        Ok(DeviceAmg {
+            levels,
+            coarse_n: to_u32(nc, "coarse DOFs")?,
+            coarse_inverse: coarse_inv,
+            cycle: params.cycle,
+            bytes,
+            vectors: Mutex::new(vectors),
+            aggregates: aggregates_all,
+            stats: Some(stats_from_sizes(dofs, blocks, hierarchy_bytes, times.0)),
+        })
+    }
+
+    /// Number of levels (the coarsest included).
+    pub fn num_levels(&self) -> usize {
+        self.levels.len() + 1
+    }
+
+    /// Statistics of a hierarchy set up by [`DeviceAmg::setup`] (`None` when uploaded).
+    pub fn stats(&self) -> Option<&AmgStats> {
+        self.stats.as_ref()
+    }
+
+    /// The aggregates of every level with smoothing, finest first (set up by
+    /// [`DeviceAmg::setup`]; empty when uploaded).
+    pub fn aggregates(&self) -> &[Aggregates] {
+        &self.aggregates
+    }
+
+    /// Host copies of level `l`'s prolongator, restriction and, for levels stored as block
+    /// CSR, operator (`None` for a finest level on the PCG's operator); for conformance
+    /// tests against [`Amg`].
+    #[allow(clippy::type_complexity)]
+    pub fn download_level(
+        &self,
+        gpu: &Gpu,
+        l: usize,
+    ) -> Result<(BlockCsr, BlockCsr, Option<BlockCsr>), SolveError> {
+        let lev = self.levels.get(l).ok_or(SolveError::Dimension {
+            expected: self.levels.len(),
+            found: l,
+        })?;
+        let a = match &lev.a {
+            LevelOp::Csr(m) => Some(m.download(gpu)?),
+            LevelOp::Fine { .. } => None,
+        };
+        Ok((lev.p.download(gpu)?, lev.r.download(gpu)?, a))
+    }
+
+    /// Host copy of the dense coarse inverse.
+    pub fn download_coarse_inverse(&self, gpu: &Gpu) -> Result<Vec<f64>, SolveError> {
+        let n = self.coarse_n as usize;
+        Ok(gpu.download_range(&self.coarse_inverse, 0..n * n)?)
     }
 
     /// Device bytes of the hierarchy (vectors excluded; the finest operator excluded when
@@ -429,6 +743,8 @@ pub struct DevicePmg<'a> {
     pub amg: DeviceAmg<'static>,
     bytes: usize,
     vectors: Mutex<(Vectors, DeviceBuffer<f64>, DeviceBuffer<f64>)>,
+    /// Setup stages of [`DevicePmg::setup`] (ms; empty when uploaded).
+    pub setup_ms: Vec<(String, f64)>,
 }
 
 impl<'a> DevicePmg<'a> {
@@ -460,7 +776,128 @@ impl<'a> DevicePmg<'a> {
             r,
             amg,
             bytes,
+            setup_ms: Vec::new(),
         })
+    }
+
+    /// Set up p-multigrid with the products on the device, without a host copy of the
+    /// order-`p` matrix: `a` is the order-`p` device operator (unfiltered), `a_filtered` its
+    /// filtered copy on the device ([`super::device_filtered_copy`]; freed after the
+    /// Galerkin product), `prolongation` the degree elevation (fine nodes × order-1 nodes),
+    /// `fixed` the constrained DOFs of the order-`p` level, `coarse_fixed` and
+    /// `coarse_positions` those of the order-1 level. The same algorithm as
+    /// [`PMultigrid::setup`]: the inverted diagonal blocks from the downloaded block diagonal,
+    /// `λ_max(D⁻¹Ā_p)` by the same CG steps on the device, the Galerkin product
+    /// `P̄ᵀ Ā_p P̄` on the device ([`super::device_galerkin`]), then [`DeviceAmg::setup`] on
+    /// the order-1 operator (downloaded for its host stages).
+    #[allow(clippy::too_many_arguments)]
+    pub fn setup(
+        k: &SolveKernels<'_>,
+        a: &'a dyn DeviceOperator,
+        a_filtered: DeviceBlockCsr,
+        prolongation: &BlockCsr,
+        fixed: &[bool],
+        coarse_fixed: &[bool],
+        coarse_positions: &[[f64; 3]],
+        params: &PmgParams,
+    ) -> Result<Self, SolveError> {
+        params.amg.validate()?;
+        let gpu = k.gpu;
+        let n = a.num_block_rows();
+        if a.block_size() != 3
+            || prolongation.nrows != n
+            || a_filtered.nrows != n
+            || fixed.len() != 3 * n
+            || coarse_fixed.len() != 3 * prolongation.ncols
+            || coarse_positions.len() != prolongation.ncols
+        {
+            return Err(SolveError::Dimension {
+                expected: 3 * n,
+                found: fixed.len(),
+            });
+        }
+        let prim = gpu.primitives()?;
+        let mut times = Timer::default();
+        let t = Instant::now();
+        // the inverted diagonal blocks, identity on constrained DOFs (as BlockJacobi::new)
+        let diag = gpu.download_range(a.diagonal(), 0..9 * n)?;
+        let inv: Vec<Result<Vec<f64>, SolveError>> = (0..n)
+            .into_par_iter()
+            .with_min_len(1024)
+            .map(|i| {
+                let mut b = diag[9 * i..9 * i + 9].to_vec();
+                identity_on_fixed(&mut b, 3, &fixed[3 * i..3 * i + 3]);
+                invert_small(&b, 3).ok_or(SolveError::SingularBlock { node: i })
+            })
+            .collect();
+        let mut flat = Vec::with_capacity(9 * n);
+        for b in inv {
+            flat.extend(b?);
+        }
+        drop(diag);
+        let dinv = up(gpu, &flat)?;
+        drop(flat);
+        let fine = fine_op(gpu, a, fixed)?;
+        let lambda = device_lambda_max(k, &fine, &dinv, 3 * n, params.amg.eigen_steps, fixed)?;
+        let smoother = LevelSmoother {
+            kind: params.smoother,
+            ..level_smoother(&params.amg, lambda)
+        };
+        times.add("fine_smoother", t);
+        let t = Instant::now();
+        let p = filter_prolongation(prolongation, fixed, coarse_fixed);
+        let p = DeviceBlockCsr::upload(gpu, &p)?;
+        let (r, a1) = device_galerkin(k, &prim, &a_filtered, &p)?;
+        drop(a_filtered);
+        gpu.synchronize()?;
+        times.add("galerkin_p_device", t);
+        let t = Instant::now();
+        let a1_host = a1.download(gpu)?;
+        times.add("download_order1", t);
+        let amg = DeviceAmg::setup(
+            k,
+            a1_host,
+            a1,
+            coarse_fixed,
+            coarse_positions,
+            &params.amg,
+            None,
+        )?;
+        if let Some(st) = amg.stats() {
+            times.0.extend(st.setup_ms.iter().cloned());
+        }
+        let bytes = fine.bytes() + dinv.bytes() + p.bytes() + r.bytes() + amg.bytes();
+        let nc = 3 * prolongation.ncols;
+        Ok(DevicePmg {
+            vectors: Mutex::new((
+                Vectors::new(gpu, 3 * n)?,
+                gpu.zeros::<f64>(nc.max(1))?,
+                gpu.zeros::<f64>(nc.max(1))?,
+            )),
+            fine,
+            dinv,
+            smoother,
+            p,
+            r,
+            amg,
+            bytes,
+            setup_ms: times.0,
+        })
+    }
+
+    /// Levels: the order-`p` level and the AMG's.
+    pub fn num_levels(&self) -> usize {
+        1 + self.amg.num_levels()
+    }
+
+    /// Device bytes of the transfer `P̄` and `P̄ᵀ`.
+    pub fn transfer_bytes(&self) -> usize {
+        self.p.bytes() + self.r.bytes()
+    }
+
+    /// The smoother of the order-`p` level with its Chebyshev interval.
+    pub fn smoother(&self) -> &LevelSmoother {
+        &self.smoother
     }
 
     /// Device bytes of the hierarchy (vectors and the order-`p` operator excluded).
