@@ -25,7 +25,7 @@ use tessera_mesh::MeshError;
 use tessera_sparse::binbcsr::BinBcsr;
 
 use tessera_solve::cuda::{
-    pcg_gpu, pcg_gpu_with, DeviceAmg, DeviceOperator, DevicePmg, DevicePreconditioner, SolveKernels,
+    device_filtered_copy, pcg_gpu, pcg_gpu_with, DeviceAmg, DeviceOperator, DevicePmg, SolveKernels,
 };
 use tessera_solve::{
     pcg, pcg_with, Amg, BlockCsr, Constraints, PMultigrid, PcgParams, SolveError, SolveReport,
@@ -778,63 +778,182 @@ fn pcg_params(problem: &Problem) -> PcgParams {
     }
 }
 
-/// Stages `setup` and `solve` of a GPU run with a multigrid preconditioner: the matrix
-/// assembled on the device is downloaded, the hierarchy is set up on the host
-/// ([`setup_stage`]) and uploaded, and the PCG runs on the device with the device cycle
-/// ([`tessera_solve::cuda::DeviceAmg`], [`tessera_solve::cuda::DevicePmg`]) whose finest
-/// level is the device matrix itself. The `setup` stage includes the download and upload
-/// (sub-stages `download` and `upload_hierarchy` in [`SolverInfo::setup_stages_ms`]). Returns the
-/// solution, the report, the host copy of the matrix and the solver info.
+/// Stages `setup` and `solve` of a GPU run with a multigrid preconditioner: the hierarchy
+/// is set up with its sparse products on the device ([`amg_gpu`], [`pmg_gpu`]) and the PCG
+/// runs on the device with the device cycle ([`tessera_solve::cuda::DeviceAmg`],
+/// [`tessera_solve::cuda::DevicePmg`]) whose finest level is the device matrix itself. The
+/// `setup` stage's sub-stages are in [`SolverInfo::setup_stages_ms`]. Returns the solution,
+/// the report, the host copy of the matrix when one was made, and the solver info.
 fn multigrid_gpu(
     problem: &Problem,
     prep: &Prepared,
     gpu: &Gpu,
     mat: &DeviceBinBcsr<f64>,
     st: &mut StageRunner<'_>,
-) -> Result<(Vec<f64>, SolveReport, BinBcsr<f64>, SolverInfo), StaticError> {
-    let fixed = &prep.constraints.fixed[..];
+) -> Result<(Vec<f64>, SolveReport, Option<BinBcsr<f64>>, SolverInfo), StaticError> {
     (st.progress)("setup");
+    match effective_preconditioner(problem, prep) {
+        PreconditionerKind::Amg => amg_gpu(problem, prep, gpu, mat, st),
+        PreconditionerKind::Pmg => pmg_gpu(problem, prep, gpu, mat, st),
+        _ => Err(StaticError::Unsupported(
+            "multigrid_gpu needs a multigrid preconditioner".into(),
+        )),
+    }
+}
+
+/// The `setup` and `solve` stages of a GPU run with p-multigrid, the matrix never leaving
+/// the device: [`DevicePmg::setup`] on the device matrix, its filtered copy made on the
+/// device, and the degree elevation to order 1.
+fn pmg_gpu(
+    problem: &Problem,
+    prep: &Prepared,
+    gpu: &Gpu,
+    mat: &DeviceBinBcsr<f64>,
+    st: &mut StageRunner<'_>,
+) -> Result<(Vec<f64>, SolveReport, Option<BinBcsr<f64>>, SolverInfo), StaticError> {
+    let t0 = Instant::now();
+    let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
+    let fixed = &prep.constraints.fixed[..];
     let t = Instant::now();
-    let host = mat.download(gpu)?;
-    let download_ms = t.elapsed().as_secs_f64() * 1e3;
-    let (prec, mut info) = setup_stage(problem, prep, &host)?;
-    let t_up = Instant::now();
+    let prol = degree_elevation(&prep.ho)?;
+    let nv = prol.ncols;
+    let coarse_fixed = &fixed[..3 * nv];
+    let coarse_pos = &prep.ho.mesh().positions()[..nv];
+    let prol_ms = ms(t);
+    let t = Instant::now();
     let sk = SolveKernels::new(gpu)?;
-    let dprec: Box<dyn DevicePreconditioner + '_> = match &prec {
-        SolverSetup::Amg(amg) => Box::new(DeviceAmg::upload(
-            gpu,
-            amg,
-            Some((mat as &dyn DeviceOperator, fixed)),
-        )?),
-        SolverSetup::Pmg(pmg) => Box::new(DevicePmg::upload(gpu, pmg, mat, fixed)?),
-        _ => {
-            return Err(StaticError::Unsupported(
-                "multigrid_gpu needs a multigrid preconditioner".into(),
-            ))
-        }
+    let prim = gpu.primitives().map_err(SolveError::from)?;
+    let abar = device_filtered_copy(&sk, &prim, mat, fixed)?;
+    gpu.synchronize().map_err(SolveError::from)?;
+    let dcopy_ms = ms(t);
+    let pmg = DevicePmg::setup(
+        &sk,
+        mat as &dyn DeviceOperator,
+        abar,
+        &prol,
+        fixed,
+        coarse_fixed,
+        coarse_pos,
+        &problem.solver.multigrid,
+    )?;
+    drop(prol);
+    let sa =
+        pmg.amg.stats().cloned().ok_or_else(|| {
+            StaticError::Unsupported("device AMG setup without statistics".into())
+        })?;
+    let fine_blocks = mat.pattern().block_nonzeros() as f64;
+    let mut level_dofs = vec![3 * mat.pattern().num_block_rows()];
+    level_dofs.extend(sa.dofs.iter().copied());
+    let mut stages = vec![
+        ("degree_elevation".to_string(), prol_ms),
+        ("filtered_copy_device".to_string(), dcopy_ms),
+    ];
+    stages.extend(pmg.setup_ms.iter().cloned());
+    let info = SolverInfo {
+        preconditioner: "pmg".into(),
+        levels: pmg.num_levels(),
+        operator_complexity: 1.0 + sa.blocks.iter().sum::<usize>() as f64 / fine_blocks,
+        grid_complexity: level_dofs.iter().sum::<usize>() as f64 / level_dofs[0] as f64,
+        hierarchy_bytes: sa.hierarchy_bytes + sa.blocks[0] * 72 + pmg.transfer_bytes(),
+        level_dofs,
+        setup_stages_ms: stages,
     };
-    drop(prec);
-    info.setup_stages_ms
-        .insert(0, ("download".to_string(), download_ms));
-    info.setup_stages_ms.push((
-        "upload_hierarchy".to_string(),
-        t_up.elapsed().as_secs_f64() * 1e3,
-    ));
-    st.list
-        .push(("setup".to_string(), t.elapsed().as_secs_f64() * 1e3));
+    st.list.push(("setup".to_string(), ms(t0)));
     let mut u = Vec::new();
     let report = st.run("solve", || {
         pcg_gpu_with(
             &sk,
             mat,
-            &*dprec,
+            &pmg,
             &prep.f,
             &prep.constraints,
             &pcg_params(problem),
             &mut u,
         )
     })?;
-    Ok((u, report, host, info))
+    Ok((u, report, None, info))
+}
+
+/// The preconditioner that runs: the problem's choice, with p-multigrid at order 1 being AMG.
+fn effective_preconditioner(problem: &Problem, prep: &Prepared) -> PreconditionerKind {
+    let kind = problem.solver.preconditioner_for(prep.ho.order());
+    if kind == PreconditionerKind::Pmg && prep.ho.order() == 1 {
+        PreconditionerKind::Amg
+    } else {
+        kind
+    }
+}
+
+/// The `setup` and `solve` stages of a GPU run with AMG: the hierarchy is set up with its
+/// products on the device ([`DeviceAmg::setup`]: the filtered copy of the device matrix,
+/// the smoothed prolongators, restrictions and Galerkin operators by block SpGEMM), the
+/// aggregation, tentative prolongators and eigenvalue estimates on the host copy `host` of
+/// each level (the finest one downloaded first).
+fn amg_gpu(
+    problem: &Problem,
+    prep: &Prepared,
+    gpu: &Gpu,
+    mat: &DeviceBinBcsr<f64>,
+    st: &mut StageRunner<'_>,
+) -> Result<(Vec<f64>, SolveReport, Option<BinBcsr<f64>>, SolverInfo), StaticError> {
+    let fixed = &prep.constraints.fixed[..];
+    let params = &problem.solver.multigrid.amg;
+    let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
+    let t0 = Instant::now();
+    let host = mat.download(gpu)?;
+    let download_ms = ms(t0);
+    let t = Instant::now();
+    let abar = BlockCsr::from_binbcsr_filtered(&host, fixed)?;
+    let positions = prep.ho.node_positions();
+    let copy_ms = ms(t);
+    let t = Instant::now();
+    let sk = SolveKernels::new(gpu)?;
+    let prim = gpu.primitives().map_err(SolveError::from)?;
+    let a0 = device_filtered_copy(&sk, &prim, mat, fixed)?;
+    gpu.synchronize().map_err(SolveError::from)?;
+    let dcopy_ms = ms(t);
+    let amg = DeviceAmg::setup(
+        &sk,
+        abar,
+        a0,
+        fixed,
+        &positions,
+        params,
+        Some(mat as &dyn DeviceOperator),
+    )?;
+    let stats = amg
+        .stats()
+        .cloned()
+        .ok_or_else(|| StaticError::Unsupported("device AMG setup without statistics".into()))?;
+    let mut stages = vec![
+        ("download".to_string(), download_ms),
+        ("filtered_copy".to_string(), copy_ms),
+        ("filtered_copy_device".to_string(), dcopy_ms),
+    ];
+    stages.extend(stats.setup_ms.iter().cloned());
+    let info = SolverInfo {
+        preconditioner: "amg".into(),
+        levels: amg.num_levels(),
+        operator_complexity: stats.operator_complexity,
+        grid_complexity: stats.grid_complexity,
+        hierarchy_bytes: stats.hierarchy_bytes,
+        level_dofs: stats.dofs.clone(),
+        setup_stages_ms: stages,
+    };
+    st.list.push(("setup".to_string(), ms(t0)));
+    let mut u = Vec::new();
+    let report = st.run("solve", || {
+        pcg_gpu_with(
+            &sk,
+            mat,
+            &amg,
+            &prep.f,
+            &prep.constraints,
+            &pcg_params(problem),
+            &mut u,
+        )
+    })?;
+    Ok((u, report, Some(host), info))
 }
 
 /// Run the whole static simulation on the CPU or a GPU (see [`StaticOptions::device`]).
@@ -842,8 +961,8 @@ fn multigrid_gpu(
 ///
 /// On a GPU, the context is created and the kernels are loaded in a background thread while
 /// the mesh file is read; assembly (§4.4) and the PCG run on the device, only the load vector
-/// goes up and the displacement comes back. A multigrid hierarchy is set up on the host from
-/// the downloaded matrix and uploaded (see [`multigrid_gpu`]); its cycle runs on the device. The direct solver (`method = "cholesky"`) runs
+/// goes up and the displacement comes back. A multigrid hierarchy is set up with its sparse
+/// products on the device (see [`multigrid_gpu`]); its cycle runs on the device. The direct solver (`method = "cholesky"`) runs
 /// on the CPU with the downloaded matrix.
 pub fn solve_problem(
     problem: &Problem,
@@ -881,7 +1000,7 @@ pub fn solve_problem(
         Some(gpu) => {
             let (mat, stats) = assemble_gpu(problem, &prep.ho, &gpu, opts, &mut st)?;
             let (u, report, host, info) = multigrid_gpu(problem, &prep, &gpu, &mat, &mut st)?;
-            (u, report, Some(host), Some((gpu, mat)), stats, info)
+            (u, report, host, Some((gpu, mat)), stats, info)
         }
         None => {
             let asm = st.run("assemble", || assemble_cpu(problem, &prep.ho, opts))?;

@@ -1,16 +1,19 @@
 //! GPU conformance of the multigrid cycles of `tessera-solve` on FEM problems against the CPU
 //! reference: the AMG V-/W-cycle (Chebyshev and damped block-Jacobi smoothing), the
 //! p-multigrid cycle, PCG with them, and the static solve with the default preconditioners.
-//! The hierarchies are set up on the host and uploaded. All tests need a CUDA GPU and skip
-//! cleanly without one.
+//! The hierarchies are set up on the host and uploaded, or set up with the device products
+//! (`amg_setup_matches_reference`). All tests need a CUDA GPU and skip cleanly without one.
 
 use std::path::Path;
+use tessera_fem::multigrid::degree_elevation;
 use tessera_fem::problem::Problem;
 use tessera_fem::static_solve::{solve_problem, StaticOptions};
 use tessera_gpu::Gpu;
 use tessera_solve::amg::{AmgParams, Cycle};
+use tessera_solve::blockcsr::BlockCsr;
 use tessera_solve::cuda::{
-    pcg_gpu_with, DeviceAmg, DeviceBinBcsr, DeviceOperator, DevicePmg, SolveKernels,
+    device_filtered_copy, pcg_gpu_with, DeviceAmg, DeviceBinBcsr, DeviceOperator, DevicePmg,
+    SolveKernels,
 };
 use tessera_solve::pmg::PmgParams;
 use tessera_solve::smoother::Smoother;
@@ -96,6 +99,102 @@ fn compare_cycles(
     }
 }
 
+/// Same pattern exactly, values to `tol` relative to the largest entry.
+fn assert_bcsr_eq(what: &str, dev: &BlockCsr, host: &BlockCsr, tol: f64) {
+    assert_eq!(
+        (dev.nrows, dev.ncols),
+        (host.nrows, host.ncols),
+        "{what}: shape"
+    );
+    assert_eq!(dev.row_ptr, host.row_ptr, "{what}: row offsets");
+    assert_eq!(dev.cols, host.cols, "{what}: columns");
+    let err = max_rel(&dev.vals, &host.vals);
+    println!(
+        "{what}: {} x {} blocks, {} stored, max rel diff {err:.3e}",
+        host.nrows,
+        host.ncols,
+        host.nnz()
+    );
+    assert!(err <= tol, "{what}: max rel diff {err:e} > {tol:e}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn amg_setup_matches_reference() {
+    let Some(gpu) = gpu() else { return };
+    let k = SolveKernels::new(&gpu).unwrap();
+    let prim = gpu.primitives().unwrap();
+    for (r, p) in [(12usize, 1usize), (12, 2)] {
+        let (prep, kh) = discretize(&bracket(r, p));
+        let fixed = prep.constraints.fixed.as_slice();
+        let positions = prep.ho.node_positions();
+        let params = AmgParams {
+            coarse_size: 60,
+            ..Default::default()
+        };
+        let host = amg_of(&prep, &kh, &params);
+        let kd = DeviceBinBcsr::upload(&gpu, &kh).unwrap();
+        let abar = BlockCsr::from_binbcsr_filtered(&kh, fixed).unwrap();
+        let a0 = device_filtered_copy(&k, &prim, &kd, fixed).unwrap();
+        let name = format!("bracket {r} p = {p}");
+        assert_bcsr_eq(
+            &format!("{name} filtered copy"),
+            &a0.download(&gpu).unwrap(),
+            &abar,
+            0.0,
+        );
+        let dev = DeviceAmg::setup(&k, abar.clone(), a0, fixed, &positions, &params, None).unwrap();
+        assert!(
+            host.num_levels() >= 3,
+            "{name}: {} levels",
+            host.num_levels()
+        );
+        assert_eq!(dev.num_levels(), host.num_levels(), "{name}: levels");
+        for (l, lev) in host.levels.iter().enumerate() {
+            assert_eq!(
+                dev.aggregates()[l].of_node,
+                lev.aggregates.of_node,
+                "{name} level {l}: aggregates"
+            );
+            let (pd, rd, ad) = dev.download_level(&gpu, l).unwrap();
+            assert_bcsr_eq(&format!("{name} level {l} A"), &ad.unwrap(), &lev.a, 1e-12);
+            assert_bcsr_eq(&format!("{name} level {l} P"), &pd, &lev.p, 1e-12);
+            assert_bcsr_eq(&format!("{name} level {l} R"), &rd, &lev.r, 1e-12);
+        }
+        let inv = dev.download_coarse_inverse(&gpu).unwrap();
+        let err = max_rel(&inv, &host.coarse_inverse);
+        println!("{name} coarse inverse: max rel diff {err:.3e}");
+        assert!(err <= 1e-10, "{name} coarse inverse: {err:e}");
+        let st = dev.stats().unwrap();
+        assert_eq!(st.dofs, host.stats.dofs, "{name}: DOFs per level");
+        assert_eq!(st.blocks, host.stats.blocks, "{name}: blocks per level");
+        assert_eq!(
+            st.hierarchy_bytes, host.stats.hierarchy_bytes,
+            "{name}: bytes"
+        );
+        // the cycle of the device-built hierarchy, on the device Bin-BCSR* fine level
+        let abar_dev = device_filtered_copy(&k, &prim, &kd, fixed).unwrap();
+        let on_bin = DeviceAmg::setup(
+            &k,
+            abar,
+            abar_dev,
+            fixed,
+            &positions,
+            &params,
+            Some(&kd as &dyn DeviceOperator),
+        )
+        .unwrap();
+        compare_cycles(
+            &gpu,
+            &format!("{name}: cycle of the device setup"),
+            fixed,
+            &|b, x| host.cycle(b, x),
+            &|b, x| on_bin.cycle(&k, b, x).unwrap(),
+            1e-10,
+        );
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn amg_vcycle_matches_reference() {
@@ -170,6 +269,68 @@ fn pmg_vcycle_matches_reference() {
             &format!("pmg p = {p}, {} levels", pmg.num_levels()),
             fixed,
             &|b, x| pmg.cycle(b, x),
+            &|b, x| dev.cycle(&k, b, x).unwrap(),
+            1e-10,
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn pmg_setup_matches_reference() {
+    let Some(gpu) = gpu() else { return };
+    let k = SolveKernels::new(&gpu).unwrap();
+    let prim = gpu.primitives().unwrap();
+    for p in [2, 3] {
+        let (prep, kh) = discretize(&bracket(12, p));
+        let fixed = prep.constraints.fixed.as_slice();
+        let params = PmgParams::default();
+        let host = pmg_of(&prep, &kh, &params);
+        let kd = DeviceBinBcsr::upload(&gpu, &kh).unwrap();
+        let abar = device_filtered_copy(&k, &prim, &kd, fixed).unwrap();
+        let prol = degree_elevation(&prep.ho).unwrap();
+        let nv = prol.ncols;
+        let dev = DevicePmg::setup(
+            &k,
+            &kd as &dyn DeviceOperator,
+            abar,
+            &prol,
+            fixed,
+            &fixed[..3 * nv],
+            &prep.ho.mesh().positions()[..nv],
+            &params,
+        )
+        .unwrap();
+        let name = format!("pmg p = {p}");
+        let dl = (dev.smoother().lmax - host.smoother.lmax).abs() / host.smoother.lmax;
+        println!(
+            "{name}: smoother lmax {:.6e} (host {:.6e}), rel diff {dl:.3e}",
+            dev.smoother().lmax,
+            host.smoother.lmax
+        );
+        assert!(dl <= 1e-8, "{name}: smoother interval");
+        assert_eq!(dev.num_levels(), host.num_levels(), "{name}: levels");
+        for (l, lev) in host.amg.levels.iter().enumerate() {
+            assert_eq!(
+                dev.amg.aggregates()[l].of_node,
+                lev.aggregates.of_node,
+                "{name} order-1 level {l}: aggregates"
+            );
+            let (pd, rd, ad) = dev.amg.download_level(&gpu, l).unwrap();
+            assert_bcsr_eq(
+                &format!("{name} order-1 level {l} A"),
+                &ad.unwrap(),
+                &lev.a,
+                1e-12,
+            );
+            assert_bcsr_eq(&format!("{name} order-1 level {l} P"), &pd, &lev.p, 1e-12);
+            assert_bcsr_eq(&format!("{name} order-1 level {l} R"), &rd, &lev.r, 1e-12);
+        }
+        compare_cycles(
+            &gpu,
+            &format!("{name}: cycle of the device setup"),
+            fixed,
+            &|b, x| host.cycle(b, x),
             &|b, x| dev.cycle(&k, b, x).unwrap(),
             1e-10,
         );
