@@ -127,6 +127,8 @@ pub struct FrameBuilder {
     /// How the simulation is drawn in 3D (subscriptions with a rixel key need it).
     pub scene3d: Option<crate::rixel::Scene3D>,
     rixel: crate::rixel::RixelBuilder,
+    /// Message buffers recycled from frame to frame (see [`crate::wire::BufferPool`]).
+    pool: std::sync::Arc<crate::wire::BufferPool>,
 }
 
 /// Where the expression of a frame was evaluated.
@@ -198,7 +200,8 @@ impl FrameBuilder {
             + sub.query.is_some() as usize)
             .map(|_| (n, enc))
             .collect();
-        let mut fb = FrameBuf::new(FrameBuf::header_bound(header.clone()), &arrays)?;
+        let mut fb =
+            FrameBuf::new_pooled(&self.pool, FrameBuf::header_bound(header.clone()), &arrays)?;
         let mut ranges = Vec::with_capacity(arrays.len());
         for (i, name) in sub.key.fields.iter().enumerate() {
             let data = sim.field(name)?;

@@ -11,6 +11,7 @@
 //! and [`FrameBuf::finish`] writes the real header in front.
 
 use std::borrow::Cow;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use prost::Message;
@@ -49,10 +50,70 @@ pub fn encode_plain(msg: &ServerMessage) -> Bytes {
 }
 
 /// Storage whose start is 8-byte aligned (a `Vec<u64>` viewed as bytes), so the arrays at
-/// 8-byte aligned offsets can be written as `&mut [f32]` without copies.
+/// 8-byte aligned offsets can be written as `&mut [f32]` without copies. A buffer taken from
+/// a [`BufferPool`] goes back to it when the last `Bytes` of its message is dropped.
 struct AlignedBytes {
     words: Vec<u64>,
     len: usize,
+    pool: Option<Arc<BufferPool>>,
+}
+
+impl Drop for AlignedBytes {
+    fn drop(&mut self) {
+        if let Some(pool) = self.pool.take() {
+            pool.give(std::mem::take(&mut self.words));
+        }
+    }
+}
+
+/// Message buffers of sent frames, kept for the next frames of the same size. A fresh
+/// multi-megabyte buffer costs its zeroing and a page fault per 4 KiB page on first touch
+/// (about as much as copying the field itself); a recycled one is already mapped, so the
+/// device-to-host copy and the min/max pass are all that serialization costs. Bounded: at
+/// most [`BufferPool::MAX_BUFFERS`] buffers and [`BufferPool::MAX_BYTES`] bytes are kept;
+/// frames beyond that (many clients, deep queues) allocate and free as before.
+#[derive(Debug, Default)]
+pub struct BufferPool {
+    free: Mutex<Vec<Vec<u64>>>,
+}
+
+impl BufferPool {
+    /// Most buffers kept.
+    pub const MAX_BUFFERS: usize = 8;
+    /// Most bytes kept.
+    pub const MAX_BYTES: usize = 256 << 20;
+
+    /// A buffer of `words` words whose contents are unspecified (recycled when one of at
+    /// least that capacity is free, else new and zeroed).
+    fn take(&self, words: usize) -> Vec<u64> {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        match free.iter().position(|b| b.capacity() >= words) {
+            Some(i) => {
+                let mut b = free.swap_remove(i);
+                drop(free);
+                // contents are overwritten or zeroed by FrameBuf::new
+                b.resize(words, 0);
+                b
+            }
+            None => {
+                drop(free);
+                vec![0u64; words]
+            }
+        }
+    }
+
+    fn give(&self, buf: Vec<u64>) {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        let kept: usize = free.iter().map(|b| b.capacity() * 8).sum();
+        if free.len() < Self::MAX_BUFFERS && kept + buf.capacity() * 8 <= Self::MAX_BYTES {
+            free.push(buf);
+        }
+    }
+
+    /// Buffers waiting for reuse.
+    pub fn num_free(&self) -> usize {
+        self.free.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
 }
 
 impl AsRef<[u8]> for AlignedBytes {
@@ -72,6 +133,25 @@ impl FrameBuf {
     /// Reserves a message for arrays of `(count, encoding)`; `header_len_bound` is an upper
     /// bound of the encoded header (see [`FrameBuf::header_bound`]).
     pub fn new(header_len_bound: usize, arrays: &[(usize, Encoding)]) -> Result<Self, StreamError> {
+        Self::new_in(None, header_len_bound, arrays)
+    }
+
+    /// [`FrameBuf::new`] with the message buffer taken from (and, once the message is
+    /// dropped, returned to) `pool`. Every byte outside the arrays (header room, padding)
+    /// starts zeroed; the arrays must be written completely.
+    pub fn new_pooled(
+        pool: &Arc<BufferPool>,
+        header_len_bound: usize,
+        arrays: &[(usize, Encoding)],
+    ) -> Result<Self, StreamError> {
+        Self::new_in(Some(pool), header_len_bound, arrays)
+    }
+
+    fn new_in(
+        pool: Option<&Arc<BufferPool>>,
+        header_len_bound: usize,
+        arrays: &[(usize, Encoding)],
+    ) -> Result<Self, StreamError> {
         let mut at = align(4 + header_len_bound);
         let mut layout = Vec::with_capacity(arrays.len());
         for &(count, enc) in arrays {
@@ -86,10 +166,26 @@ impl FrameBuf {
                 "frame of {at} bytes exceeds the 4 GiB offsets of the protocol"
             )));
         }
+        let words = match pool {
+            None => vec![0u64; at / 8],
+            Some(p) => {
+                let mut w = p.take(at / 8);
+                // zero what the arrays do not cover: header room and alignment padding
+                let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut w);
+                let mut from = 0;
+                for &(off, count, enc) in &layout {
+                    bytes[from..off].fill(0);
+                    from = off + count * value_bytes(enc);
+                }
+                bytes[from..].fill(0);
+                w
+            }
+        };
         Ok(FrameBuf {
             buf: AlignedBytes {
-                words: vec![0u64; at / 8],
+                words,
                 len: at,
+                pool: pool.cloned(),
             },
             arrays: layout,
         })
@@ -271,6 +367,54 @@ mod tests {
                 })),
             })),
         }
+    }
+
+    /// A recycled buffer gives the same bytes as a fresh one: the arrays hold what was
+    /// written, every other byte (header room, padding) is zero, though the buffer last
+    /// carried a frame full of other values.
+    #[test]
+    fn pooled_buffers_are_reused_and_equal_fresh_ones() {
+        let pool = Arc::new(BufferPool::default());
+        let header = frame_header(&["a", "b"]);
+        let bound = FrameBuf::header_bound(header.clone());
+        let layout = [(15, Encoding::F32), (13, Encoding::F16)];
+        let build = |fb: &mut FrameBuf, k: f32| {
+            for (i, v) in fb.f32_mut(0).iter_mut().enumerate() {
+                *v = k * i as f32;
+            }
+            for (i, v) in fb.u16_mut(1).iter_mut().enumerate() {
+                *v = crate::f16::f32_to_f16(k + i as f32);
+            }
+        };
+        // a first frame whose every byte is dirty, dropped into the pool
+        let mut fb = FrameBuf::new_pooled(&pool, bound, &layout).unwrap();
+        let words = fb.buf.words.len();
+        fb.buf.words.iter_mut().for_each(|w| *w = u64::MAX);
+        drop(fb.finish(&header).unwrap());
+        assert_eq!(pool.num_free(), 1);
+        let mut reused = FrameBuf::new_pooled(&pool, bound, &layout).unwrap();
+        assert_eq!(pool.num_free(), 0, "the free buffer is taken");
+        assert_eq!(reused.buf.words.len(), words);
+        let mut fresh = FrameBuf::new(bound, &layout).unwrap();
+        build(&mut reused, 2.5);
+        build(&mut fresh, 2.5);
+        let (a, b) = (
+            reused.finish(&header).unwrap(),
+            fresh.finish(&header).unwrap(),
+        );
+        assert_eq!(&a[..], &b[..]);
+        drop(a);
+        assert_eq!(
+            pool.num_free(),
+            1,
+            "back in the pool once the message is dropped"
+        );
+        // bounded: no more than MAX_BUFFERS are kept
+        let many: Vec<FrameBuf> = (0..BufferPool::MAX_BUFFERS + 3)
+            .map(|_| FrameBuf::new_pooled(&pool, bound, &layout).unwrap())
+            .collect();
+        drop(many);
+        assert_eq!(pool.num_free(), BufferPool::MAX_BUFFERS);
     }
 
     #[test]
