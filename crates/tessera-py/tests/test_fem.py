@@ -145,3 +145,25 @@ def test_example_problem_file_solves():
     sol = tessera.fem.solve(ROOT / "examples" / "cantilever.toml", device="cpu")
     # Timoshenko tip deflection 4.024 (examples/cantilever.toml)
     assert abs(sol.summary["max_displacement"] - 4.024) / 4.024 < 0.05
+
+
+def test_gil_released_during_assembly():
+    import threading
+
+    g = tessera.generate_box((14, 14, 14), kind="tet")
+    state = {"started": False, "done": False}
+
+    def work():
+        state["started"] = True
+        tessera.fem.assemble(g, order=2, device="cpu")
+        state["done"] = True
+
+    t = threading.Thread(target=work)
+    t.start()
+    while not state["started"]:
+        pass
+    ticks = 0
+    while not state["done"]:
+        ticks += 1  # runs only while the assembly does not hold the GIL
+    t.join()
+    assert ticks > 1000, ticks
