@@ -44,6 +44,7 @@ pub mod dense;
 pub mod error;
 pub mod jacobi;
 pub mod matrix_market;
+pub mod monitor;
 pub mod nullspace;
 pub mod operator;
 pub mod pcg;

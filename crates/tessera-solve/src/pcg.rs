@@ -159,6 +159,7 @@ pub fn pcg_with<A: BlockOperator + ?Sized, M: Preconditioner + ?Sized>(
         let rel = a.dot(&r, &r).sqrt() / r0;
         history.push(rel);
         monitor(it, rel);
+        crate::monitor::report(it, rel);
         if !rel.is_finite() {
             return Err(SolveError::NonFinite {
                 what: "residual",

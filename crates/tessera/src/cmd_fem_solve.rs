@@ -31,7 +31,8 @@ pub struct SolveArgs {
     /// Run single-threaded (identical results).
     #[arg(long)]
     pub serial: bool,
-    /// Print each stage's start time to stderr as it begins.
+    /// Print each stage's start time to stderr as it begins, and the PCG's residual
+    /// history (iteration, relative residual) while it runs.
     #[arg(long, short = 'v')]
     pub verbose: bool,
     /// Write the .vtu arrays as ASCII text (default: binary, zlib-compressed, appended raw).
@@ -70,6 +71,35 @@ pub fn run(a: SolveArgs) -> anyhow::Result<()> {
         print_summary(&summary);
     }
     Ok(())
+}
+
+/// The observer of the PCG iterations: the spinner shows the iteration and the relative
+/// residual; with `verbose` the history goes to stderr (the first 10 iterations, every 10th,
+/// and at least every half second between them).
+fn pcg_monitor(
+    pb: Option<indicatif::ProgressBar>,
+    verbose: bool,
+    t_all: Instant,
+) -> tessera_solve::monitor::Monitor {
+    let last = std::sync::Mutex::new(None::<Instant>);
+    std::sync::Arc::new(move |it: usize, rel: f64| {
+        if let Some(pb) = &pb {
+            pb.set_message(format!(
+                "solve: PCG iteration {it}, relative residual {rel:.3e}"
+            ));
+        }
+        if verbose {
+            let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
+            let due = last.is_none_or(|t| t.elapsed().as_secs_f64() >= 0.5);
+            if it <= 10 || it % 10 == 0 || due {
+                eprintln!(
+                    "[{:>9.1} ms] pcg iteration {it:>6}  relative residual {rel:.3e}",
+                    t_all.elapsed().as_secs_f64() * 1e3
+                );
+                *last = Some(Instant::now());
+            }
+        }
+    })
 }
 
 /// `--verbose`: stage start times go to stderr.
@@ -112,7 +142,14 @@ pub fn run_problem(
             pb.set_message(stage.to_string());
         }
     };
-    let sol = solve_problem(problem, &opts, &mut progress)?;
+    let sol = {
+        // the PCG's iterations: on the spinner, and with -v the residual history on stderr
+        let verbose = VERBOSE.load(std::sync::atomic::Ordering::Relaxed);
+        let _monitor = (verbose || pb.is_some()).then(|| {
+            tessera_solve::monitor::MonitorGuard::set(pcg_monitor(pb.clone(), verbose, t_all))
+        });
+        solve_problem(problem, &opts, &mut progress)?
+    };
     progress("results");
     let t = Instant::now();
     let lame = problem.material.lame()?;

@@ -101,3 +101,61 @@ fn fem_solve_bad_problem_is_one_clear_line() {
     assert!(err.contains("fixed[0].selector.radius"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `fem solve -v` shows the PCG at work: the residual history (iteration, relative residual)
+/// on stderr while it runs, iterations increasing, residuals finite and falling to the
+/// summary's final residual.
+#[test]
+fn fem_solve_verbose_prints_the_residual_history() {
+    let root = if std::path::Path::new(env!("CARGO_MANIFEST_DIR")).exists() {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../..")
+    } else {
+        "."
+    };
+    let out = std::env::temp_dir().join(format!("tessera-fem-solve-v-{}", std::process::id()));
+    let o = tessera()
+        .args([
+            "fem",
+            "solve",
+            &format!("{root}/examples/cantilever.toml"),
+            "--device",
+            "cpu",
+            "--json",
+            "-v",
+            "-o",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let iterations = j["iterations"].as_u64().unwrap() as usize;
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let rows: Vec<(usize, f64)> = stderr
+        .lines()
+        .filter_map(|l| {
+            let rest = l.split("pcg iteration").nth(1)?;
+            let mut w = rest.split_whitespace();
+            let it = w.next()?.parse().ok()?;
+            let rel = w.nth(2)?.parse().ok()?;
+            Some((it, rel))
+        })
+        .collect();
+    assert!(
+        rows.len() >= 10.min(iterations),
+        "expected a residual history, got: {stderr}"
+    );
+    assert_eq!(rows[0].0, 1, "{stderr}");
+    assert!(rows.windows(2).all(|w| w[0].0 < w[1].0), "{stderr}");
+    assert!(
+        rows.iter().all(|r| r.1.is_finite() && r.1 > 0.0),
+        "{stderr}"
+    );
+    assert!(rows.last().unwrap().0 <= iterations);
+    let last = rows.last().unwrap().1;
+    assert!(
+        last >= j["final_residual"].as_f64().unwrap(),
+        "printed {last} below the final residual"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}

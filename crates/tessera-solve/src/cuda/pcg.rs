@@ -183,6 +183,10 @@ fn pcg_gpu_impl<A: DeviceOperator + ?Sized>(
     let (upk, filt_dot) = (k.k("pcg_update_partial")?, k.k("pcg_filter_dot_partial")?);
     let mut ended: Option<(u32, usize)> = None;
     let mut last = 0usize;
+    // progress for an observer (crate::monitor): the residual of a poll, read back at most
+    // every GPU_REPORT_INTERVAL
+    let monitored = crate::monitor::is_monitored();
+    let mut last_report = std::time::Instant::now();
     for it in 1..=params.max_iterations {
         let it32 = it as u32;
         a.apply(k, &c, &mut q)?;
@@ -292,12 +296,19 @@ fn pcg_gpu_impl<A: DeviceOperator + ?Sized>(
                 ended = Some((sv[0], sv[1] as usize));
                 break;
             }
+            if monitored && last_report.elapsed() >= crate::monitor::GPU_REPORT_INTERVAL {
+                crate::monitor::report(it, g.download_at(&hist, it)?);
+                last_report = std::time::Instant::now();
+            }
         }
     }
     drop(partial);
     let upto = ended.map_or(last, |(_, i)| i);
     if upto > 0 {
         history.extend(g.download_range(&hist, 1..upto + 1)?);
+        if monitored {
+            crate::monitor::report(upto, history[upto]);
+        }
     }
     let at = |i: usize| history.get(i).copied().unwrap_or(f64::NAN);
     match ended {
