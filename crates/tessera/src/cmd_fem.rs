@@ -183,6 +183,13 @@ pub fn load_simplex_mesh_checked(spec: &str, allow_inverted: bool) -> anyhow::Re
 }
 
 fn run_assemble(a: AssembleArgs) -> anyhow::Result<()> {
+    // every output's folder before any work (assembly of a large mesh takes seconds)
+    for p in [&a.output, &a.rhs, &a.nullspace, &a.fixed]
+        .into_iter()
+        .flatten()
+    {
+        crate::cmd_mesh::check_output_dir(p)?;
+    }
     if a.output.is_some() || a.mesh.ends_with(".toml") {
         return run_export(a);
     }

@@ -139,3 +139,27 @@ fn exported_system_reads_in_scipy_and_matches_the_static_solve() {
     assert!(num / den <= 1e-6, "relative difference {:e}", num / den);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An output into a folder that does not exist is refused before the assembly, for each of
+/// the export's files.
+#[test]
+fn export_into_a_missing_folder_fails_before_assembling() {
+    for flag in ["-o", "--rhs", "--nullspace", "--fixed"] {
+        let mut args = vec!["fem", "assemble", "gen:bracket:60"];
+        if flag != "-o" {
+            args.extend(["-o", "/tmp/tessera-export-ok.mtx"]);
+        }
+        args.extend([flag, "/nonexistent-tessera-folder/out.mtx"]);
+        let t = std::time::Instant::now();
+        let o = tessera().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{args:?}");
+        assert!(err.contains("does not exist"), "{args:?}: {err}");
+        assert!(
+            t.elapsed().as_secs_f64() < 1.0,
+            "{args:?}: refused only after {:?}",
+            t.elapsed()
+        );
+        assert!(!std::path::Path::new("/tmp/tessera-export-ok.mtx").exists());
+    }
+}
