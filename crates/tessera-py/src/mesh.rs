@@ -399,6 +399,17 @@ pub fn generate_box(
     ))
 }
 
+/// VTK's flat cell array and the cell types.
+type VtkCells<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u8>>);
+
+/// A relation as offsets, columns, signs (signed relations only) and the column count.
+type RelationArrays<'py> = (
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Option<Bound<'py, PyAny>>,
+    usize,
+);
+
 /// Names of the relations `Mesh.relation` knows, with whether they are signed.
 const RELATIONS: &[(&str, bool)] = &[
     ("edge_vertices", true),
@@ -461,9 +472,7 @@ impl Mesh {
     /// VTK's flat size-prefixed cell array (int64, a copy: VTK interleaves sizes) and the
     /// cell types (uint8), as `pyvista.UnstructuredGrid(cells, types, points)` takes them.
     /// Polyhedra are `size, nfaces, (npoints, ids...) per face`.
-    fn vtk_cells<'py>(
-        slf: &Bound<'py, Self>,
-    ) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u8>>)> {
+    fn vtk_cells<'py>(slf: &Bound<'py, Self>) -> PyResult<VtkCells<'py>> {
         let py = slf.py();
         let c = py_conn(py, slf.get());
         let mut flat = Vec::with_capacity(c.rows.len() + c.types.len());
@@ -541,12 +550,7 @@ impl Mesh {
         slf: &Bound<'py, Self>,
         name: &str,
         device: &str,
-    ) -> PyResult<(
-        Bound<'py, PyAny>,
-        Bound<'py, PyAny>,
-        Option<Bound<'py, PyAny>>,
-        usize,
-    )> {
+    ) -> PyResult<RelationArrays<'py>> {
         let py = slf.py();
         // relations are computed on the CPU (the GPU path keeps them on the device); the
         // device argument is checked so a typo is not silently ignored
