@@ -779,7 +779,7 @@ fn pcg_params(problem: &Problem) -> PcgParams {
 }
 
 /// Stages `setup` and `solve` of a GPU run with a multigrid preconditioner: the hierarchy
-/// is set up with its sparse products on the device ([`amg_gpu`], [`pmg_gpu`]) and the PCG
+/// is set up on the device ([`amg_gpu`], [`pmg_gpu`]; the matrix is not downloaded) and the PCG
 /// runs on the device with the device cycle ([`tessera_solve::cuda::DeviceAmg`],
 /// [`tessera_solve::cuda::DevicePmg`]) whose finest level is the device matrix itself. The
 /// `setup` stage's sub-stages are in [`SolverInfo::setup_stages_ms`]. Returns the solution,
@@ -884,11 +884,9 @@ fn effective_preconditioner(problem: &Problem, prep: &Prepared) -> Preconditione
     }
 }
 
-/// The `setup` and `solve` stages of a GPU run with AMG: the hierarchy is set up with its
-/// products on the device ([`DeviceAmg::setup`]: the filtered copy of the device matrix,
-/// the smoothed prolongators, restrictions and Galerkin operators by block SpGEMM), the
-/// aggregation, tentative prolongators and eigenvalue estimates on the host copy `host` of
-/// each level (the finest one downloaded first).
+/// The `setup` and `solve` stages of a GPU run with AMG, the matrix never leaving the
+/// device: [`DeviceAmg::setup`] on its filtered copy made on the device (the host runs the
+/// aggregation on downloaded block norms and the tentative prolongators).
 fn amg_gpu(
     problem: &Problem,
     prep: &Prepared,
@@ -900,21 +898,14 @@ fn amg_gpu(
     let params = &problem.solver.multigrid.amg;
     let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
     let t0 = Instant::now();
-    let host = mat.download(gpu)?;
-    let download_ms = ms(t0);
-    let t = Instant::now();
-    let abar = BlockCsr::from_binbcsr_filtered(&host, fixed)?;
     let positions = prep.ho.node_positions();
-    let copy_ms = ms(t);
-    let t = Instant::now();
     let sk = SolveKernels::new(gpu)?;
     let prim = gpu.primitives().map_err(SolveError::from)?;
     let a0 = device_filtered_copy(&sk, &prim, mat, fixed)?;
     gpu.synchronize().map_err(SolveError::from)?;
-    let dcopy_ms = ms(t);
+    let dcopy_ms = ms(t0);
     let amg = DeviceAmg::setup(
         &sk,
-        abar,
         a0,
         fixed,
         &positions,
@@ -925,11 +916,7 @@ fn amg_gpu(
         .stats()
         .cloned()
         .ok_or_else(|| StaticError::Unsupported("device AMG setup without statistics".into()))?;
-    let mut stages = vec![
-        ("download".to_string(), download_ms),
-        ("filtered_copy".to_string(), copy_ms),
-        ("filtered_copy_device".to_string(), dcopy_ms),
-    ];
+    let mut stages = vec![("filtered_copy_device".to_string(), dcopy_ms)];
     stages.extend(stats.setup_ms.iter().cloned());
     let info = SolverInfo {
         preconditioner: "amg".into(),
@@ -953,7 +940,7 @@ fn amg_gpu(
             &mut u,
         )
     })?;
-    Ok((u, report, Some(host), info))
+    Ok((u, report, None, info))
 }
 
 /// Run the whole static simulation on the CPU or a GPU (see [`StaticOptions::device`]).

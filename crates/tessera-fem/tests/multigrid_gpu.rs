@@ -143,7 +143,7 @@ fn amg_setup_matches_reference() {
             &abar,
             0.0,
         );
-        let dev = DeviceAmg::setup(&k, abar.clone(), a0, fixed, &positions, &params, None).unwrap();
+        let dev = DeviceAmg::setup(&k, a0, fixed, &positions, &params, None).unwrap();
         assert!(
             host.num_levels() >= 3,
             "{name}: {} levels",
@@ -176,7 +176,6 @@ fn amg_setup_matches_reference() {
         let abar_dev = device_filtered_copy(&k, &prim, &kd, fixed).unwrap();
         let on_bin = DeviceAmg::setup(
             &k,
-            abar,
             abar_dev,
             fixed,
             &positions,

@@ -20,6 +20,8 @@
 //! comparisons are involved, so the CUDA implementation produces exactly the same
 //! aggregates.
 
+use std::borrow::Cow;
+
 use rayon::prelude::*;
 
 use crate::blockcsr::{BlockCsr, B2};
@@ -56,24 +58,58 @@ pub fn block_norm2(b: &[f64]) -> f64 {
     s
 }
 
+/// The stored-block pattern of a level operator with the squared Frobenius norm of every
+/// block ([`block_norm2`]): all the strength graph reads, so a device setup downloads this
+/// instead of the values.
+pub struct BlockNorms<'a> {
+    /// Block rows.
+    pub nrows: usize,
+    /// `nrows + 1` offsets.
+    pub row_ptr: Cow<'a, [u32]>,
+    /// Block columns, ascending within a row.
+    pub cols: Cow<'a, [u32]>,
+    /// `‖A_k‖²` of every stored block.
+    pub norm2: Vec<f64>,
+}
+
+impl<'a> BlockNorms<'a> {
+    /// The norms of `a` (borrowing its pattern).
+    pub fn of(a: &'a BlockCsr) -> Self {
+        let norm2 = a
+            .vals
+            .par_chunks(B2)
+            .with_min_len(4096)
+            .map(block_norm2)
+            .collect();
+        BlockNorms {
+            nrows: a.nrows,
+            row_ptr: Cow::Borrowed(&a.row_ptr),
+            cols: Cow::Borrowed(&a.cols),
+            norm2,
+        }
+    }
+
+    #[inline]
+    fn row_range(&self, i: usize) -> std::ops::Range<usize> {
+        self.row_ptr[i] as usize..self.row_ptr[i + 1] as usize
+    }
+}
+
 /// Squared Frobenius norms of the `3g × 3g` group blocks of group row `gi`: `(J, ‖A_IJ‖²)`
 /// for every group column `J` with a stored block, ascending. Sub-blocks are added in the
 /// order of the group's block rows, each row's blocks in column order.
-pub fn group_row_norms(a: &BlockCsr, g: usize, gi: usize, out: &mut Vec<(u32, f64)>) {
+pub fn group_row_norms(a: &BlockNorms<'_>, g: usize, gi: usize, out: &mut Vec<(u32, f64)>) {
     out.clear();
     if g == 1 {
         for k in a.row_range(gi) {
-            out.push((a.cols[k], block_norm2(&a.vals[k * B2..(k + 1) * B2])));
+            out.push((a.cols[k], a.norm2[k]));
         }
         return;
     }
     for p in 0..g {
         let r = g * gi + p;
         for k in a.row_range(r) {
-            out.push((
-                a.cols[k] / g as u32,
-                block_norm2(&a.vals[k * B2..(k + 1) * B2]),
-            ));
+            out.push((a.cols[k] / g as u32, a.norm2[k]));
         }
     }
     // stable sort keeps, within one group column, the row order and then the column order
@@ -92,6 +128,11 @@ pub fn group_row_norms(a: &BlockCsr, g: usize, gi: usize, out: &mut Vec<(u32, f6
 
 /// The strength graph of `a` with group size `g` and threshold `theta` (see the module docs).
 pub fn strength_graph(a: &BlockCsr, g: usize, theta: f64) -> StrengthGraph {
+    strength_graph_of_norms(&BlockNorms::of(a), g, theta)
+}
+
+/// [`strength_graph`] from the block norms of the level operator.
+pub fn strength_graph_of_norms(a: &BlockNorms<'_>, g: usize, theta: f64) -> StrengthGraph {
     let n = a.nrows / g;
     // per group row: all group norms (for the lookups of the mirrored pairs) and ‖A_II‖
     let norms: Vec<Vec<(u32, f64)>> = (0..n)

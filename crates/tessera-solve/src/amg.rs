@@ -386,11 +386,19 @@ pub fn local_qr(q: &mut [f64], r: &mut [f64], rows: usize, m: usize) {
 /// exactly zero in some component (a coarse DOF that interpolates nothing) gets a unit
 /// diagonal there first.
 pub fn inverse_diagonal(a: &BlockCsr) -> Result<BlockJacobi, SolveError> {
-    let inv: Vec<Result<[f64; 9], SolveError>> = (0..a.nrows)
+    inverse_diagonal_blocks(a.nrows, |i| a.diagonal_block(i))
+}
+
+/// [`inverse_diagonal`] of the `n` diagonal blocks `diag(i)` (row-major `3 × 3`).
+pub fn inverse_diagonal_blocks(
+    n: usize,
+    diag: impl Fn(usize) -> [f64; 9] + Sync,
+) -> Result<BlockJacobi, SolveError> {
+    let inv: Vec<Result<[f64; 9], SolveError>> = (0..n)
         .into_par_iter()
         .with_min_len(1024)
         .map(|i| {
-            let mut d = a.diagonal_block(i);
+            let mut d = diag(i);
             for c in 0..3 {
                 if d[c * 3 + c] == 0.0 {
                     d[c * 3 + c] = 1.0;
@@ -402,7 +410,7 @@ pub fn inverse_diagonal(a: &BlockCsr) -> Result<BlockJacobi, SolveError> {
             Ok(out)
         })
         .collect();
-    let mut flat = Vec::with_capacity(a.nrows * 9);
+    let mut flat = Vec::with_capacity(n * 9);
     for b in inv {
         flat.extend_from_slice(&b?);
     }

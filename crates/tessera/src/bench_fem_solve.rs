@@ -17,9 +17,9 @@
 //! `--preconditioner block-jacobi,amg,pmg` runs every case with each preconditioner
 //! (`default`: the problem's default, AMG for p = 1 and p-multigrid for p >= 2) and prints
 //! setup, solve, iterations, levels and complexities side by side. On a GPU the multigrid
-//! hierarchy is set up with its sparse products (filtered copy, smoothed prolongators,
-//! Galerkin operators) on the device, the AMG aggregation and eigenvalue estimates on host
-//! copies of the level operators (all inside `setup`); its cycle runs on the device.
+//! hierarchy is set up on the device (filtered copy, eigenvalue estimates, smoothed
+//! prolongators, Galerkin operators), the AMG aggregation on the host from downloaded block
+//! norms (all inside `setup`); its cycle runs on the device.
 
 use anyhow::Context;
 use clap::Args;

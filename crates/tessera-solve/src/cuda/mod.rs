@@ -7,7 +7,8 @@
 //! | PCG | filtered block-Jacobi PCG, deterministic two-pass dot products, scalars on the device | [`crate::pcg::pcg`] |
 //! | PCG with a preconditioner | the same iteration with [`DevicePreconditioner`] | [`crate::pcg::pcg_with`] |
 //! | AMG / p-multigrid cycle | block CSR SpMV (a lane group per block row), Chebyshev / Jacobi smoother steps, dense coarse inverse | [`crate::Amg::cycle`], [`crate::PMultigrid::cycle`] |
-//! | AMG setup | [`DeviceAmg::setup`]: aggregation, tentative prolongator and eigenvalue estimates on the host copy of each level; smoothed prolongator, transpose and Galerkin product on the device by block SpGEMM (expand, sort, compress), bit-identical to the host | [`crate::Amg::setup`] |
+//! | AMG setup | [`DeviceAmg::setup`]: block norms, diagonal blocks, `λ_max` estimate, smoothed prolongator, transpose and Galerkin product on the device (block SpGEMM: expand, sort, compress; bit-identical to the host products); strength graph, MIS(2) aggregation and tentative prolongator on the host from the downloaded block norms | [`crate::Amg::setup`] |
+//! | p-multigrid setup | [`DevicePmg::setup`]: the same, the Galerkin product to order 1 on the device | [`crate::PMultigrid::setup`] |
 //! | filtered copy `S A S + (I − S)` | [`device_filtered_copy`], one thread per block row | [`crate::blockcsr::BlockCsr::from_binbcsr_filtered`] |
 //!
 //! Only `tessera-gpu` calls cudarc; this module launches its kernels through it. The CUDA

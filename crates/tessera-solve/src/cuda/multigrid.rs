@@ -4,9 +4,9 @@
 //! The hierarchy is either built on the host ([`Amg::setup`], [`PMultigrid::setup`]) and
 //! uploaded ([`DeviceAmg::upload`], [`DevicePmg::upload`]), or set up with its sparse
 //! products on the device ([`DeviceAmg::setup`], [`DevicePmg::setup`]: block SpGEMM of
-//! [`super::setup`] for the smoothed prolongators, restrictions and Galerkin operators; the
-//! aggregation, tentative prolongators and eigenvalue estimates of the AMG levels on host
-//! copies of the level operators). Either way the device holds coarse operators,
+//! [`super::setup`] for the smoothed prolongators, restrictions and Galerkin operators, the
+//! eigenvalue estimates on the device; the strength graph, aggregation and tentative
+//! prolongators on the host from downloaded block norms). Either way the device holds coarse operators,
 //! prolongators and restrictions as block CSR of `3 × 3` blocks ([`DeviceBlockCsr`]), the
 //! inverted diagonal blocks, the Chebyshev intervals and the dense coarse inverse. The finest level runs on the device operator the PCG uses (Bin-BCSR*,
 //! dissertation §4.4.2) with the constraint filter `S A S + (I − S)`, so the fine matrix is
@@ -20,14 +20,16 @@ use tessera_gpu::{DeviceBuffer, Gpu};
 
 use std::time::Instant;
 
-use super::setup::{device_galerkin, device_smooth_prolongator};
+use super::setup::{
+    device_galerkin, device_smooth_prolongator, download_block_norms, download_diagonal_blocks,
+};
 use rayon::prelude::*;
 
 use super::{cfg, dot_into, to_u32, up, DeviceOperator, SolveKernels, BLOCK};
-use crate::aggregation::{aggregate_mis2, strength_graph, Aggregates};
+use crate::aggregation::{aggregate_mis2, strength_graph_of_norms, Aggregates};
 use crate::amg::{
-    coarse_inverse, inverse_diagonal, level_smoother, stats_from_sizes, tentative_prolongator, Amg,
-    AmgParams, AmgStats, Cycle, Timer,
+    coarse_inverse, inverse_diagonal_blocks, level_smoother, stats_from_sizes,
+    tentative_prolongator, Amg, AmgParams, AmgStats, Cycle, Timer,
 };
 use crate::blockcsr::BlockCsr;
 use crate::error::SolveError;
@@ -36,6 +38,7 @@ use crate::nullspace::rigid_body_modes;
 use crate::operator::BlockOperator;
 use crate::pmg::PMultigrid;
 use crate::pmg::{filter_prolongation, PmgParams};
+#[allow(unused_imports)]
 use crate::smoother::{lambda_max_estimate, lanczos_max, start_vector};
 use crate::smoother::{LevelSmoother, Smoother};
 
@@ -334,21 +337,23 @@ fn smooth(
 }
 
 /// The estimate of [`lambda_max_estimate`] on the device: the same CG steps of block-Jacobi
-/// preconditioned CG on the level operator `op` from the same start vector (zero on `fixed`),
+/// preconditioned CG with the level operator `apply` from the same start vector (zero on
+/// `fixed`),
 /// with deterministic device dot products; the Lanczos matrix's largest eigenvalue on the
 /// host ([`lanczos_max`]). Equal to the host estimate up to rounding.
+#[allow(clippy::type_complexity)]
 fn device_lambda_max(
     k: &SolveKernels<'_>,
-    op: &LevelOp<'_>,
+    apply: &dyn Fn(&DeviceBuffer<f64>, &mut DeviceBuffer<f64>) -> Result<(), SolveError>,
     dinv: &DeviceBuffer<f64>,
     n_dofs: usize,
     steps: usize,
-    fixed: &[bool],
+    fixed: Option<&[bool]>,
 ) -> Result<f64, SolveError> {
     let gpu = k.gpu;
     let n = to_u32(n_dofs, "level DOFs")?;
     let nodes = n / 3;
-    let r = up(gpu, &start_vector(n_dofs, Some(fixed)))?;
+    let r = up(gpu, &start_vector(n_dofs, fixed))?;
     let z = gpu.zeros::<f64>(n_dofs.max(1))?;
     let mut q = gpu.zeros::<f64>(n_dofs.max(1))?;
     let out = gpu.zeros::<f64>(1)?;
@@ -376,7 +381,7 @@ fn device_lambda_max(
         if !(rz > 0.0) {
             break;
         }
-        op.apply(k, &p, &mut q)?;
+        apply(&p, &mut q)?;
         let pq = dot(&p, &q)?;
         if !(pq > 0.0) {
             break;
@@ -479,23 +484,23 @@ impl<'a> DeviceAmg<'a> {
         })
     }
 
-    /// Set up the hierarchy of the filtered fine operator with the products on the device
-    /// (the same algorithm as [`Amg::setup`], stage for stage, and the same hierarchy up to
-    /// rounding): `a0` is the filtered operator on the device (from
-    /// [`super::device_filtered_copy`]) and `a0_host` the same operator on the host, `fixed`
-    /// the constrained DOFs, `positions` the nodes of the rigid-body modes. Per level, the
-    /// strength graph, the MIS(2) aggregation, the tentative prolongator, the inverted
-    /// diagonal blocks and the `λ_max` estimate run on the host copy of the level operator;
-    /// the smoothed prolongator, its transpose and the Galerkin product run on the device
-    /// ([`super::device_smooth_prolongator`], [`super::device_galerkin`]), and only the
-    /// coarse operator comes back for the next level's host stages. With `fine`, the finest
-    /// level runs on that device operator (the unfiltered matrix `a0` was filtered from) and
-    /// `a0` is freed after the first Galerkin product. Stage times (ms, device stages
-    /// synchronized) are in [`DeviceAmg::stats`].
-    #[allow(clippy::too_many_arguments)]
+    /// Set up the hierarchy of the filtered fine operator `a0` on the device (from
+    /// [`super::device_filtered_copy`]) with the algorithm of [`Amg::setup`], stage for stage:
+    /// `fixed` marks the constrained DOFs, `positions` the nodes of the rigid-body modes.
+    /// Per level, the device computes the block norms and diagonal blocks of the level
+    /// operator, the `λ_max` estimate (the same CG steps as [`lambda_max_estimate`]), the
+    /// smoothed prolongator, its transpose and the Galerkin product
+    /// ([`super::device_smooth_prolongator`], [`super::device_galerkin`]); the host runs the
+    /// strength graph and MIS(2) aggregation on the downloaded block norms (pattern and
+    /// `‖A_k‖²`, an eighth of the operator's bytes), inverts the `3 × 3` diagonal blocks and
+    /// builds the tentative prolongator (uploaded). Only the coarsest operator comes back
+    /// whole, for its dense inverse. The aggregates equal the host's exactly; `P`, `R` and the
+    /// coarse operators equal them up to the rounding of the `λ_max` estimate. With `fine`,
+    /// the finest level's cycle runs on that device operator (the unfiltered matrix `a0` was
+    /// filtered from) and `a0` is freed after the first Galerkin product. Stage times (ms,
+    /// device stages synchronized) are in [`DeviceAmg::stats`].
     pub fn setup(
         k: &SolveKernels<'_>,
-        a0_host: BlockCsr,
         a0: DeviceBlockCsr,
         fixed: &[bool],
         positions: &[[f64; 3]],
@@ -504,11 +509,10 @@ impl<'a> DeviceAmg<'a> {
     ) -> Result<Self, SolveError> {
         params.validate()?;
         let gpu = k.gpu;
-        let n0 = a0_host.nrows;
+        let n0 = a0.nrows;
         if positions.len() != n0
             || fixed.len() != 3 * n0
-            || a0.nrows != n0
-            || a0.nnz != a0_host.nnz()
+            || a0.ncols != n0
             || fine.is_some_and(|f| f.num_block_rows() != n0)
         {
             return Err(SolveError::Dimension {
@@ -526,15 +530,20 @@ impl<'a> DeviceAmg<'a> {
         let (mut dofs, mut blocks) = (Vec::new(), Vec::new());
         let mut hierarchy_bytes = 0usize;
         let mut bytes = 0usize;
-        let (mut a_host, mut a_dev) = (a0_host, a0);
+        let mut a = a0;
         let mut group = 1usize;
-        while levels.len() + 1 < params.max_levels && 3 * a_host.nrows > params.coarse_size {
+        while levels.len() + 1 < params.max_levels && 3 * a.nrows > params.coarse_size {
             let t = Instant::now();
-            let graph = strength_graph(&a_host, group, params.strength);
+            let norms = download_block_norms(k, &a)?;
+            times.add("norms_device", t);
+            let t = Instant::now();
+            let graph = strength_graph_of_norms(&norms, group, params.strength);
+            drop(norms);
             let aggregates = aggregate_mis2(&graph);
+            drop(graph);
             times.add("aggregation", t);
             let na = aggregates.num_aggregates();
-            if na == 0 || na * m >= 3 * a_host.nrows * 9 / 10 {
+            if na == 0 || na * m >= 3 * a.nrows * 9 / 10 {
                 break;
             }
             let t = Instant::now();
@@ -542,27 +551,40 @@ impl<'a> DeviceAmg<'a> {
             let pt = DeviceBlockCsr::upload(gpu, &pt)?;
             times.add("tentative", t);
             let t = Instant::now();
-            let dinv = inverse_diagonal(&a_host)?;
-            let lambda = lambda_max_estimate(&a_host, &dinv, params.eigen_steps, None);
+            let diag = download_diagonal_blocks(k, &a)?;
+            let dinv = inverse_diagonal_blocks(a.nrows, |i| {
+                let mut d = [0.0; 9];
+                d.copy_from_slice(&diag[9 * i..9 * i + 9]);
+                d
+            })?;
+            drop(diag);
             let dinv = up(gpu, dinv.inverses())?;
-            times.add("eigenvalues", t);
+            let lambda = device_lambda_max(
+                k,
+                &|x, y| a.spmv(k, x, y, false),
+                &dinv,
+                3 * a.nrows,
+                params.eigen_steps,
+                None,
+            )?;
+            times.add("eigenvalues_device", t);
             let t = Instant::now();
             let omega = params.prolongation_damping / lambda;
-            let p = device_smooth_prolongator(k, &prim, &a_dev, &dinv, &pt, omega)?;
+            let p = device_smooth_prolongator(k, &prim, &a, &dinv, &pt, omega)?;
             drop(pt);
             gpu.synchronize()?;
             times.add("smoothing_device", t);
             let t = Instant::now();
-            let (r, ac) = device_galerkin(k, &prim, &a_dev, &p)?;
+            let (r, ac) = device_galerkin(k, &prim, &a, &p)?;
             gpu.synchronize()?;
             times.add("galerkin_device", t);
-            let t = Instant::now();
-            let ac_host = ac.download(gpu)?;
-            times.add("download_coarse", t);
-            dofs.push(3 * a_host.nrows);
-            blocks.push(a_host.nnz());
+            dofs.push(3 * a.nrows);
+            blocks.push(a.nnz);
             let first = levels.is_empty();
-            let a_op = std::mem::replace(&mut a_dev, ac);
+            let level_dofs = 3 * a.nrows;
+            let a_op = std::mem::replace(&mut a, ac);
+            hierarchy_bytes += (if first { 0 } else { a_op.bytes() }) + p.bytes() + r.bytes();
+            hierarchy_bytes += dinv.bytes();
             let op = match (first, fine) {
                 (true, Some(f)) => {
                     drop(a_op);
@@ -570,10 +592,8 @@ impl<'a> DeviceAmg<'a> {
                 }
                 _ => LevelOp::Csr(a_op),
             };
-            hierarchy_bytes += (if first { 0 } else { a_host.bytes() }) + p.bytes() + r.bytes();
-            hierarchy_bytes += dinv.bytes();
             bytes += op.bytes() + p.bytes() + r.bytes() + dinv.bytes();
-            vectors.push(Vectors::new(gpu, 3 * a_host.nrows)?);
+            vectors.push(Vectors::new(gpu, level_dofs)?);
             levels.push(DeviceLevel {
                 a: op,
                 dinv,
@@ -582,24 +602,24 @@ impl<'a> DeviceAmg<'a> {
                 r,
             });
             aggregates_all.push(aggregates);
-            a_host = ac_host;
             b = bc;
             group = m / 3;
         }
         let t = Instant::now();
-        let inv = coarse_inverse(&a_host)?;
-        let nc = 3 * a_host.nrows;
+        let coarse = a.download(gpu)?;
+        let inv = coarse_inverse(&coarse)?;
+        let nc = 3 * coarse.nrows;
         let coarse_inv = up(gpu, &inv)?;
         times.add("coarse", t);
         dofs.push(nc);
-        blocks.push(a_host.nnz());
+        blocks.push(coarse.nnz());
         if !levels.is_empty() {
-            hierarchy_bytes += a_host.bytes();
+            hierarchy_bytes += coarse.bytes();
         }
         hierarchy_bytes += 8 * inv.len();
         bytes += coarse_inv.bytes();
         vectors.push(Vectors::new(gpu, nc)?);
-        drop(a_dev);
+        drop(a);
         Ok(DeviceAmg {
             levels,
             coarse_n: to_u32(nc, "coarse DOFs")?,
@@ -789,7 +809,7 @@ impl<'a> DevicePmg<'a> {
     /// [`PMultigrid::setup`]: the inverted diagonal blocks from the downloaded block diagonal,
     /// `λ_max(D⁻¹Ā_p)` by the same CG steps on the device, the Galerkin product
     /// `P̄ᵀ Ā_p P̄` on the device ([`super::device_galerkin`]), then [`DeviceAmg::setup`] on
-    /// the order-1 operator (downloaded for its host stages).
+    /// the order-1 operator.
     #[allow(clippy::too_many_arguments)]
     pub fn setup(
         k: &SolveKernels<'_>,
@@ -838,7 +858,14 @@ impl<'a> DevicePmg<'a> {
         let dinv = up(gpu, &flat)?;
         drop(flat);
         let fine = fine_op(gpu, a, fixed)?;
-        let lambda = device_lambda_max(k, &fine, &dinv, 3 * n, params.amg.eigen_steps, fixed)?;
+        let lambda = device_lambda_max(
+            k,
+            &|x, y| fine.apply(k, x, y),
+            &dinv,
+            3 * n,
+            params.amg.eigen_steps,
+            Some(fixed),
+        )?;
         let smoother = LevelSmoother {
             kind: params.smoother,
             ..level_smoother(&params.amg, lambda)
@@ -851,18 +878,7 @@ impl<'a> DevicePmg<'a> {
         drop(a_filtered);
         gpu.synchronize()?;
         times.add("galerkin_p_device", t);
-        let t = Instant::now();
-        let a1_host = a1.download(gpu)?;
-        times.add("download_order1", t);
-        let amg = DeviceAmg::setup(
-            k,
-            a1_host,
-            a1,
-            coarse_fixed,
-            coarse_positions,
-            &params.amg,
-            None,
-        )?;
+        let amg = DeviceAmg::setup(k, a1, coarse_fixed, coarse_positions, &params.amg, None)?;
         if let Some(st) = amg.stats() {
             times.0.extend(st.setup_ms.iter().cloned());
         }

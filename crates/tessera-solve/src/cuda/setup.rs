@@ -10,10 +10,13 @@
 //! [`crate::amg::smooth_prolongator`], [`crate::amg::galerkin`]) and the kernels never
 //! contract a multiply-add, so the device products equal the host ones bit for bit.
 
+use std::borrow::Cow;
+
 use tessera_gpu::{DeviceBuffer, Primitives};
 
 use super::multigrid::DeviceBlockCsr;
 use super::{cfg, to_u32, DeviceBinBcsr, SolveKernels, BLOCK};
+use crate::aggregation::BlockNorms;
 #[allow(unused_imports)]
 use crate::blockcsr::BlockCsr;
 use crate::error::SolveError;
@@ -329,4 +332,55 @@ pub fn device_filtered_copy(
         .arg(&vals)
         .run()?;
     DeviceBlockCsr::from_parts(n, n, nnz, row_ptr, cols, vals)
+}
+
+/// The block norms of a device matrix on the host: its pattern and the squared Frobenius
+/// norm of every block (as [`crate::aggregation::block_norm2`]), the strength graph's input
+/// at an eighth of the operator's bytes.
+pub(crate) fn download_block_norms(
+    k: &SolveKernels<'_>,
+    m: &DeviceBlockCsr,
+) -> Result<BlockNorms<'static>, SolveError> {
+    let g = k.gpu;
+    let row_ptr = g.download_range(&m.row_ptr, 0..m.nrows + 1)?;
+    if m.nnz == 0 {
+        return Ok(BlockNorms {
+            nrows: m.nrows,
+            row_ptr: Cow::Owned(row_ptr),
+            cols: Cow::Owned(Vec::new()),
+            norm2: Vec::new(),
+        });
+    }
+    let norm2 = g.alloc::<f64>(m.nnz)?;
+    let nnz64 = m.nnz as u64;
+    g.launch(&k.k("block_norms")?, cfg(m.nnz, BLOCK)?)
+        .arg(&nnz64)
+        .arg(&m.vals)
+        .arg(&norm2)
+        .run()?;
+    Ok(BlockNorms {
+        nrows: m.nrows,
+        row_ptr: Cow::Owned(row_ptr),
+        cols: Cow::Owned(g.download_range(&m.cols, 0..m.nnz)?),
+        norm2: g.download_range(&norm2, 0..m.nnz)?,
+    })
+}
+
+/// The diagonal blocks of a square device matrix on the host, 9 per block row (zeros where
+/// none is stored).
+pub(crate) fn download_diagonal_blocks(
+    k: &SolveKernels<'_>,
+    m: &DeviceBlockCsr,
+) -> Result<Vec<f64>, SolveError> {
+    let g = k.gpu;
+    let n = to_u32(m.nrows, "block rows")?;
+    let diag = g.zeros::<f64>(9 * m.nrows)?;
+    g.launch(&k.k("diagonal_blocks")?, cfg(m.nrows, BLOCK)?)
+        .arg(&n)
+        .arg(&m.row_ptr)
+        .arg(&m.cols)
+        .arg(&m.vals)
+        .arg(&diag)
+        .run()?;
+    Ok(g.download_range(&diag, 0..9 * m.nrows)?)
 }

@@ -255,3 +255,26 @@ extern "C" __global__ void lanczos_xpby(u32 len, const double* z, double beta, d
     u32 t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t < len) p[t] = z[t] + beta * p[t];
 }
+
+// ----------------------------------------------------------------------------- host stages' inputs
+
+// The squared Frobenius norm of every stored block (summed as the CPU's block_norm2): the
+// strength graph's input.
+extern "C" __global__ void block_norms(u64 nnz, const double* vals, double* norm2) {
+    u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= nnz) return;
+    const double* v = vals + t * 9;
+    double s = 0.0;
+    for (int e = 0; e < 9; ++e) s = __dadd_rn(s, __dmul_rn(v[e], v[e]));
+    norm2[t] = s;
+}
+
+// The diagonal block of every block row (zeros where none is stored).
+extern "C" __global__ void diagonal_blocks(u32 nrows, const u32* row_ptr, const u32* cols, const double* vals,
+                                           double* diag) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= nrows) return;
+    u32 end = row_ptr[i + 1];
+    u32 k = find_col(cols, row_ptr[i], end, (u32)i);
+    for (int e = 0; e < 9; ++e) diag[i * 9 + e] = k < end ? vals[(u64)k * 9 + e] : 0.0;
+}
