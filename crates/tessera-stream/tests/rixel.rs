@@ -465,7 +465,18 @@ fn browser_3d_view_reprojects_while_dragging() {
         b.wait_for("tessera.view3d.frameMatchesCamera()", T)
             .await
             .unwrap();
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // at rest, frames of the running flood keep coming (the requests are topped up again)
+        let shown = b
+            .eval("tessera.state.rixelShown")
+            .await
+            .unwrap()
+            .as_u64()
+            .unwrap();
+        b.wait_for(&format!("tessera.state.rixelShown >= {}", shown + 3), T)
+            .await
+            .expect("frames keep coming once the camera rests");
+        b.wait_for("tessera.conn.rates().fps > 0", T).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(600)).await;
         let png = b.screenshot().await.unwrap();
         assert!(png.starts_with(b"\x89PNG"));
         let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));

@@ -288,7 +288,9 @@ setInterval(() => {
   const s = state.serverStats;
   $('status').textContent = `${r.fps.toFixed(0)} frames/s · ${r.mbps.toFixed(1)} MB/s · `
     + `latency ${r.latencyMs.toFixed(1)} ms · decode ${r.decodeMs.toFixed(3)} ms · `
-    + `draw ${view2d.fps()} /s`
+    + (state.view === '3d'
+      ? `rixel decode ${view3d.frame ? (view3d.frame.decodeMs || 0).toFixed(2) : '-'} ms`
+      : `draw ${view2d.fps()} /s`)
     + (s ? ` · server ${s.stepsPerSecond.toFixed(0)} steps/s, ${s.clients} client${s.clients === 1 ? '' : 's'}` : '')
     + (conn.paused ? ' · paused' : '');
 }, 500);
