@@ -14,6 +14,16 @@ pub enum MeshError {
     /// A vertex position that is NaN or infinite.
     #[error("vertex {vertex} has a non-finite coordinate")]
     NonFinitePosition { vertex: usize },
+    /// A NaN or infinite value found by a check of a pipeline stage (assembly, solve,
+    /// results, writing), naming the first offending node or cell.
+    #[error("{stage}: {what} is not finite ({value}) at {entity} {index}")]
+    NonFiniteValue {
+        stage: &'static str,
+        what: String,
+        entity: &'static str,
+        index: usize,
+        value: f64,
+    },
     /// An index outside its range.
     #[error("{what} {index} out of range (there are {len})")]
     IndexOutOfRange {
@@ -32,7 +42,7 @@ pub enum MeshError {
         msg: String,
     },
     /// An operating-system IO error on a path.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {}", path.display(), tessera_core::error::os_message(source))]
     Io {
         path: PathBuf,
         source: std::io::Error,
@@ -45,12 +55,25 @@ pub enum MeshError {
         index: usize,
         violation: crate::validate::Violation,
     },
+    /// A refused input or output: not a regular file, a gzip stream over its limits, work
+    /// larger than the memory available ([`tessera_core::CoreError`]).
+    #[error(transparent)]
+    Core(tessera_core::CoreError),
     /// Input the operation does not support (for example non-manifold input to subdivision).
     #[error("unsupported: {0}")]
     Unsupported(String),
     /// A CUDA error from the GPU mesh operations ([`crate::cuda`]).
     #[error(transparent)]
     Gpu(#[from] tessera_gpu::GpuError),
+}
+
+impl From<tessera_core::CoreError> for MeshError {
+    fn from(e: tessera_core::CoreError) -> Self {
+        match e {
+            tessera_core::CoreError::Io { path, err, .. } => MeshError::Io { path, source: err },
+            other => MeshError::Core(other),
+        }
+    }
 }
 
 impl MeshError {

@@ -889,10 +889,10 @@ fn obj_surface_of_a_boundary() {
 fn malformed_files_give_clear_errors() {
     // (file, expected location, words the message must contain)
     let cases: &[(&str, &str, &[&str])] = &[
-        (
+                (
             "m41-truncated.msh",
-            "line 31",
-            &["unexpected end of file", "truncated"],
+            "line 19",
+            &["number of nodes 13 cannot fit", "truncated"],
         ),
         (
             "m41-node-out-of-range.msh",
@@ -929,10 +929,10 @@ fn malformed_files_give_clear_errors() {
             "line 30",
             &["vertex index 13 out of range"],
         ),
-        (
+                (
             "medit-truncated.mesh",
             "line 26",
-            &["unexpected end of file"],
+            &["number of prisms 1 cannot fit", "truncated"],
         ),
         ("medit-nan.mesh", "line 15", &["not finite"]),
         (
@@ -957,7 +957,11 @@ fn malformed_files_give_clear_errors() {
             "line 55",
             &["half-face 99 out of range"],
         ),
-        ("ovm-truncated.ovm", "line 56", &["unexpected end of file"]),
+                (
+            "ovm-truncated.ovm",
+            "line 54",
+            &["number of polyhedra 6 cannot fit", "truncated"],
+        ),
         ("ovm-nan.ovm", "line 7", &["not finite"]),
         ("ovm-open-face.ovm", "line 35", &["closed loop"]),
     ];

@@ -3,22 +3,27 @@
 //! `Triangles`, `Quadrilaterals`, `Edges`, `Corners` (groups by reference number).
 
 use super::text::{show, Cursor};
-use super::{fmt_f64, write_atomic, Build, Built, Collected, GroupElement, MeshFile};
+use super::{fmt_f64, write_atomic, Build, Built, Collected, GroupElement, ReadOptions};
 use crate::{CellType, MeshError, PolyMesh};
 use std::path::Path;
 
 const MAX_COUNT: u64 = u32::MAX as u64 - 1;
 
-/// Read a Medit `.mesh` file.
-pub fn read(path: &Path, data: &[u8]) -> Result<MeshFile, MeshError> {
-    read_as(path, data, Build::Poly)?.into_poly()
-}
-
-/// Read a Medit `.mesh` file into the representation `build` asks for.
-pub(crate) fn read_as(path: &Path, data: &[u8], build: Build) -> Result<Built, MeshError> {
+/// Read a Medit `.mesh` file into the representation `build` asks for. Every keyword
+/// section may appear once, and the file must end with `End` (a file without it is
+/// truncated).
+pub(crate) fn read_as(
+    path: &Path,
+    data: &[u8],
+    build: Build,
+    opts: &ReadOptions,
+) -> Result<Built, MeshError> {
     let mut c = Cursor::new(path, data);
     c.comment = Some(b'#');
-    let mut col = Collected::default();
+    let mut col = Collected::new(opts);
+    // sections read so far: (lowercase keyword, line)
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    let mut ended = false;
     let mut have_vertices = false;
     let mut dim = 3;
     let first = c.expect_token("`MeshVersionFormatted`")?;
@@ -38,6 +43,13 @@ pub(crate) fn read_as(path: &Path, data: &[u8], build: Build) -> Result<Built, M
             break;
         };
         let kw_s = String::from_utf8_lossy(kw).to_ascii_lowercase();
+        if let Some((_, first)) = seen.iter().find(|(k, _)| *k == kw_s) {
+            return Err(c.err(format!(
+                "repeated `{}` section (the first one is at line {first})",
+                show(kw)
+            )));
+        }
+        seen.push((kw_s.clone(), c.tok_line));
         // (cell type, nodes per element, corners) or (group dim, nodes)
         let cell: Option<(CellType, usize)> = match kw_s.as_str() {
             "tetrahedra" => Some((CellType::Tetrahedron, 4)),
@@ -59,7 +71,10 @@ pub(crate) fn read_as(path: &Path, data: &[u8], build: Build) -> Result<Built, M
             _ => None,
         };
         match kw_s.as_str() {
-            "end" => break,
+            "end" => {
+                ended = true;
+                break;
+            }
             "dimension" => {
                 dim = c.uint("the dimension")?;
                 if dim != 3 {
@@ -70,6 +85,9 @@ pub(crate) fn read_as(path: &Path, data: &[u8], build: Build) -> Result<Built, M
             }
             "vertices" => {
                 let n = c.count("the number of vertices", MAX_COUNT)?;
+                // x y z and a reference each
+                let n =
+                    c.check_count(n as u64, Cursor::text_record(4), "the number of vertices")?;
                 col.nodes.reserve(n);
                 for _ in 0..n {
                     let p = [
@@ -77,7 +95,7 @@ pub(crate) fn read_as(path: &Path, data: &[u8], build: Build) -> Result<Built, M
                         c.coord("y coordinate")?,
                         c.coord("z coordinate")?,
                     ];
-                    c.int("a vertex reference")?;
+                    c.int32("a vertex reference")?;
                     col.nodes.push(p);
                 }
                 have_vertices = true;
@@ -86,12 +104,15 @@ pub(crate) fn read_as(path: &Path, data: &[u8], build: Build) -> Result<Built, M
                 if !have_vertices {
                     return Err(c.err(format!("`{}` before `Vertices`", show(kw))));
                 }
-                let n = c.count(&format!("the number of {kw_s}"), MAX_COUNT)?;
+                let what = format!("the number of {kw_s}");
+                let n = c.count(&what, MAX_COUNT)?;
                 let (nn, corners) = match (cell, group) {
                     (Some((t, nn)), _) => (nn, t.num_vertices().expect("standard")),
                     (_, Some((_, nn, corners))) => (nn, corners),
                     _ => unreachable!(),
                 };
+                // `nn` vertex indices and a reference each
+                let n = c.check_count(n as u64, Cursor::text_record(nn as u64 + 1), &what)?;
                 let nv = col.nodes.len() as u64;
                 for _ in 0..n {
                     let mut first_loc = None;
@@ -108,7 +129,7 @@ pub(crate) fn read_as(path: &Path, data: &[u8], build: Build) -> Result<Built, M
                         }
                     }
                     let loc = first_loc.unwrap_or(c.location());
-                    let r = c.int("an element reference")? as i32;
+                    let r = c.int32("an element reference")?;
                     if let Some((t, _)) = cell {
                         let ci = col.add_cell(t, &nodes[..corners], loc);
                         col.cell_groups.push((r, ci));
@@ -127,6 +148,7 @@ pub(crate) fn read_as(path: &Path, data: &[u8], build: Build) -> Result<Built, M
             }
             "corners" | "requiredvertices" | "ridges" | "requirededges" | "requiredtriangles" => {
                 let n = c.count("a count", MAX_COUNT)?;
+                let n = c.check_count(n as u64, Cursor::text_record(1), "a count")?;
                 for _ in 0..n {
                     c.uint("an index")?;
                 }
@@ -150,6 +172,9 @@ pub(crate) fn read_as(path: &Path, data: &[u8], build: Build) -> Result<Built, M
         }
     }
     let _ = dim;
+    if !ended {
+        return Err(c.err_here("missing `End` at the end of the file (the file is truncated)"));
+    }
     col.finish_as(&c, build)
 }
 

@@ -13,8 +13,11 @@
 //!
 //! Any file but `.vtu` may be gzip-compressed: on reading when its name ends in `.gz` or it
 //! starts with the gzip magic bytes, on writing when its name ends in `.gz` (`.vtu` files
-//! are compressed inside, as VTK does; gzip around them is not a VTK format). Writes are atomic
-//! (a temporary file in the target directory, renamed on success).
+//! are compressed inside, as VTK does; gzip around them is not a VTK format). Reading takes
+//! regular files only and bounds gzip inflation ([`tessera_core::input`]); every count in a
+//! header is checked against the bytes left in the file before anything is allocated for
+//! it. Writes are atomic and private ([`tessera_core::atomic`]); a TetGen pair is published
+//! together.
 //!
 //! Cells read from element lists go through [`PolyMeshBuilder`], which numbers edges and
 //! faces canonically and orients every cell outward by its signed volume, so inverted
@@ -46,8 +49,8 @@ pub use vtu::{
 };
 
 use crate::{MeshError, Point, PolyMesh, PolyMeshBuilder};
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::Path;
 
 /// A Gmsh physical group (or a Medit/TetGen reference number) resolved to mesh entities.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -112,8 +115,22 @@ const READ_FORMATS: &str =
     ".msh (Gmsh 2.2/4.1), .mesh (Medit), .node/.ele (TetGen), .ovm (OpenVolumeMesh), .vtu (VTK XML)";
 const WRITE_FORMATS: &str = ".vtu, .msh (4.1), .mesh, .node/.ele, .ovm";
 
+/// How strictly readers treat questionable input.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Cells with the same vertex set as an earlier cell are dropped (each keeps the
+    /// groups of both) instead of being an error at the repeat's line. A repeated cell
+    /// would be assembled twice (doubling its stiffness) or make its faces non-manifold.
+    pub allow_duplicates: bool,
+}
+
 /// Read a volumetric mesh, choosing the reader by extension (gzip handled transparently).
 pub fn read_mesh(path: &Path) -> Result<MeshFile, MeshError> {
+    read_mesh_with(path, &ReadOptions::default())
+}
+
+/// [`read_mesh`] with options.
+pub fn read_mesh_with(path: &Path, opts: &ReadOptions) -> Result<MeshFile, MeshError> {
     let fmt = Format::from_path(path).ok_or_else(|| {
         MeshError::Unsupported(format!(
             "{}: unknown mesh file extension; readable are {READ_FORMATS}",
@@ -121,16 +138,42 @@ pub fn read_mesh(path: &Path) -> Result<MeshFile, MeshError> {
         ))
     })?;
     match fmt {
-        Format::Msh => msh::read(path, &read_bytes(path)?),
-        Format::Medit => medit::read(path, &read_bytes(path)?),
-        Format::TetGen => tetgen::read(path),
-        Format::Ovm => ovm::read(path, &read_bytes(path)?),
-        Format::Vtu => vtu::read_as(path, &read_bytes(path)?, Build::Poly)?.into_poly(),
+        Format::TetGen => tetgen::read_as(path, Build::Poly, opts)?.into_poly(),
+        _ => parse_mesh(fmt, path, &read_bytes(path)?, opts),
+    }
+}
+
+/// Parse a mesh file's (inflated) bytes in a single-file format; `path` labels the errors.
+/// For TetGen pairs see [`parse_tetgen`].
+pub fn parse_mesh(
+    fmt: Format,
+    path: &Path,
+    data: &[u8],
+    opts: &ReadOptions,
+) -> Result<MeshFile, MeshError> {
+    match fmt {
+        Format::Msh => msh::read_as(path, data, Build::Poly, opts)?.into_poly(),
+        Format::Medit => medit::read_as(path, data, Build::Poly, opts)?.into_poly(),
+        Format::Ovm => ovm::read(path, data),
+        Format::Vtu => vtu::read_as(path, data, Build::Poly)?.into_poly(),
+        Format::TetGen => Err(MeshError::Unsupported(format!(
+            "{}: a TetGen mesh is a .node + .ele pair: use parse_tetgen",
+            path.display()
+        ))),
         Format::Obj => Err(MeshError::Unsupported(format!(
             "{}: this format is written, not read; readable are {READ_FORMATS}",
             path.display()
         ))),
     }
+}
+
+/// Parse a TetGen `.node` + `.ele` pair from their bytes (paths label the errors).
+pub fn parse_tetgen(
+    node: (&Path, &[u8]),
+    ele: (&Path, &[u8]),
+    opts: &ReadOptions,
+) -> Result<MeshFile, MeshError> {
+    tetgen::read_pair(node, ele, Build::Poly, opts)?.into_poly()
 }
 
 /// A tetrahedral mesh read straight into the compact simplex representation (dissertation
@@ -197,6 +240,14 @@ pub struct SimplexGroup {
 /// must be a face, edge or vertex of the mesh (else an error at its line). Other files are
 /// read as polyhedral meshes and converted, which fails for non-simplicial cells.
 pub fn read_simplex_mesh(path: &Path) -> Result<SimplexMeshFile, MeshError> {
+    read_simplex_mesh_with(path, &ReadOptions::default())
+}
+
+/// [`read_simplex_mesh`] with options.
+pub fn read_simplex_mesh_with(
+    path: &Path,
+    opts: &ReadOptions,
+) -> Result<SimplexMeshFile, MeshError> {
     let fmt = Format::from_path(path).ok_or_else(|| {
         MeshError::Unsupported(format!(
             "{}: unknown mesh file extension; readable are {READ_FORMATS}",
@@ -208,12 +259,12 @@ pub fn read_simplex_mesh(path: &Path) -> Result<SimplexMeshFile, MeshError> {
         Format::Msh => {
             let bytes = read_bytes(path)?;
             tr.mark("read + gunzip");
-            msh::read_as(path, &bytes, Build::Simplex)?
+            msh::read_as(path, &bytes, Build::Simplex, opts)?
         }
-        Format::Medit => medit::read_as(path, &read_bytes(path)?, Build::Simplex)?,
-        Format::TetGen => tetgen::read_as(path, Build::Simplex)?,
+        Format::Medit => medit::read_as(path, &read_bytes(path)?, Build::Simplex, opts)?,
+        Format::TetGen => tetgen::read_as(path, Build::Simplex, opts)?,
         Format::Vtu => vtu::read_as(path, &read_bytes(path)?, Build::Simplex)?,
-        _ => Built::Poly(read_mesh(path)?),
+        _ => Built::Poly(read_mesh_with(path, opts)?),
     };
     tr.mark("parse + simplex mesh + groups");
     match built {
@@ -350,24 +401,18 @@ pub fn write_mesh(mesh: &PolyMesh, path: &Path) -> Result<(), MeshError> {
     }
 }
 
-/// Read a whole file, gunzipping it when its name ends in `.gz` or it starts with the gzip magic.
+/// Read a whole file, gunzipping it when its name ends in `.gz` or it starts with the gzip
+/// magic. Only regular files are read, and inflation is bounded
+/// ([`tessera_core::input`]: ratio and absolute limits, configurable).
 pub fn read_bytes(path: &Path) -> Result<Vec<u8>, MeshError> {
-    let io = |source| MeshError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let raw = std::fs::read(path).map_err(io)?;
+    let raw = tessera_core::input::read_file(path)?;
     let named_gz = path.to_string_lossy().to_ascii_lowercase().ends_with(".gz");
-    if raw.starts_with(&[0x1f, 0x8b]) {
-        let mut out = Vec::with_capacity(raw.len() * 4);
-        flate2::read::MultiGzDecoder::new(&raw[..])
-            .read_to_end(&mut out)
-            .map_err(|e| MeshError::Parse {
-                path: path.to_path_buf(),
-                location: "gzip stream".into(),
-                msg: format!("{e}"),
-            })?;
-        Ok(out)
+    if tessera_core::input::is_gzip(&raw) {
+        Ok(tessera_core::input::gunzip(
+            path,
+            &raw,
+            &tessera_core::input::GzipLimits::default(),
+        )?)
     } else if named_gz {
         Err(MeshError::Parse {
             path: path.to_path_buf(),
@@ -380,59 +425,33 @@ pub fn read_bytes(path: &Path) -> Result<Vec<u8>, MeshError> {
     }
 }
 
-/// Write a file atomically: the content goes to a temporary file in the same directory,
-/// which is renamed over `path` only when everything was written. Names ending in `.gz`
-/// are gzip-compressed.
+/// Write a file atomically and privately ([`tessera_core::atomic`]: a unique temporary
+/// file beside it, created with `O_EXCL`, synced, then renamed). Names ending in `.gz` are
+/// gzip-compressed.
 pub fn write_atomic<F>(path: &Path, body: F) -> Result<(), MeshError>
 where
     F: FnOnce(&mut dyn Write) -> std::io::Result<()>,
 {
-    let io = |source| MeshError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let fname = path
-        .file_name()
-        .ok_or_else(|| io(std::io::Error::other("not a file name")))?;
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}-{}",
-        fname.to_string_lossy(),
-        std::process::id(),
-        nanos
-    ));
+    tessera_core::atomic::publish(vec![stage(path, body)?]).map_err(MeshError::from)
+}
+
+/// [`write_atomic`] without the final rename: the written file waits for
+/// [`tessera_core::atomic::publish`] (for outputs of several files).
+pub fn stage<F>(path: &Path, body: F) -> Result<tessera_core::atomic::Staged, MeshError>
+where
+    F: FnOnce(&mut dyn Write) -> std::io::Result<()>,
+{
     let gz = path.to_string_lossy().to_ascii_lowercase().ends_with(".gz");
-    let result = (|| -> std::io::Result<()> {
-        let file = std::fs::File::create(&tmp)?;
-        let mut buf = std::io::BufWriter::with_capacity(1 << 20, file);
+    Ok(tessera_core::atomic::stage(path, |w| {
         if gz {
-            let mut enc = flate2::write::GzEncoder::new(&mut buf, flate2::Compression::default());
+            let mut enc = flate2::write::GzEncoder::new(w, flate2::Compression::default());
             body(&mut enc)?;
             enc.finish()?;
+            Ok(())
         } else {
-            body(&mut buf)?;
+            body(w)
         }
-        let file = buf.into_inner().map_err(|e| e.into_error())?;
-        file.sync_all()?;
-        Ok(())
-    })();
-    match result {
-        Ok(()) => std::fs::rename(&tmp, path).map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            io(e)
-        }),
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(io(e))
-        }
-    }
+    })?)
 }
 
 /// Format a float so that it reads back bit-identically (shortest round-trip digits).
@@ -476,6 +495,8 @@ pub(crate) struct Collected {
     pub poly_cells: Vec<PolyCell>,
     /// polygons of a surface file (used only when the file has no volume cells)
     pub free_faces: Vec<Vec<u32>>,
+    /// drop repeated cells instead of failing ([`ReadOptions::allow_duplicates`])
+    pub allow_duplicates: bool,
 }
 
 /// A general polyhedron read from a file: its face loops over file nodes.
@@ -487,6 +508,158 @@ pub(crate) struct PolyCell {
 }
 
 impl Collected {
+    pub fn new(opts: &ReadOptions) -> Self {
+        Collected {
+            allow_duplicates: opts.allow_duplicates,
+            ..Default::default()
+        }
+    }
+
+    /// For every cell that repeats the vertex set of an earlier cell, the index of the
+    /// earliest such cell (`u32::MAX` for cells that repeat none).
+    fn duplicate_twins(&self) -> Option<Vec<u32>> {
+        use rayon::prelude::*;
+        let nc = self.cell_types.len();
+                let offs = self.cell_offsets();
+        // sorted vertices + cell index; tetrahedra (the common case) in 20 bytes
+        fn pairs<const K: usize>(keys: &mut [[u32; K]]) -> Vec<(u32, u32)> {
+            keys.par_sort_unstable();
+            keys.windows(2)
+                .filter(|w| w[0][..K - 1] == w[1][..K - 1])
+                .map(|w| (w[0][K - 1], w[1][K - 1]))
+                .collect()
+        }
+        let all_tets = self
+            .cell_types
+            .iter()
+            .all(|&t| t == crate::CellType::Tetrahedron);
+        let dup: Vec<(u32, u32)> = if all_tets {
+            let mut keys: Vec<[u32; 5]> = (0..nc)
+                .into_par_iter()
+                .with_min_len(4096)
+                .map(|c| {
+                    let mut k = [0u32; 5];
+                    k[..4].copy_from_slice(&self.cell_nodes[4 * c..4 * c + 4]);
+                    k[..4].sort_unstable();
+                    k[4] = c as u32;
+                    k
+                })
+                .collect();
+            pairs(&mut keys)
+        } else {
+            let mut keys: Vec<[u32; 10]> = (0..nc)
+                .into_par_iter()
+                .with_min_len(4096)
+                                .map(|c| {
+                    // the node count and the first 8 sorted nodes (general polyhedra may
+                    // have more: equal keys are compared in full below)
+                    let mut k = [u32::MAX; 10];
+                    let mut v = self.cell_nodes[offs[c]..offs[c + 1]].to_vec();
+                    v.sort_unstable();
+                    let m = v.len().min(8);
+                    k[0] = v.len().min(u32::MAX as usize) as u32;
+                    k[1..1 + m].copy_from_slice(&v[..m]);
+                    k[9] = c as u32;
+                    k
+                })
+                .collect();
+            let sorted = |c: u32| {
+                let mut v = self.cell_nodes[offs[c as usize]..offs[c as usize + 1]].to_vec();
+                v.sort_unstable();
+                v
+            };
+            pairs(&mut keys)
+                .into_iter()
+                .filter(|&(a, b)| offs[a as usize + 1] - offs[a as usize] <= 8 || sorted(a) == sorted(b))
+                .collect()
+        };
+        if dup.is_empty() {
+            return None;
+        }
+        // runs of equal keys are sorted by cell index: (a, b) pairs chain a < b < c...
+        let mut twin = vec![u32::MAX; nc];
+        for &(a, b) in &dup {
+            let root = if twin[a as usize] != u32::MAX {
+                twin[a as usize]
+            } else {
+                a
+            };
+            twin[b as usize] = root;
+        }
+        Some(twin)
+    }
+
+        /// Start of each cell's nodes in `cell_nodes` (general polyhedra store their distinct
+    /// nodes).
+    fn cell_offsets(&self) -> Vec<usize> {
+        let mut offs = Vec::with_capacity(self.cell_types.len() + 1);
+        offs.push(0usize);
+        let mut polys = self.poly_cells.iter();
+        for t in &self.cell_types {
+            let n = match t.num_vertices() {
+                Some(n) => n,
+                None => polys.next().map_or(0, |p| p.nnodes),
+            };
+            offs.push(offs.last().unwrap() + n);
+        }
+        offs
+    }
+
+    /// Repeated cells: an error at the first repeat's location, or with
+    /// `allow_duplicates` the repeats are dropped (their groups go to the kept cell).
+    fn check_duplicates(&mut self, cur: &text::Cursor) -> Result<(), MeshError> {
+        let Some(twin) = self.duplicate_twins() else {
+            return Ok(());
+        };
+        if !self.allow_duplicates {
+            let b = twin.iter().position(|&t| t != u32::MAX).expect("a repeat");
+            let a = twin[b] as usize;
+            let name = self.cell_types[b].name();
+            return Err(cur.err_at(
+                self.cell_loc[b],
+                format!(
+                    "{name} repeats the {} at {} (same vertices); duplicate cells are errors (--allow-duplicates drops them)",
+                    self.cell_types[a].name(),
+                    cur.describe_loc(self.cell_loc[a])
+                ),
+            ));
+        }
+        let nc = self.cell_types.len();
+        let mut new_of = vec![u32::MAX; nc];
+        let mut k = 0u32;
+        for c in 0..nc {
+            if twin[c] == u32::MAX {
+                new_of[c] = k;
+                k += 1;
+            }
+        }
+        for c in 0..nc {
+            if twin[c] != u32::MAX {
+                new_of[c] = new_of[twin[c] as usize];
+            }
+        }
+        let mut types = Vec::with_capacity(k as usize);
+        let mut nodes = Vec::with_capacity(self.cell_nodes.len());
+        let mut locs = Vec::with_capacity(k as usize);
+        let mut o = 0usize;
+        for c in 0..nc {
+            let n = self.cell_types[c].num_vertices().unwrap_or(0);
+            if twin[c] == u32::MAX {
+                types.push(self.cell_types[c]);
+                nodes.extend_from_slice(&self.cell_nodes[o..o + n]);
+                locs.push(self.cell_loc[c]);
+            }
+            o += n;
+        }
+        self.cell_types = types;
+        self.cell_nodes = nodes;
+        self.cell_loc = locs;
+        for g in &mut self.cell_groups {
+            g.1 = new_of[g.1 as usize];
+        }
+        Ok(())
+    }
+
     pub fn add_cell(&mut self, ty: crate::CellType, nodes: &[u32], loc: u64) -> u32 {
         self.cell_types.push(ty);
         self.cell_nodes.extend_from_slice(nodes);
@@ -540,7 +713,8 @@ impl Collected {
 
     /// Build what `build` asks for: the simplex mesh when asked and every cell is a
     /// tetrahedron, else the polyhedral mesh.
-    pub fn finish_as(self, cur: &text::Cursor, build: Build) -> Result<Built, MeshError> {
+    pub fn finish_as(mut self, cur: &text::Cursor, build: Build) -> Result<Built, MeshError> {
+        self.check_duplicates(cur)?;
         let all_tets = !self.cell_types.is_empty()
             && self
                 .cell_types

@@ -9,6 +9,7 @@
 use super::text::{show, Cursor, TagMap};
 use super::{
     fmt_f64, write_atomic, Build, Built, Collected, GroupElement, MeshFile, PhysicalGroup,
+    ReadOptions,
 };
 use crate::{CellType, MeshError, PolyMesh};
 use std::collections::HashMap;
@@ -72,13 +73,13 @@ struct State {
     col: Collected,
 }
 
-/// Read an MSH 2.2 or 4.1 file (ASCII or binary).
-pub fn read(path: &Path, data: &[u8]) -> Result<MeshFile, MeshError> {
-    read_as(path, data, Build::Poly)?.into_poly()
-}
-
 /// Read an MSH 2.2 or 4.1 file into the representation `build` asks for.
-pub(crate) fn read_as(path: &Path, data: &[u8], build: Build) -> Result<Built, MeshError> {
+pub(crate) fn read_as(
+    path: &Path,
+    data: &[u8],
+    build: Build,
+    opts: &ReadOptions,
+) -> Result<Built, MeshError> {
     let mut c = Cursor::new(path, data);
     let first = c.expect_token("`$MeshFormat`")?;
     if first != b"$MeshFormat" {
@@ -128,10 +129,28 @@ pub(crate) fn read_as(path: &Path, data: &[u8], build: Build) -> Result<Built, M
         nodes: TagMap::new(1, 0, 0),
         have_nodes: false,
         entity_phys: HashMap::new(),
-        col: Collected::default(),
+        col: Collected::new(opts),
     };
     let mut saw_elements = false;
+    // each of these sections may appear once: (name, location of its first appearance)
+    let mut seen: Vec<(&[u8], u64)> = Vec::new();
     while let Some(tok) = c.token() {
+        if matches!(
+            tok,
+            b"$MeshFormat" | b"$PhysicalNames" | b"$Entities" | b"$Nodes" | b"$Elements"
+        ) {
+            if let Some((_, first)) = seen.iter().find(|(n, _)| *n == tok) {
+                return Err(c.err(format!(
+                    "repeated `{}` section (the first one is at {})",
+                    show(tok),
+                    c.describe_loc(*first)
+                )));
+            }
+            if tok == b"$MeshFormat" {
+                return Err(c.err("repeated `$MeshFormat` section (the first one is at line 1)"));
+            }
+            seen.push((tok, c.location()));
+        }
         match tok {
             b"$PhysicalNames" => physical_names(&mut c, &mut st)?,
             b"$Entities" if v4 => entities(&mut c, &mut st)?,
@@ -193,13 +212,14 @@ fn section_end(c: &mut Cursor, name: &str) -> Result<(), MeshError> {
 fn physical_names(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
     let bin = c.binary;
     c.binary = false;
-    let n = c.count("the number of physical names", MAX_COUNT)?;
+    let n = c.uint("the number of physical names")?;
+    let n = c.check_count(n, Cursor::text_record(3), "the number of physical names")?;
     for _ in 0..n {
         let dim = c.uint("a physical group dimension")?;
         if dim > 3 {
             return Err(c.err(format!("physical group dimension must be 0-3, found {dim}")));
         }
-        let tag = c.int("a physical tag")? as i32;
+        let tag = c.int32("a physical tag")?;
         let rest = c.rest_of_line();
         let name = if rest.first() == Some(&b'"') {
             let inner = &rest[1..];
@@ -230,21 +250,28 @@ fn entities(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
             "the number of surfaces",
             "the number of volumes",
         ][d];
-        *cnt = if st.binary {
-            c.bin_uint(s, what)? as usize
+        let n = if st.binary {
+            c.bin_uint(s, what)?
         } else {
-            c.count(what, MAX_COUNT)?
+            c.uint(what)?
         };
-        if *cnt as u64 > MAX_COUNT {
-            return Err(c.err(format!("{what} {cnt} is too large")));
-        }
+        // a point: tag, 3 coordinates, a physical-tag count
+        *cnt = c.check_count(
+            n,
+            if st.binary {
+                28 + s as u64
+            } else {
+                Cursor::text_record(5)
+            },
+            what,
+        )?;
     }
     for (d, &cnt) in counts.iter().enumerate() {
         for _ in 0..cnt {
             let tag = if st.binary {
                 c.bin_i32("an entity tag")?
             } else {
-                c.int("an entity tag")? as i32
+                c.int32("an entity tag")?
             };
             let ncoord = if d == 0 { 3 } else { 6 };
             for _ in 0..ncoord {
@@ -259,15 +286,17 @@ fn entities(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
             } else {
                 c.uint("the number of physical tags")?
             };
-            if nphys > 1 << 20 {
-                return Err(c.err(format!("entity ({d}, {tag}) has {nphys} physical tags")));
-            }
-            let mut phys = Vec::with_capacity(nphys as usize);
+            let nphys = c.check_count(
+                nphys,
+                if st.binary { 4 } else { 2 },
+                "the number of physical tags",
+            )?;
+            let mut phys = Vec::with_capacity(nphys);
             for _ in 0..nphys {
                 phys.push(if st.binary {
                     c.bin_i32("a physical tag")?
                 } else {
-                    c.int("a physical tag")? as i32
+                    c.int32("a physical tag")?
                 });
             }
             if !phys.is_empty() {
@@ -279,14 +308,16 @@ fn entities(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
                 } else {
                     c.uint("the number of bounding entities")?
                 };
-                if nb > 1 << 24 {
-                    return Err(c.err(format!("entity ({d}, {tag}) has {nb} bounding entities")));
-                }
+                let nb = c.check_count(
+                    nb,
+                    if st.binary { 4 } else { 2 },
+                    "the number of bounding entities",
+                )?;
                 for _ in 0..nb {
                     if st.binary {
                         c.bin_i32("a bounding entity tag")?;
                     } else {
-                        c.int("a bounding entity tag")?;
+                        c.int32("a bounding entity tag")?;
                     }
                 }
             }
@@ -296,6 +327,9 @@ fn entities(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
 }
 
 fn push_node(c: &Cursor, st: &mut State, tag: u64, p: [f64; 3]) -> Result<(), MeshError> {
+    if tag == 0 {
+        return Err(c.err("node tag 0 is not allowed (Gmsh node tags start at 1)"));
+    }
     let idx = st.col.nodes.len() as u32;
     if !st.nodes.insert(tag, idx) {
         return Err(c.err(format!("node tag {tag} appears twice")));
@@ -307,17 +341,30 @@ fn push_node(c: &Cursor, st: &mut State, tag: u64, p: [f64; 3]) -> Result<(), Me
 fn nodes_v2(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
     c.binary = false;
     let n = c.count("the number of nodes", MAX_COUNT)?;
+        if st.binary {
+        c.end_of_line();
+        c.binary = true; // binary files report byte offsets
+    }
+    // a node: tag and 3 coordinates (binary: a 4-byte tag and 3 doubles)
+    let n = c.check_count(
+        n as u64,
+        if st.binary {
+            28
+        } else {
+            Cursor::text_record(4)
+        },
+        "the number of nodes",
+    )?;
     st.nodes = TagMap::new(1, n as u64, n);
     st.col.nodes.reserve(n);
-    if st.binary {
-        c.end_of_line();
-        c.binary = true;
-    }
+    c.binary = st.binary;
     for _ in 0..n {
         let (tag, p) = if st.binary {
             let t = c.bin_i32("a node tag")?;
-            if t < 0 {
-                return Err(c.err(format!("negative node tag {t}")));
+            if t <= 0 {
+                return Err(c.err(format!(
+                    "node tag {t} is not allowed (Gmsh node tags start at 1)"
+                )));
             }
             let p = [c.bin_coord("x")?, c.bin_coord("y")?, c.bin_coord("z")?];
             (t as u64, p)
@@ -350,14 +397,23 @@ fn nodes_v4(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
             c.uint(what)
         }
     };
-    let nblocks = rd(c, "the number of node blocks")?;
+        let nblocks = rd(c, "the number of node blocks")?;
+    // a block header: 3 ints and a count
+    c.check_count(
+        nblocks,
+        if bin { 12 + s as u64 } else { Cursor::text_record(4) },
+        "the number of node blocks",
+    )?;
     let n = rd(c, "the number of nodes")?;
+    let header_loc = c.location();
+    // a node: tag and 3 coordinates
+    let n = c.check_count(
+        n,
+        if bin { s as u64 + 24 } else { Cursor::text_record(4) },
+        "the number of nodes",
+    )? as u64;
     let min = rd(c, "the minimum node tag")?;
     let max = rd(c, "the maximum node tag")?;
-    let header_loc = c.location();
-    if n > MAX_COUNT || nblocks > MAX_COUNT {
-        return Err(c.err(format!("node count {n} is too large")));
-    }
     st.nodes = TagMap::new(min, max, n as usize);
     st.col.nodes.reserve(n as usize);
     let mut tags: Vec<u64> = Vec::new();
@@ -373,11 +429,20 @@ fn nodes_v4(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
         } else {
             (
                 c.int("an entity dimension")?,
-                c.int("an entity tag")? as i32,
+                c.int32("an entity tag")?,
                 c.int("the parametric flag")?,
                 c.uint("the number of nodes in the block")?,
             )
         };
+        let nn = c.check_count(
+            nn,
+            if bin {
+                s as u64 + 24
+            } else {
+                Cursor::text_record(4)
+            },
+            "the number of nodes in the block",
+        )? as u64;
         if !(0..=3).contains(&dim) {
             return Err(c.err(format!("entity dimension must be 0-3, found {dim}")));
         }
@@ -388,9 +453,13 @@ fn nodes_v4(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
             )));
         }
         let npar = if parametric != 0 { dim as usize } else { 0 };
-        tags.clear();
+                tags.clear();
         for _ in 0..nn {
-            tags.push(rd(c, "a node tag")?);
+            let t = rd(c, "a node tag")?;
+            if t == 0 {
+                return Err(c.err("node tag 0 is not allowed (Gmsh node tags start at 1)"));
+            }
+            tags.push(t);
         }
         for &t in &tags {
             let p = if bin {
@@ -477,8 +546,17 @@ fn elements_v2(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
     c.binary = false;
     let n = c.count("the number of elements", MAX_COUNT)?;
     let mut nodes: Vec<u64> = Vec::with_capacity(128);
-    if st.binary {
+        if st.binary {
         c.end_of_line();
+        c.binary = true; // binary files report byte offsets
+    }
+    // an element: tag, type, tag count and a node (binary: a tag and a node, 4 bytes each)
+    let n = c.check_count(
+        n as u64,
+        if st.binary { 8 } else { Cursor::text_record(4) },
+        "the number of elements",
+    )?;
+    if st.binary {
         c.binary = true;
         let mut done = 0usize;
         while done < n {
@@ -506,7 +584,12 @@ fn elements_v2(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
                 nodes.clear();
                 for _ in 0..nn {
                     let v = c.bin_i32("a node tag")?;
-                    nodes.push(v.max(0) as u64);
+                    if v <= 0 {
+                        return Err(c.err(format!(
+                            "element {tag} references node {v}: node tags start at 1"
+                        )));
+                    }
+                    nodes.push(v as u64);
                 }
                 let ph: &[i32] = match &phys {
                     Some(p) => std::slice::from_ref(p),
@@ -528,7 +611,7 @@ fn elements_v2(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
             }
             let mut phys = None;
             for k in 0..ntags {
-                let t = c.int("an element tag")? as i32;
+                let t = c.int32("an element tag")?;
                 if k == 0 && t != 0 {
                     phys = Some(t);
                 }
@@ -568,6 +651,25 @@ fn elements_v4(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
     if n > MAX_COUNT || nblocks > MAX_COUNT {
         return Err(c.err(format!("element count {n} is too large")));
     }
+    // an element: a tag and a node; a block header: 3 ints and a count
+    c.check_count(
+        n,
+        if bin {
+            2 * s as u64
+        } else {
+            Cursor::text_record(2)
+        },
+        "the number of elements",
+    )?;
+    c.check_count(
+        nblocks,
+        if bin {
+            12 + s as u64
+        } else {
+            Cursor::text_record(4)
+        },
+        "the number of element blocks",
+    )?;
     let mut nodes: Vec<u64> = Vec::with_capacity(128);
     let mut total = 0u64;
     let no_phys: Vec<i32> = Vec::new();
@@ -582,13 +684,23 @@ fn elements_v4(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
         } else {
             (
                 c.int("an entity dimension")?,
-                c.int("an entity tag")? as i32,
+                c.int32("an entity tag")?,
                 c.int("an element type")?,
                 c.uint("the number of elements in the block")?,
             )
         };
         let hloc = c.location();
         let (tdim, nn, _, _) = element_info(ty).ok_or_else(|| c.err_at(hloc, unknown_type(ty)))?;
+        // each element of the block: a tag and `nn` node tags
+        let ne = c.check_count(
+            ne,
+            if bin {
+                (nn as u64 + 1) * s as u64
+            } else {
+                Cursor::text_record(nn as u64 + 1)
+            },
+            "the number of elements in the block",
+        )? as u64;
         if dim != tdim as i64 {
             return Err(c.err_at(hloc, format!("element type {ty} has dimension {tdim}, but the block's entity has dimension {dim}")));
         }

@@ -11,6 +11,12 @@
 //! comes out negative are flipped (files written with the opposite convention), and zero
 //! volumes are reported with their line. Edges and faces keep the file's numbering, so
 //! read -> write -> read is exact.
+//!
+//! The reader is strict: every face is a closed loop of half-edges through at least three
+//! distinct vertices, no two faces have the same vertex set, every polyhedron is closed
+//! and consistently oriented (each of its edges is used by exactly two of its half-faces,
+//! once in each direction), the file has at least one polyhedron, and its last record ends
+//! with a line end.
 
 use super::text::{show, Cursor};
 use super::{fmt_f64, write_atomic, MeshFile};
@@ -21,7 +27,9 @@ use tessera_sparse::Tcsr;
 
 const MAX_COUNT: u64 = i32::MAX as u64 / 2;
 
-fn header(c: &mut Cursor, name: &str) -> Result<usize, MeshError> {
+/// A section header and its count, checked against the bytes left (`k` numbers at least
+/// per record).
+fn header(c: &mut Cursor, name: &str, k: u64) -> Result<usize, MeshError> {
     let t = c.expect_token(&format!("`{name}`"))?;
     if !t.eq_ignore_ascii_case(name.as_bytes()) {
         return Err(c.err(format!(
@@ -29,10 +37,9 @@ fn header(c: &mut Cursor, name: &str) -> Result<usize, MeshError> {
             show(t)
         )));
     }
-    c.count(
-        &format!("the number of {}", name.to_ascii_lowercase()),
-        MAX_COUNT,
-    )
+    let what = format!("the number of {}", name.to_ascii_lowercase());
+    let n = c.count(&what, MAX_COUNT)?;
+    c.check_count(n as u64, Cursor::text_record(k), &what)
 }
 
 /// Read an OVM ASCII file.
@@ -53,7 +60,7 @@ pub fn read(path: &Path, data: &[u8]) -> Result<MeshFile, MeshError> {
             show(t)
         )));
     }
-    let nv = header(&mut c, "Vertices")?;
+    let nv = header(&mut c, "Vertices", 3)?;
     let mut positions = Vec::with_capacity(nv);
     for _ in 0..nv {
         positions.push([
@@ -62,7 +69,7 @@ pub fn read(path: &Path, data: &[u8]) -> Result<MeshFile, MeshError> {
             c.coord("z coordinate")?,
         ]);
     }
-    let ne = header(&mut c, "Edges")?;
+    let ne = header(&mut c, "Edges", 2)?;
     let mut edges = Vec::with_capacity(ne);
     for _ in 0..ne {
         let a = c.uint("an edge vertex")?;
@@ -82,11 +89,14 @@ pub fn read(path: &Path, data: &[u8]) -> Result<MeshFile, MeshError> {
         }
         edges.push([a as u32, b as u32]);
     }
-    let nf = header(&mut c, "Faces")?;
+    let nf = header(&mut c, "Faces", 4)?;
     let mut f_off = Vec::with_capacity(nf + 1);
     f_off.push(0u32);
     let mut f_cols: Vec<i32> = Vec::with_capacity(nf * 3);
     let mut f_line = Vec::with_capacity(nf);
+    // sorted vertex set -> face, for duplicate faces
+    let mut face_of: std::collections::HashMap<Vec<u32>, usize> =
+        std::collections::HashMap::with_capacity(nf);
     for f in 0..nf {
         let k = c.count("the number of half-edges", 1 << 20)?;
         f_line.push(c.tok_line);
@@ -127,9 +137,41 @@ pub fn read(path: &Path, data: &[u8]) -> Result<MeshFile, MeshError> {
                 ));
             }
         }
+        // a simple loop: each vertex once, at least three of them
+        let mut vs: Vec<u32> = row.iter().map(|&v| ends(v).0).collect();
+        vs.sort_unstable();
+        vs.dedup();
+        if vs.len() < 3 {
+            return Err(c.err_at(
+                f_line[f] as u64,
+                format!(
+                    "face {f} has {} distinct vertices; a face needs at least 3",
+                    vs.len()
+                ),
+            ));
+        }
+        if vs.len() < k {
+            return Err(c.err_at(
+                f_line[f] as u64,
+                format!("face {f} passes through a vertex more than once"),
+            ));
+        }
+        if let Some(&g) = face_of.get(&vs) {
+            return Err(c.err_at(
+                f_line[f] as u64,
+                format!("face {f} has the same vertices as face {g} (a duplicate face)"),
+            ));
+        }
+        face_of.insert(vs, f);
         f_off.push(f_cols.len() as u32);
     }
-    let nc = header(&mut c, "Polyhedra")?;
+    drop(face_of);
+    let nc = header(&mut c, "Polyhedra", 5)?;
+    if nc == 0 {
+        return Err(
+            c.err("the file has no polyhedra (`Polyhedra 0`): a volume mesh needs at least one")
+        );
+    }
     let mut c_off = Vec::with_capacity(nc + 1);
     c_off.push(0u32);
     let mut c_cols: Vec<i32> = Vec::with_capacity(nc * 4);
@@ -153,12 +195,51 @@ pub fn read(path: &Path, data: &[u8]) -> Result<MeshFile, MeshError> {
             }
             c_cols.push(encode((hf / 2) as u32, hf % 2 == 0));
         }
+                if p + 1 == nc {
+            // a cut last number would still be a valid half-face index
+            c.expect_terminated("the last polyhedron")?;
+        }
         let mut fs: Vec<u32> = c_cols[start..].iter().map(|&v| decode(v).0).collect();
         fs.sort_unstable();
         if fs.windows(2).any(|w| w[0] == w[1]) {
             return Err(c.err(format!("polyhedron {p} uses a face twice")));
         }
-        c_off.push(c_cols.len() as u32);
+        // closed and consistently oriented: each edge used twice, once in each direction
+        let mut uses: Vec<(u32, bool)> = Vec::new();
+        for &v in &c_cols[start..] {
+            let (f, outward) = decode(v);
+            let fr = f_off[f as usize] as usize..f_off[f as usize + 1] as usize;
+            for &he in &f_cols[fr] {
+                let (e, s) = decode(he);
+                uses.push((e, (s > 0) == (outward > 0)));
+            }
+        }
+        uses.sort_unstable();
+        let mut i = 0;
+        while i < uses.len() {
+            let e = uses[i].0;
+            let mut j = i;
+            while j < uses.len() && uses[j].0 == e {
+                j += 1;
+            }
+            let msg = match j - i {
+                1 => Some(format!(
+                    "polyhedron {p} is not closed: edge {e} belongs to only one of its faces"
+                )),
+                2 if uses[i].1 == uses[i + 1].1 => Some(format!(
+                    "the half-faces of polyhedron {p} are not consistently oriented at edge {e} (a half-face is flipped)"
+                )),
+                2 => None,
+                k => Some(format!(
+                    "polyhedron {p} is not a closed manifold: edge {e} belongs to {k} of its faces"
+                )),
+            };
+            if let Some(m) = msg {
+                return Err(c.err_at(c_line[p] as u64, m));
+            }
+            i = j;
+        }
+                c_off.push(c_cols.len() as u32);
     }
     // anything after the polyhedra (OVM property sections) is not geometry: ignored
     let fe = Tcsr::new(ne, f_off, f_cols).map_err(|e| c.err(e.to_string()))?;

@@ -4,7 +4,7 @@
 //! corners; the first region attribute of `.ele` becomes a dim-3 group.
 
 use super::text::Cursor;
-use super::{fmt_f64, read_bytes, write_atomic, Build, Built, Collected, MeshFile};
+use super::{fmt_f64, read_bytes, stage, Build, Built, Collected, ReadOptions};
 use crate::{CellType, MeshError, PolyMesh};
 use std::path::{Path, PathBuf};
 
@@ -41,19 +41,43 @@ fn pair(path: &Path) -> (PathBuf, PathBuf) {
     (pick("node"), pick("ele"))
 }
 
-/// Read a TetGen mesh from `name.node` and `name.ele`.
-pub fn read(path: &Path) -> Result<MeshFile, MeshError> {
-    read_as(path, Build::Poly)?.into_poly()
-}
-
-/// Read a TetGen mesh into the representation `build` asks for.
-pub(crate) fn read_as(path: &Path, build: Build) -> Result<Built, MeshError> {
+/// Read a TetGen mesh from `name.node` and `name.ele` into the representation `build`
+/// asks for.
+pub(crate) fn read_as(path: &Path, build: Build, opts: &ReadOptions) -> Result<Built, MeshError> {
     let (node_path, ele_path) = pair(path);
     let node_data = read_bytes(&node_path)?;
     let ele_data = read_bytes(&ele_path)?;
-    let mut col = Collected::default();
+    read_pair(
+        (&node_path, &node_data),
+        (&ele_path, &ele_data),
+        build,
+        opts,
+    )
+}
 
-    let mut c = Cursor::new(&node_path, &node_data);
+/// Parse a `.node` + `.ele` pair. Both files must hold exactly the announced records,
+/// and the last record of each must end with a line end (else it may be cut).
+pub(crate) fn read_pair(
+    (node_path, node_data): (&Path, &[u8]),
+    (ele_path, ele_data): (&Path, &[u8]),
+    build: Build,
+    opts: &ReadOptions,
+) -> Result<Built, MeshError> {
+    if let (Some(a), Some(b)) = (pair_token(&node_data), pair_token(&ele_data)) {
+        if a != b {
+            return Err(MeshError::parse_line(
+                &ele_path,
+                1,
+                format!(
+                    "this file and {} come from different writes (pair tokens differ); one of them was replaced on its own or a write was interrupted between them",
+                    node_path.display()
+                ),
+            ));
+        }
+    }
+    let mut col = Collected::new(opts);
+
+    let mut c = Cursor::new(node_path, node_data);
     c.comment = Some(b'#');
     let n = c.count("the number of points", MAX_COUNT)?;
     let dim = c.uint("the dimension")?;
@@ -62,6 +86,11 @@ pub(crate) fn read_as(path: &Path, build: Build) -> Result<Built, MeshError> {
     }
     let nattr = c.count("the number of attributes", 1 << 16)?;
     let nmark = c.count("the boundary marker flag", 1)?;
+    let n = c.check_count(
+        n as u64,
+        Cursor::text_record(4 + nattr as u64 + nmark as u64),
+        "the number of points",
+    )?;
     col.nodes.reserve(n);
     let mut base = 0u64;
     for i in 0..n {
@@ -92,13 +121,18 @@ pub(crate) fn read_as(path: &Path, build: Build) -> Result<Built, MeshError> {
         }
         col.nodes.push(p);
     }
+    c.expect_terminated(if n > 0 {
+        "the last point"
+    } else {
+        "the header"
+    })?;
     if let Some(_t) = c.token() {
         return Err(c.err(format!(
             "extra data after the {n} points announced in the header (wrong count?)"
         )));
     }
 
-    let mut c = Cursor::new(&ele_path, &ele_data);
+    let mut c = Cursor::new(ele_path, ele_data);
     c.comment = Some(b'#');
     let nt = c.count("the number of tetrahedra", MAX_COUNT)?;
     let npt = c.uint("the number of nodes per tetrahedron")?;
@@ -108,6 +142,11 @@ pub(crate) fn read_as(path: &Path, build: Build) -> Result<Built, MeshError> {
         )));
     }
     let nattr = c.count("the number of attributes", 1 << 16)?;
+    let nt = c.check_count(
+        nt as u64,
+        Cursor::text_record(1 + npt + nattr as u64),
+        "the number of tetrahedra",
+    )?;
     let nv = col.nodes.len() as u64;
     let mut v = [0u32; 4];
     for i in 0..nt {
@@ -139,6 +178,11 @@ pub(crate) fn read_as(path: &Path, build: Build) -> Result<Built, MeshError> {
             }
         }
     }
+    c.expect_terminated(if nt > 0 {
+        "the last tetrahedron"
+    } else {
+        "the header"
+    })?;
     if let Some(_t) = c.token() {
         return Err(c.err(format!(
             "extra data after the {nt} tetrahedra announced in the header (wrong count?)"
@@ -164,7 +208,9 @@ pub fn write(mesh: &PolyMesh, path: &Path) -> Result<(), MeshError> {
             }
         }
     }
-    write_atomic(&node_path, |w| {
+    let token = pair_token_new();
+    let node = stage(&node_path, |w| {
+        writeln!(w, "{PAIR_MARK}{token}")?;
         writeln!(w, "{} 3 0 0", mesh.num_vertices())?;
         for (i, p) in mesh.positions().iter().enumerate() {
             writeln!(
@@ -177,11 +223,34 @@ pub fn write(mesh: &PolyMesh, path: &Path) -> Result<(), MeshError> {
         }
         Ok(())
     })?;
-    write_atomic(&ele_path, |w| {
+    let ele = stage(&ele_path, |w| {
+        writeln!(w, "{PAIR_MARK}{token}")?;
         writeln!(w, "{nc} 4 0")?;
         for (i, t) in conn.chunks(4).enumerate() {
             writeln!(w, "{i} {} {} {} {}", t[0], t[1], t[2], t[3])?;
         }
         Ok(())
-    })
+    })?;
+    // both written and synced before either replaces an old file
+    tessera_core::atomic::publish(vec![node, ele])?;
+    Ok(())
+}
+
+/// The first line of both files of a pair Tessera writes: a comment with a token shared by
+/// the two files, so a reader can tell a `.node` and an `.ele` of different writes apart.
+const PAIR_MARK: &str = "# tessera pair ";
+
+fn pair_token_new() -> String {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{:x}-{t:x}", std::process::id())
+}
+
+/// The pair token of a file written by Tessera.
+fn pair_token(data: &[u8]) -> Option<&[u8]> {
+    let rest = data.strip_prefix(PAIR_MARK.as_bytes())?;
+    let end = rest.iter().position(|&c| c == b'\n' || c == b'\r')?;
+    Some(&rest[..end])
 }

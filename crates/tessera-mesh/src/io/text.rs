@@ -172,6 +172,54 @@ impl<'a> Cursor<'a> {
         self.num::<i64>(what)
     }
 
+    /// A signed 32-bit integer (Gmsh's `int` tags): wider values are errors, never truncated.
+    pub fn int32(&mut self, what: &str) -> Result<i32, MeshError> {
+        let v = self.int(what)?;
+        i32::try_from(v).map_err(|_| {
+            self.err(format!(
+                "{what} {v} is out of range (the format stores it as a 32-bit signed integer)"
+            ))
+        })
+    }
+
+    /// Bytes left after the cursor.
+    pub fn remaining(&self) -> usize {
+        self.data.len() - self.pos
+    }
+
+    /// Check a count `n` read from a header against the data that is left: each of the `n`
+    /// records takes at least `min_bytes` bytes (for text, `2k - 1` for `k` numbers: a digit
+    /// and a separator each), so a count the file cannot hold is an error before anything
+    /// is allocated for it.
+    pub fn check_count(&self, n: u64, min_bytes: u64, what: &str) -> Result<usize, MeshError> {
+        let left = self.remaining() as u64;
+        let need = n.saturating_mul(min_bytes.max(1));
+        if need > left.saturating_add(1) || n > usize::MAX as u64 {
+            return Err(self.err(format!(
+                "{what} {n} cannot fit in the {left} bytes left in the file (each takes at least {min_bytes}): the count is wrong or the file is truncated"
+            )));
+        }
+        Ok(n as usize)
+    }
+
+    /// Minimum bytes of a text record of `k` numbers (`k` digits and `k - 1` separators,
+    /// plus the line end).
+    pub fn text_record(k: u64) -> u64 {
+        2 * k.max(1)
+    }
+
+    /// After the last record of a text file: the last token must have been ended by a
+    /// separator (a newline, usually), not by the end of the data, or the file was cut in
+    /// the middle of its last number.
+    pub fn expect_terminated(&self, what: &str) -> Result<(), MeshError> {
+        if self.pos >= self.data.len() {
+            return Err(self.err(format!(
+                "the file ends inside {what} (no line end after its last number): the file is truncated"
+            )));
+        }
+        Ok(())
+    }
+
     /// A finite floating-point coordinate.
     pub fn coord(&mut self, what: &str) -> Result<f64, MeshError> {
         let t = self.expect_token(what)?;
