@@ -65,7 +65,7 @@ use crate::material::Material;
 /// Errors of reading and validating a problem file.
 #[derive(Debug, thiserror::Error)]
 pub enum ProblemError {
-    #[error("{file}: cannot read: {source}")]
+    #[error("{}: cannot read: {}", file.display(), tessera_core::error::os_message(source))]
     Io {
         file: PathBuf,
         source: std::io::Error,
@@ -659,9 +659,23 @@ impl Problem {
     /// Read and validate a problem file; a relative mesh path is resolved against the
     /// file's directory.
     pub fn from_file(path: &Path) -> Result<Problem, ProblemError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ProblemError::Io {
-            file: path.to_path_buf(),
-            source,
+        // a regular file within the memory budget (not a device, FIFO or directory)
+        let bytes = tessera_core::input::read_file(path).map_err(|e| match e {
+            tessera_core::CoreError::Io { err, .. } => ProblemError::Io {
+                file: path.to_path_buf(),
+                source: err,
+            },
+            other => ProblemError::Syntax {
+                file: path.display().to_string(),
+                message: other.reason(),
+            },
+        })?;
+        let text = String::from_utf8(bytes).map_err(|e| ProblemError::Syntax {
+            file: path.display().to_string(),
+            message: format!(
+                "not UTF-8 text (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ),
         })?;
         let base = path.parent().unwrap_or(Path::new("."));
         Problem::parse(&text, &path.display().to_string(), base)

@@ -12,11 +12,15 @@
 //! coefficients). Cells with negative VTK orientation are written with vertices 1 and 2
 //! swapped. Files go through [`tessera_mesh::io::vtu`]: appended raw binary with zlib
 //! compression by default (what ParaView writes), base64 or ASCII on request, written
-//! atomically; tensor components are named (`XX`, `YY`, ...).
+//! atomically and privately ([`tessera_core::atomic`]); tensor components are named (`XX`,
+//! `YY`, ...). Result files refuse NaN or infinite values, naming the array and the first
+//! offending node or cell, instead of writing them.
 
 use rayon::prelude::*;
 use std::path::Path;
-use tessera_mesh::io::{write_vtu_grid, DataArray, DataLocation, VtuEncoding, VtuGrid};
+use tessera_mesh::io::{
+    stage_vtu_grid, write_vtu_grid, DataArray, DataLocation, VtuEncoding, VtuGrid,
+};
 use tessera_mesh::MeshError;
 
 use crate::multi_index::multi_indices;
@@ -165,5 +169,49 @@ pub fn write_results_vtu(
     r: &crate::results::Results,
     enc: VtuEncoding,
 ) -> Result<(), MeshError> {
-    write_vtu_ho(path, ho, &result_arrays(r), enc)
+    let staged = stage_results_vtu(path, ho, r, enc, None)?;
+    Ok(tessera_core::atomic::publish(vec![staged])?)
+}
+
+/// [`write_results_vtu`] into a temporary file that waits for
+/// [`tessera_core::atomic::publish`], so that a result file and its summary are published
+/// together; `note` becomes an XML comment after the header (a run id that ties the file to
+/// its summary). A NaN or infinite value in any array is an error naming the array, the
+/// component and the first offending node or cell.
+pub fn stage_results_vtu(
+    path: &Path,
+    ho: &HoMesh,
+    r: &crate::results::Results,
+    enc: VtuEncoding,
+    note: Option<&str>,
+) -> Result<tessera_core::atomic::Staged, MeshError> {
+    let arrays = result_arrays(r);
+    for a in &arrays {
+        let k = a.components.max(1);
+        if let Some(i) = a.values.iter().position(|v| !v.is_finite()) {
+            let comp = a
+                .component_names
+                .get(i % k)
+                .cloned()
+                .unwrap_or_else(|| (i % k).to_string());
+            return Err(MeshError::NonFiniteValue {
+                stage: "writing results",
+                what: if k > 1 {
+                    format!("{} (component {comp})", a.name)
+                } else {
+                    a.name.clone()
+                },
+                entity: if a.location == DataLocation::Point {
+                    "node"
+                } else {
+                    "cell"
+                },
+                index: i / k,
+                value: a.values[i],
+            });
+        }
+    }
+    let g = ho_grid(ho, &arrays)
+        .map_err(|e| MeshError::Unsupported(format!("{}: {e}", path.display())))?;
+    stage_vtu_grid(path, &g, enc, note)
 }

@@ -178,7 +178,7 @@ pub fn cache_read(dir: &Path, key: &str) -> Option<String> {
         .filter(|s| s.contains(".version"))
 }
 
-/// Write a PTX entry (temporary file + rename).
+/// Write a PTX entry (atomically: [`tessera_core::atomic`]).
 pub fn cache_write(dir: &Path, key: &str, ptx: &str) -> GpuResult<()> {
     let err = |p: &Path, e: std::io::Error| GpuError::Cache {
         path: p.to_path_buf(),
@@ -186,10 +186,10 @@ pub fn cache_write(dir: &Path, key: &str, ptx: &str) -> GpuResult<()> {
     };
     std::fs::create_dir_all(dir).map_err(|e| err(dir, e))?;
     let fin = dir.join(format!("{key}.ptx"));
-    let tmp = dir.join(format!("{key}.ptx.tmp{}", std::process::id()));
-    std::fs::write(&tmp, ptx).map_err(|e| err(&tmp, e))?;
-    std::fs::rename(&tmp, &fin).map_err(|e| err(&fin, e))?;
-    Ok(())
+    tessera_core::atomic::write_bytes(&fin, ptx.as_bytes()).map_err(|e| GpuError::Cache {
+        path: fin.clone(),
+        msg: e.reason(),
+    })
 }
 
 /// Compile CUDA C++ to PTX with NVRTC (no caching; see [`crate::Gpu::compile`]).

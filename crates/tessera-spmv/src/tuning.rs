@@ -192,7 +192,7 @@ impl TuningDb {
             .filter(|r| r.candidates_checksum == checksum)
     }
 
-    /// Stores a record and writes the file (temporary file + rename).
+    /// Stores a record and writes the file (atomically: [`tessera_core::atomic`]).
     pub fn insert(&mut self, rec: TuningRecord) -> Result<()> {
         self.file.records.insert(rec.key.id(), rec);
         self.save()
@@ -207,11 +207,7 @@ impl TuningDb {
             std::fs::create_dir_all(d).map_err(|e| err(e.to_string()))?;
         }
         let text = serde_json::to_string_pretty(&self.file).map_err(|e| err(e.to_string()))?;
-        let tmp = self
-            .path
-            .with_extension(format!("tmp{}", std::process::id()));
-        std::fs::write(&tmp, text).map_err(|e| err(e.to_string()))?;
-        std::fs::rename(&tmp, &self.path).map_err(|e| err(e.to_string()))
+        tessera_core::atomic::write_bytes(&self.path, text.as_bytes()).map_err(|e| err(e.reason()))
     }
 }
 

@@ -11,7 +11,7 @@ use tessera_core::{DeviceChoice, Par};
 use tessera_fem::problem::Problem;
 use tessera_fem::results::{compute_results, summary_json};
 use tessera_fem::static_solve::{solve_problem, StaticOptions};
-use tessera_fem::vtk_ho::write_results_vtu;
+use tessera_fem::vtk_ho::stage_results_vtu;
 
 #[derive(Args, Debug)]
 pub struct SolveArgs {
@@ -172,7 +172,22 @@ pub fn run_problem(
     } else {
         tessera_mesh::io::VtuEncoding::default()
     };
-    write_results_vtu(&vtu, &sol.ho, &results, enc)?;
+    // the .vtu and summary.json of one run carry the same id and are published together
+    let run_id = format!(
+        "{:x}-{:x}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    );
+    let staged_vtu = stage_results_vtu(
+        &vtu,
+        &sol.ho,
+        &results,
+        enc,
+        Some(&format!("tessera run {run_id}")),
+    )?;
     let results_ms = t.elapsed().as_secs_f64() * 1e3;
     if let Some(pb) = &pb {
         pb.finish_and_clear();
@@ -196,6 +211,7 @@ pub fn run_problem(
         "poisson": problem.material.poisson,
         "total_ms": t_all.elapsed().as_secs_f64() * 1e3,
         "vtu": vtu.display().to_string(),
+        "run_id": run_id,
     });
     let summary = summary_json(
         &problem.title,
@@ -208,8 +224,9 @@ pub fn run_problem(
         extra,
     );
     let sj = out.join("summary.json");
-    std::fs::write(&sj, serde_json::to_string_pretty(&summary)? + "\n")
-        .with_context(|| format!("cannot write {}", sj.display()))?;
+    let text = serde_json::to_string_pretty(&summary)? + "\n";
+    let staged_summary = tessera_core::atomic::stage(&sj, |w| w.write_all(text.as_bytes()))?;
+    tessera_core::atomic::publish(vec![staged_vtu, staged_summary])?;
     Ok(summary)
 }
 

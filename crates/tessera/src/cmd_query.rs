@@ -7,7 +7,7 @@
 //!   new array, or written as `.npy` or raw values (atomically).
 //! - `tessera query bench`: Tables 6.2-6.4 on 1024² and 4096² grids.
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use tessera_query::{Backend, Par, Precision, Query};
@@ -179,7 +179,7 @@ fn vtu_inputs(path: &Path, expr: &str, at: Option<At>) -> anyhow::Result<Inputs>
         }
     }
     let q = Query::compile(expr, &names)
-        .map_err(|e| anyhow!("query `{expr}` on {}: {e}", path.display()))?;
+                .map_err(|e| anyhow!("query {} on {}: {e}", excerpt(expr, e.span()), path.display()))?;
     let used: Vec<&tessera_mesh::io::vtu::QueryField> =
         q.used_fields().into_iter().map(|i| chosen[i]).collect();
     let loc = match (want_loc, used.first()) {
@@ -222,7 +222,8 @@ fn file_inputs(fields: &[String], precision: Option<Precision>) -> anyhow::Resul
             .split_once('=')
             .ok_or_else(|| anyhow!("--field `{f}`: expected NAME=PATH"))?;
         let path = Path::new(p);
-        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+                // a regular file within the memory budget (tessera_core::input)
+        let bytes = tessera_core::input::read_file(path)?;
         let (v, t) = if npy::is_npy(&bytes) {
             let a = npy::parse_npy(path, &bytes)?;
             let t = match a.ty {
@@ -277,23 +278,33 @@ fn file_inputs(fields: &[String], precision: Option<Precision>) -> anyhow::Resul
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .ok_or_else(|| anyhow!("--out {} has no file name", path.display()))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        anyhow!("renaming {} to {}: {e}", tmp.display(), path.display())
-    })
+    Ok(tessera_core::atomic::write_bytes(path, bytes)?)
+}
+
+/// A clipped excerpt of an expression for an error line: the whole text when short, else
+/// about 60 characters around the error's span with `...` where text was left out.
+fn excerpt(expr: &str, span: Option<tessera_query::Span>) -> String {
+    const WIDTH: usize = 60;
+    let chars: Vec<(usize, char)> = expr.char_indices().collect();
+    let clean = |s: &[(usize, char)]| -> String {
+        s.iter()
+            .map(|&(_, c)| if c.is_control() { ' ' } else { c })
+            .collect()
+    };
+    if chars.len() <= WIDTH {
+        return format!("`{}`", clean(&chars));
+    }
+    let at = span.map_or(0, |s| s.start);
+    let centre = chars.partition_point(|&(i, _)| i < at);
+    let start = centre.saturating_sub(WIDTH / 3).min(chars.len() - WIDTH);
+    let end = start + WIDTH;
+    format!(
+        "`{}{}{}` ({} characters)",
+        if start > 0 { "..." } else { "" },
+        clean(&chars[start..end]),
+        if end < chars.len() { "..." } else { "" },
+        chars.len()
+    )
 }
 
 fn eval(a: EvalArgs) -> anyhow::Result<()> {
@@ -319,7 +330,8 @@ fn eval(a: EvalArgs) -> anyhow::Result<()> {
         }
     };
     let name_refs: Vec<&str> = inputs.names.iter().map(|s| s.as_str()).collect();
-    let q = Query::compile(&a.expr, &name_refs).map_err(|e| anyhow!("query `{}`: {e}", a.expr))?;
+        let q = Query::compile(&a.expr, &name_refs)
+        .map_err(|e| anyhow!("query {}: {e}", excerpt(&a.expr, e.span())))?;
     if !q.used_fields().is_empty() && inputs.values.is_empty() {
         bail!("no fields given: use --input FILE.vtu or --field NAME=PATH");
     }

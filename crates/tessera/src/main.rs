@@ -31,6 +31,10 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    /// Memory budget for size checks before work (e.g. 12G, 512MiB; default: the memory
+    /// available: MemAvailable, cgroup and ulimit -v limits). Also TESSERA_MAX_MEMORY.
+    #[arg(long, global = true, value_name = "SIZE")]
+    max_memory: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -58,9 +62,27 @@ enum Cmd {
 }
 
 fn main() {
+    // A closed stdout (`tessera mesh info F | head -1`) ends the program quietly by SIGPIPE
+    // (status 141 in a shell), as for any Unix filter, instead of a panic in println!.
+    // Sockets are unaffected (the standard library sends with MSG_NOSIGNAL).
+    // SAFETY: restores the default disposition of one signal before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+    // Ctrl-C / SIGTERM remove the temporary files of writes in progress.
+    tessera_core::atomic::cleanup_on_signals();
     let cli = Cli::parse();
     // `--json` output stays machine-readable: no spinners or bars on stderr either
     util::set_quiet(std::env::args().any(|a| a == "--json"));
+    if let Some(m) = &cli.max_memory {
+        match tessera_core::memory::parse_size(m) {
+            Ok(b) => tessera_core::memory::set_max_memory(Some(b)),
+            Err(e) => {
+                eprintln!("error: --max-memory: {e}");
+                std::process::exit(2);
+            }
+        }
+    }
     let res = match cli.cmd {
         Cmd::Demo(a) => cmd_demo::run(a),
         Cmd::Mesh(a) => cmd_mesh::run(a),
@@ -74,9 +96,54 @@ fn main() {
         Cmd::Render(a) => cmd_render::run(a),
     };
     if let Err(e) = res {
-        // one clear line (DESIGN.md principle 6)
-        let msg = format!("{e:#}").replace('\n', " ");
-        eprintln!("error: {msg}");
+        eprintln!("error: {}", one_line(&e));
         std::process::exit(1);
+    }
+}
+
+/// Longest error line printed (characters).
+const MAX_ERROR_LINE: usize = 1000;
+
+/// An error and its causes on one line of bounded length, each fact once: a cause whose
+/// text the line already holds (a wrapper that repeats its source) is left out, and so is
+/// the `(os error N)` suffix of operating-system errors.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for cause in e.chain() {
+        let s = tessera_core::error::os_message_str(&cause.to_string())
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        if s.is_empty() || msg.contains(&s) {
+            continue;
+        }
+        if !msg.is_empty() {
+            msg.push_str(": ");
+        }
+        msg.push_str(&s);
+    }
+    tessera_core::error::clip(&msg, MAX_ERROR_LINE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("mesh: {0}")]
+    struct Wrap(#[source] std::io::Error);
+
+    #[test]
+    fn each_fact_once_on_one_bounded_line() {
+        let io = std::io::Error::from_raw_os_error(21);
+        let e = anyhow::Error::new(Wrap(io)).context("cannot write out/x.vtu");
+        let s = one_line(&e);
+        assert_eq!(s, "cannot write out/x.vtu: mesh: Is a directory");
+        let long = anyhow::anyhow!("{}", "x\ny ".repeat(5000));
+        let s = one_line(&long);
+        assert!(
+            s.chars().count() < MAX_ERROR_LINE + 40 && !s.contains('\n'),
+            "{s}"
+        );
     }
 }

@@ -44,7 +44,8 @@ pub use off::write_off;
 pub use ply::write_ply;
 pub use surface::{read_surface, write_surface, write_surface_with, SurfaceFormat};
 pub use vtu::{
-    read_vtu_grid, write_pvd, write_vtu, write_vtu_grid, write_vtu_groups, write_vtu_polygons,
+    read_vtu_grid, stage_vtu_grid, write_pvd, write_vtu, write_vtu_grid, write_vtu_groups,
+    write_vtu_polygons,
     write_vtu_with, DataArray, DataLocation, NumType, VtuEncoding, VtuGrid,
 };
 

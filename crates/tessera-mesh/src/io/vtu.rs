@@ -1045,6 +1045,19 @@ impl ArrayWriter {
 /// Write a grid as a `.vtu` (atomically). Floats that do not fit the array's type are the
 /// writer's caller's business; integer arrays are written by truncation.
 pub fn write_vtu_grid(path: &Path, g: &VtuGrid, enc: VtuEncoding) -> Result<(), MeshError> {
+    let staged = stage_vtu_grid(path, g, enc, None)?;
+    Ok(tessera_core::atomic::publish(vec![staged])?)
+}
+
+/// [`write_vtu_grid`] into a temporary file that waits for
+/// [`tessera_core::atomic::publish`] (outputs of several files); `note` is written as an
+/// XML comment after the header.
+pub fn stage_vtu_grid(
+    path: &Path,
+    g: &VtuGrid,
+    enc: VtuEncoding,
+    note: Option<&str>,
+) -> Result<tessera_core::atomic::Staged, MeshError> {
     if path.to_string_lossy().to_ascii_lowercase().ends_with(".gz") {
         return Err(MeshError::Unsupported(format!(
             "{}: gzip around a .vtu is not a VTK format (VTK, meshio and ParaView cannot open it); write a .vtu, which is zlib-compressed inside by default",
@@ -1053,13 +1066,17 @@ pub fn write_vtu_grid(path: &Path, g: &VtuGrid, enc: VtuEncoding) -> Result<(), 
     }
     g.check()
         .map_err(|m| MeshError::Unsupported(format!("{}: {m}", path.display())))?;
-    let flat: Vec<f64> = g.points.iter().flatten().copied().collect();
-    write_atomic(path, |w| {
+        let flat: Vec<f64> = g.points.iter().flatten().copied().collect();
+    let note = note.map(|n| n.replace("--", "- -"));
+    super::stage(path, |w| {
         let mut aw = ArrayWriter {
             enc,
             appended: Vec::new(),
         };
         writeln!(w, "<?xml version=\"1.0\"?>")?;
+        if let Some(n) = &note {
+            writeln!(w, "<!-- {n} -->")?;
+        }
         let comp = if enc.compressed() {
             " compressor=\"vtkZLibDataCompressor\""
         } else {
