@@ -267,10 +267,10 @@ mod tests {
     fn bombs_stop_early_with_a_hint() {
         let z = gz(&vec![0u8; 200 << 20]);
         let t = std::time::Instant::now();
-        let e = gunzip(Path::new("b.msh.gz"), &z, &GzipLimits::default())
-            .err()
-            .expect("a bomb is refused")
-            .to_string();
+        let Err(e) = gunzip(Path::new("b.msh.gz"), &z, &GzipLimits::default()) else {
+            panic!("a bomb is refused")
+        };
+        let e = e.to_string();
         assert!(t.elapsed().as_secs_f64() < 2.0);
         assert!(
             e.starts_with("b.msh.gz: the gzip stream inflates more than 250-fold"),
@@ -282,10 +282,10 @@ mod tests {
             max_ratio: 10_000,
             max_bytes: 1 << 20,
         };
-        let e = gunzip(Path::new("b.gz"), &z, &lim)
-            .err()
-            .expect("over the absolute limit")
-            .to_string();
+        let Err(e) = gunzip(Path::new("b.gz"), &z, &lim) else {
+            panic!("over the absolute limit")
+        };
+        let e = e.to_string();
         assert!(e.contains("TESSERA_GZIP_MAX_BYTES"), "{e}");
         // raised limits let it through
         let lim = GzipLimits {
@@ -301,10 +301,10 @@ mod tests {
     #[test]
     fn corrupt_and_truncated_streams_are_errors() {
         let z = gz(b"hello world hello world");
-        let e = gunzip(Path::new("t.gz"), &z[..z.len() - 5], &GzipLimits::default())
-            .err()
-            .expect("truncated")
-            .to_string();
+        let Err(e) = gunzip(Path::new("t.gz"), &z[..z.len() - 5], &GzipLimits::default()) else {
+            panic!("truncated")
+        };
+        let e = e.to_string();
         assert!(e.starts_with("t.gz: gzip stream: "), "{e}");
         let mut bad = z.clone();
         bad[12] ^= 0xff;

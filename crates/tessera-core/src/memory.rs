@@ -219,7 +219,7 @@ fn address_space_headroom() -> Option<u64> {
         .trim()
         .parse()
         .ok()?;
-    Some((r.rlim_cur as u64).saturating_sub(vm_kb * 1024))
+    Some(r.rlim_cur.saturating_sub(vm_kb * 1024))
 }
 
 #[cfg(test)]

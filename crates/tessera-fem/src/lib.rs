@@ -6,6 +6,7 @@ pub mod count;
 pub mod cuda;
 pub mod element;
 pub mod error;
+pub mod estimate;
 pub mod loads;
 pub mod material;
 pub mod multi_index;

@@ -306,11 +306,12 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// An error at a key path (user text in it is clipped: one bounded line).
     fn err(&self, key: &str, message: impl Into<String>) -> ProblemError {
         ProblemError::Key {
             file: self.file.to_string(),
-            key: key.to_string(),
-            message: message.into(),
+            key: tessera_core::error::clip(key, 120),
+            message: tessera_core::error::clip(&message.into(), 300),
         }
     }
     fn keys(&self, t: &Table, path: &str, allowed: &[&str]) -> Result<(), ProblemError> {
@@ -438,6 +439,45 @@ impl Ctx<'_> {
                     v.type_str()
                 ),
             )),
+        }
+    }
+}
+
+/// A TOML syntax error on one line: `line L, column C: message` (the parser's own text
+/// repeats the offending line with a caret under it; a long line is not echoed).
+fn syntax_message(text: &str, e: &toml::de::Error) -> String {
+    let msg = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
+    let msg = tessera_core::error::clip(&msg, 200);
+    match e.span() {
+        Some(s) => {
+            let at = s.start.min(text.len());
+            let before = &text.as_bytes()[..at];
+            let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+            let col = at
+                - before
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |i| i + 1)
+                + 1;
+            format!("line {line}, column {col}: {msg}")
+        }
+        None => msg,
+    }
+}
+
+/// The fuzzing property of problem files (cargo-fuzz target `problem_toml` and the
+/// bounded-time test): any text gives a problem or one error line of bounded length
+/// naming the file.
+#[doc(hidden)]
+pub fn fuzz_check(text: &str) {
+    match Problem::parse(text, "fuzz.toml", Path::new(".")) {
+        Ok(_) => {}
+        Err(e) => {
+            let m = e.to_string();
+            assert!(
+                m.starts_with("fuzz.toml: ") && !m.contains('\n') && m.len() <= 600,
+                "bad error message: {m}"
+            );
         }
     }
 }
@@ -686,7 +726,7 @@ impl Problem {
         let c = Ctx { file };
         let root: Table = text.parse::<Table>().map_err(|e| ProblemError::Syntax {
             file: file.to_string(),
-            message: e.to_string().trim_end().to_string(),
+            message: syntax_message(text, &e),
         })?;
         c.keys(
             &root,

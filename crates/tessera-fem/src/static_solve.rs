@@ -48,7 +48,8 @@ pub use tessera_solve::relative_residual;
 pub enum StaticError {
     #[error(transparent)]
     Problem(#[from] ProblemError),
-    #[error("mesh: {0}")]
+    /// Mesh errors (they name their file and line themselves).
+    #[error(transparent)]
     Mesh(#[from] MeshError),
     #[error(transparent)]
     Fem(#[from] FemError),
@@ -81,6 +82,9 @@ pub struct SurfaceGroup {
 pub struct LoadedMesh {
     pub mesh: SimplexMesh,
     pub groups: Vec<SurfaceGroup>,
+    /// For a mesh file: the file and where each (renumbered) cell came from, so that a
+    /// cell found degenerate later is named by its line.
+    pub source: Option<(std::path::PathBuf, tessera_mesh::io::CellLocations)>,
 }
 
 /// Load (read or generate) the problem's mesh and convert it to a [`SimplexMesh`]; a file
@@ -92,6 +96,7 @@ pub fn load_mesh(
     allow_inverted: bool,
 ) -> Result<LoadedMesh, StaticError> {
     use tessera_mesh::generate::{box_mesh, bracket, BoxKind};
+    let mut origin = None;
     let (mut mesh, groups) = match source {
         // straight to the simplex form, then renumbered along a Morton curve for the locality
         // of assembly and SpMV (file numberings are often scattered)
@@ -105,7 +110,9 @@ pub fn load_mesh(
                 });
             }
             mf.mesh.set_par(par);
-            let new_of_old = mf.mesh.renumber_morton();
+            let (new_of_old, old_of_new_cell) = mf.mesh.renumber_morton_with_cells();
+            mf.cell_locations.permute(&old_of_new_cell);
+            origin = Some((p.clone(), mf.cell_locations));
             let groups = mf
                 .groups
                 .into_iter()
@@ -138,7 +145,11 @@ pub fn load_mesh(
         ));
     }
     mesh.set_par(par);
-    Ok(LoadedMesh { mesh, groups })
+    Ok(LoadedMesh {
+        mesh,
+        groups,
+        source: origin,
+    })
 }
 
 fn simplex_of(poly: &tessera_mesh::PolyMesh) -> Result<SimplexMesh, StaticError> {
@@ -295,24 +306,40 @@ pub struct StaticSolution {
 /// body is singular exactly when `Rᵀ R` is. Positions are centred and scaled first; an
 /// eigenvalue below 1e-12 of the largest counts as zero. The error names the free modes.
 pub fn check_rigid_modes(ho: &HoMesh, cons: &Constraints) -> Result<(), SolveError> {
+    check_rigid_modes_of(ho, cons, |_| true)
+}
+
+/// [`check_rigid_modes`] over the nodes for which `take(node)` holds.
+fn check_rigid_modes_of(
+    ho: &HoMesh,
+    cons: &Constraints,
+    take: impl Fn(usize) -> bool,
+) -> Result<(), SolveError> {
     if cons.num_fixed() == 0 {
         return Err(SolveError::Unconstrained);
     }
     let x = ho.node_positions();
-    let n = x.len() as f64;
+    let n = (0..x.len()).filter(|&i| take(i)).count().max(1) as f64;
     let mut c = [0.0; 3];
-    for p in &x {
-        for k in 0..3 {
-            c[k] += p[k] / n;
+    for (i, p) in x.iter().enumerate() {
+        if take(i) {
+            for k in 0..3 {
+                c[k] += p[k] / n;
+            }
         }
     }
     let scale = x
         .iter()
-        .flat_map(|p| (0..3).map(move |k| (p[k] - c[k]).abs()))
+        .enumerate()
+        .filter(|(i, _)| take(*i))
+        .flat_map(|(_, p)| (0..3).map(move |k| (p[k] - c[k]).abs()))
         .fold(0.0f64, f64::max)
         .max(f64::MIN_POSITIVE);
     let mut g = [[0.0f64; 6]; 6];
     for (i, p) in x.iter().enumerate() {
+        if !take(i) {
+            continue;
+        }
         let q = [
             (p[0] - c[0]) / scale,
             (p[1] - c[1]) / scale,
@@ -561,10 +588,136 @@ pub fn preprocess(problem: &Problem, loaded: LoadedMesh) -> Result<Prepared, Sta
     tr.mark("HoMesh::new");
     let (constraints, f) = constraints_and_loads(problem, &ho, &loaded.groups)?;
     tr.mark("constraints + loads");
-    check_rigid_modes(&ho, &constraints)?;
+    check_finite("loads", "the load vector", &f)?;
+    check_rigid_modes_per_body(&ho, &constraints)?;
     tr.mark("rigid-mode check");
     Ok(Prepared { ho, constraints, f })
 }
+
+/// A non-finite value of a nodal vector (3 components per node): an error naming the
+/// stage and the first offending node.
+fn check_finite(stage: &'static str, what: &str, v: &[f64]) -> Result<(), StaticError> {
+    match v.iter().position(|x| !x.is_finite()) {
+        None => Ok(()),
+        Some(i) => Err(StaticError::Mesh(MeshError::NonFiniteValue {
+            stage,
+            what: format!("{what} (component {})", ["x", "y", "z"][i % 3]),
+            entity: "node",
+            index: i / 3,
+            value: v[i],
+        })),
+    }
+}
+
+/// The first block row of `K` holding a NaN or infinite value (diagonal blocks first).
+pub fn first_non_finite_row(k: &BinBcsr<f64>) -> Option<(usize, f64)> {
+    use tessera_sparse::binbcsr::BIN_SIZE;
+    let p = k.pattern();
+    let e2 = p.block_dim() * p.block_dim();
+    if let Some(i) = k.diag().iter().position(|x| !x.is_finite()) {
+        return Some((i / e2, k.diag()[i]));
+    }
+    let v = k.values();
+    let i = v.iter().position(|x| !x.is_finite())?;
+    // value i lies in bin b at offset (i - base e²) of a component-major, `w`-slot layout
+    let offs = p.bin_offsets();
+    let b = offs.partition_point(|&o| (o as usize) * e2 <= i) - 1;
+    let base = offs[b] as usize;
+    let w = offs[b + 1] as usize - base;
+    let slot_in_bin = (i - base * e2) % w.max(1);
+    Some((b * BIN_SIZE + slot_in_bin % BIN_SIZE, v[i]))
+}
+
+/// [`check_rigid_modes`] for every connected body of the mesh (cells joined through shared
+/// vertices): a second body that nothing holds (a floating part) makes `K` singular even
+/// when the first is fixed, which the check over the whole mesh cannot see. The error
+/// names the body by its size and one of its vertices.
+pub fn check_rigid_modes_per_body(ho: &HoMesh, cons: &Constraints) -> Result<(), SolveError> {
+    let mesh = ho.mesh();
+    let nv = mesh.num_vertices();
+    // union-find over the vertices of each cell
+    let mut parent: Vec<u32> = (0..nv as u32).collect();
+    fn find(parent: &mut [u32], mut x: u32) -> u32 {
+        while parent[x as usize] != x {
+            parent[x as usize] = parent[parent[x as usize] as usize];
+            x = parent[x as usize];
+        }
+        x
+    }
+    let m = mesh.dim() + 1;
+    for cell in mesh.cell_vertices().chunks(m) {
+        let a = find(&mut parent, cell[0]);
+        for &v in &cell[1..] {
+            let b = find(&mut parent, v);
+            if a != b {
+                parent[b as usize] = a;
+            }
+        }
+    }
+    let mut body_of_root = vec![u32::MAX; nv];
+    let mut bodies = 0u32;
+    let mut body_of_cell = Vec::with_capacity(ho.num_cells());
+    for cell in mesh.cell_vertices().chunks(m) {
+        let r = find(&mut parent, cell[0]) as usize;
+        if body_of_root[r] == u32::MAX {
+            body_of_root[r] = bodies;
+            bodies += 1;
+        }
+        body_of_cell.push(body_of_root[r]);
+    }
+    if bodies <= 1 {
+        return check_rigid_modes(ho, cons);
+    }
+    // every node takes the body of a cell it belongs to
+    let mut body_of_node = vec![u32::MAX; ho.num_nodes()];
+    let mut nodes = vec![0u32; ho.nodes_per_cell()];
+    let mut cells_of_body = vec![0usize; bodies as usize];
+    let mut first_vertex = vec![u32::MAX; bodies as usize];
+    for (c, &b) in body_of_cell.iter().enumerate() {
+        ho.cell_nodes(c, &mut nodes);
+        for &n in &nodes {
+            body_of_node[n as usize] = b;
+        }
+        cells_of_body[b as usize] += 1;
+        if first_vertex[b as usize] == u32::MAX {
+            first_vertex[b as usize] = mesh.cell_vertices()[c * m];
+        }
+    }
+    for b in 0..bodies {
+        let mut sub = cons.clone();
+        for (i, f) in sub.fixed.iter_mut().enumerate() {
+            if body_of_node[i / 3] != b {
+                *f = false;
+            }
+        }
+        let describe = |what: String| {
+            format!(
+                "body {} of {bodies} ({} tetrahedra, with vertex {}): {what}",
+                b + 1,
+                cells_of_body[b as usize],
+                first_vertex[b as usize]
+            )
+        };
+        match check_rigid_modes_of(ho, &sub, |node| body_of_node[node] == b) {
+            Ok(()) => {}
+            Err(SolveError::RigidModesFree { free, modes }) => {
+                return Err(SolveError::RigidModesFree {
+                    free,
+                    modes: describe(modes),
+                })
+            }
+            Err(SolveError::Unconstrained) => {
+                return Err(SolveError::RigidModesFree {
+                    free: 6,
+                    modes: describe("nothing fixes it (a floating part)".into()),
+                })
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 
 /// Stage 3 on the CPU: `K` of linear elasticity into Bin-BCSR* (dissertation §4.4).
 pub fn assemble_cpu(
@@ -607,6 +760,7 @@ fn assemble_gpu(
 }
 
 /// The stiffness matrix where assembly left it.
+#[derive(Clone, Copy)]
 pub enum Stiffness<'a> {
     Host(&'a BinBcsr<f64>),
     Device(&'a Gpu, &'a DeviceBinBcsr<f64>),
@@ -743,23 +897,25 @@ pub fn solve_stage(
     let (f, cons) = (&prep.f, &prep.constraints);
     let mut u = Vec::new();
     let none = &mut |_: usize, _: f64| {};
-    let report = match (prec, k) {
-        (SolverSetup::Direct, Stiffness::Host(m)) => cholesky_report(m, f, cons, &mut u)?,
+    let (report, host) = match (prec, k) {
+        (SolverSetup::Direct, Stiffness::Host(m)) => (cholesky_report(m, f, cons, &mut u)?, None),
         (SolverSetup::Direct, Stiffness::Device(gpu, m)) => {
             let host = m.download(gpu)?;
             let report = cholesky_report(&host, f, cons, &mut u)?;
-            return Ok((u, report, Some(host)));
+            (report, Some(host))
         }
-        (SolverSetup::BlockJacobi, Stiffness::Host(m)) => pcg(m, f, cons, &params, &mut u)?,
+        (SolverSetup::BlockJacobi, Stiffness::Host(m)) => {
+            (pcg(m, f, cons, &params, &mut u)?, None)
+        }
         (SolverSetup::BlockJacobi, Stiffness::Device(gpu, m)) => {
             let sk = SolveKernels::new(gpu)?;
-            pcg_gpu(&sk, m, f, cons, &params, &mut u)?
+            (pcg_gpu(&sk, m, f, cons, &params, &mut u)?, None)
         }
         (SolverSetup::Amg(amg), Stiffness::Host(m)) => {
-            pcg_with(m, amg, f, cons, &params, &mut u, none)?
+            (pcg_with(m, amg, f, cons, &params, &mut u, none)?, None)
         }
         (SolverSetup::Pmg(pmg), Stiffness::Host(m)) => {
-            pcg_with(m, pmg, f, cons, &params, &mut u, none)?
+            (pcg_with(m, pmg, f, cons, &params, &mut u, none)?, None)
         }
         (_, Stiffness::Device(..)) => {
             return Err(StaticError::Unsupported(
@@ -767,8 +923,75 @@ pub fn solve_stage(
             ))
         }
     };
-    Ok((u, report, None))
+    accept_solution(problem, prep, k, host.as_ref(), &u, &report)?;
+    Ok((u, report, host))
 }
+
+/// The same acceptance for every method, preconditioner and device: a finite displacement
+/// and a true relative residual of the returned solution within 100 times the tolerance (a
+/// converged PCG on a singular or badly conditioned system can report a small recursive
+/// residual while `K u = f` does not hold). `host` is a host copy of a device matrix, used
+/// when there is one.
+fn accept_solution(
+    problem: &Problem,
+    prep: &Prepared,
+    k: Stiffness<'_>,
+    host: Option<&BinBcsr<f64>>,
+    u: &[f64],
+    report: &SolveReport,
+) -> Result<(), StaticError> {
+    let (f, cons) = (&prep.f, &prep.constraints);
+    check_finite("solve", "the displacement", u)?;
+    let true_res = match (k, host) {
+        (_, Some(h)) => relative_residual(h, f, cons, u),
+        (Stiffness::Host(m), None) => relative_residual(m, f, cons, u),
+        (Stiffness::Device(gpu, m), None) => device_relative_residual(gpu, m, f, cons, u)?,
+    };
+    let limit = (100.0 * problem.solver.tolerance).max(1e-10);
+    if true_res.is_nan() || true_res > limit {
+        return Err(StaticError::Solve(SolveError::InvalidInput {
+            what: "solve",
+            message: format!(
+                "the {} reported convergence (relative residual {:.3e}) but the returned displacement has a true relative residual of {true_res:.3e} (> {limit:.1e}): the system is singular or too badly conditioned",
+                match problem.solver.method {
+                    SolverMethod::Pcg => "PCG",
+                    SolverMethod::Cholesky => "direct solver",
+                },
+                report.final_residual
+            ),
+        }));
+    }
+    Ok(())
+}
+/// [`relative_residual`] with `K` on the device: `K u` and `K z` by the device SpMV.
+fn device_relative_residual(
+    gpu: &Gpu,
+    m: &DeviceBinBcsr<f64>,
+    f: &[f64],
+    cons: &Constraints,
+    u: &[f64],
+) -> Result<f64, StaticError> {
+    let sk = SolveKernels::new(gpu)?;
+    let n = f.len();
+    let apply = |x: &[f64]| -> Result<Vec<f64>, StaticError> {
+        let xd = gpu.upload(x).map_err(SolveError::from)?;
+        let mut yd = gpu.zeros::<f64>(n.max(1)).map_err(SolveError::from)?;
+        m.spmv(&sk, &xd, &mut yd)?;
+        Ok(gpu.download(&yd).map_err(SolveError::from)?)
+    };
+    let ku = apply(u)?;
+    let kz = apply(&cons.start_vector())?;
+    let norm = |y: &[f64]| -> f64 {
+        (0..n)
+            .filter(|&i| !cons.fixed[i])
+            .map(|i| (f[i] - y[i]).powi(2))
+            .sum::<f64>()
+            .sqrt()
+    };
+    let (r, r0) = (norm(&ku), norm(&kz));
+    Ok(if r0 == 0.0 { r } else { r / r0 })
+}
+
 
 fn pcg_params(problem: &Problem) -> PcgParams {
     PcgParams {
@@ -871,6 +1094,14 @@ fn pmg_gpu(
             &mut u,
         )
     })?;
+    accept_solution(
+        problem,
+        prep,
+        Stiffness::Device(gpu, mat),
+        None,
+        &u,
+        &report,
+    )?;
     Ok((u, report, None, info))
 }
 
@@ -940,6 +1171,14 @@ fn amg_gpu(
             &mut u,
         )
     })?;
+    accept_solution(
+        problem,
+        prep,
+        Stiffness::Device(gpu, mat),
+        None,
+        &u,
+        &report,
+    )?;
     Ok((u, report, None, info))
 }
 
@@ -966,14 +1205,21 @@ pub fn solve_problem(
     if let (Some(t), Some(_)) = (loaded.gpu_init_ms, &loaded.gpu) {
         st.list.push(("gpu_init".into(), t));
     }
-    let prep = st.run("preprocess", || preprocess(problem, loaded.mesh))?;
+    let mut mesh = loaded.mesh;
+    let origin = mesh.source.take();
+    let locate = |e: StaticError| locate_cell(origin.as_ref(), e);
+    let prep = st
+        .run("preprocess", || preprocess(problem, mesh))
+        .map_err(locate)?;
     let kind = problem.solver.preconditioner_for(prep.ho.order());
     let (u, report, matrix, device_matrix, assembly, info) = match loaded.gpu {
         Some(gpu)
             if problem.solver.method == SolverMethod::Cholesky
                 || kind == PreconditionerKind::BlockJacobi =>
         {
-            let (mat, stats) = assemble_gpu(problem, &prep.ho, &gpu, opts, &mut st)?;
+            let (mat, stats) =
+                assemble_gpu(problem, &prep.ho, &gpu, opts, &mut st).map_err(locate)?;
+            check_device_matrix(&gpu, &mat)?;
             let (prec, info) = if problem.solver.method == SolverMethod::Cholesky {
                 (SolverSetup::Direct, SolverInfo::single("cholesky"))
             } else {
@@ -985,13 +1231,26 @@ pub fn solve_problem(
             (u, report, host, Some((gpu, mat)), stats, info)
         }
         Some(gpu) => {
-            let (mat, stats) = assemble_gpu(problem, &prep.ho, &gpu, opts, &mut st)?;
+            let (mat, stats) =
+                assemble_gpu(problem, &prep.ho, &gpu, opts, &mut st).map_err(locate)?;
+            check_device_matrix(&gpu, &mat)?;
             let (u, report, host, info) = multigrid_gpu(problem, &prep, &gpu, &mat, &mut st)?;
             (u, report, host, Some((gpu, mat)), stats, info)
         }
         None => {
-            let asm = st.run("assemble", || assemble_cpu(problem, &prep.ho, opts))?;
+            let asm = st
+                .run("assemble", || assemble_cpu(problem, &prep.ho, opts))
+                .map_err(locate)?;
             let m = asm.matrix;
+            if let Some((node, value)) = first_non_finite_row(&m) {
+                return Err(StaticError::Mesh(MeshError::NonFiniteValue {
+                    stage: "assembly",
+                    what: "the stiffness matrix".into(),
+                    entity: "node",
+                    index: node,
+                    value,
+                }));
+            }
             let (prec, info) = st.run("setup", || setup_stage(problem, &prep, &m))?;
             let (u, report, _) = st.run("solve", || {
                 solve_stage(problem, &prep, Stiffness::Host(&m), &prec)
@@ -1018,6 +1277,49 @@ pub fn solve_problem(
         nonzeros,
         solver: info,
     })
+}
+
+/// A non-finite value on the diagonal of a device matrix (a NaN anywhere in an element
+/// matrix reaches its diagonal blocks), named by its node.
+fn check_device_matrix(gpu: &Gpu, mat: &DeviceBinBcsr<f64>) -> Result<(), StaticError> {
+    let diag = gpu
+        .download(mat.diagonal())
+        .map_err(|e| StaticError::Solve(e.into()))?;
+    match diag.iter().position(|x| !x.is_finite()) {
+        None => Ok(()),
+        Some(i) => Err(StaticError::Mesh(MeshError::NonFiniteValue {
+            stage: "assembly",
+            what: "the stiffness matrix (diagonal block)".into(),
+            entity: "node",
+            index: i / 9,
+            value: diag[i],
+        })),
+    }
+}
+
+/// A degenerate cell found after reading (by the element geometry) named by its place in
+/// the mesh file: `FILE:line N: degenerate tetrahedron ...` instead of a renumbered index.
+fn locate_cell(
+    origin: Option<&(std::path::PathBuf, tessera_mesh::io::CellLocations)>,
+    e: StaticError,
+) -> StaticError {
+    let (path, locs) = match origin {
+        Some(o) => o,
+        None => return e,
+    };
+    match e {
+        StaticError::Fem(FemError::DegenerateCell { cell, volume }) => match locs.describe(cell) {
+            Some(location) => StaticError::Mesh(MeshError::Parse {
+                path: path.clone(),
+                location,
+                msg: format!(
+                    "degenerate tetrahedron: volume {volume:e} is zero relative to its size"
+                ),
+            }),
+            None => StaticError::Fem(FemError::DegenerateCell { cell, volume }),
+        },
+        other => other,
+    }
 }
 
 /// The direct solve with its report (one "iteration", the true relative residual).

@@ -389,6 +389,42 @@ impl BracketGeometry {
 ///
 /// Generation runs on rayon (voxel slabs, then the builder's parallel sorts); 1M
 /// tetrahedra take about 1.3 s of CPU time in release builds, 9.4M about 11 s and 3.2 GB.
+/// Peak bytes of generating a voxel mesh of `voxels` voxels split as `kind` (the cells,
+/// the polyhedral mesh's operators and the relations built with it; measured peaks, rounded
+/// up: ~900 bytes per tetrahedron, six per voxel).
+pub fn voxel_mesh_bytes(voxels: u64, kind: BoxKind) -> u64 {
+    let per_voxel: u64 = match kind {
+        BoxKind::Tet => 6 * 900,
+        BoxKind::Hex => 1200,
+        BoxKind::Mixed => 6 * 900,
+    };
+    voxels.saturating_mul(per_voxel)
+}
+
+/// Kept voxels of the bracket at `resolution`, estimated from its solid volume (plate and rib
+/// less the holes) over the voxel volume, plus 25 % for the voxels the surfaces cut.
+pub fn bracket_voxels(resolution: usize) -> u64 {
+    let g = bracket_geometry(resolution);
+    let h = g.voxel_size;
+    let pi = std::f64::consts::PI;
+    let d = |lo: Point, hi: Point, k: usize| hi[k] - lo[k];
+    let plate_h = d(g.plate_min, g.plate_max, 2);
+    let plate = d(g.plate_min, g.plate_max, 0) * d(g.plate_min, g.plate_max, 1) * plate_h
+        - 4.0 * pi * g.bolt_hole_radius.powi(2) * plate_h;
+    let rib_w = d(g.rib_min, g.rib_max, 1);
+    let rib = d(g.rib_min, g.rib_max, 0) * rib_w * d(g.rib_min, g.rib_max, 2)
+        - pi * g.load_hole_radius.powi(2) * rib_w;
+    ((plate + rib) / (h * h * h) * 1.25).ceil().max(1.0) as u64
+}
+
+/// Refuse generating a mesh of `voxels` voxels that would not fit in the memory budget.
+pub fn check_voxels(what: &str, voxels: u64, kind: BoxKind) -> Result<(), MeshError> {
+    Ok(tessera_core::memory::check(
+        format!("generating {what} ({voxels} voxels)"),
+        voxel_mesh_bytes(voxels, kind),
+    )?)
+}
+
 /// Resolutions outside [`BRACKET_RESOLUTION`] are an error (below 12 the bolt holes vanish).
 pub fn bracket(resolution: usize) -> Result<PolyMesh, MeshError> {
     if !BRACKET_RESOLUTION.contains(&resolution) {

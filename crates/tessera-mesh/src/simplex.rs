@@ -344,10 +344,16 @@ impl SimplexMesh {
     /// benchmark meshes: median |i - j| over edges 0.14-0.26 |V|), which makes every
     /// gather of a sparse matrix-vector product a cache miss (dissertation §4.5).
     pub fn renumber_morton(&mut self) -> Vec<u32> {
+        self.renumber_morton_with_cells().0
+    }
+
+    /// [`Self::renumber_morton`], also returning the old index of every new cell (so that
+    /// a cell can be named by its place in the file it came from).
+    pub fn renumber_morton_with_cells(&mut self) -> (Vec<u32>, Vec<u32>) {
         let nv = self.positions.len();
         let m = self.dim + 1;
         if nv == 0 {
-            return Vec::new();
+            return (Vec::new(), (0..self.num_cells() as u32).collect());
         }
         let mut lo = [f64::INFINITY; 3];
         let mut hi = [f64::NEG_INFINITY; 3];
@@ -423,7 +429,7 @@ impl SimplexMesh {
         });
         self.cell_vertices = out;
         self.cache = SimplexCache::default();
-        new_of_old
+        (new_of_old, corder.into_iter().map(|(_, old)| old).collect())
     }
 
     /// Bytes of the always-stored topology: `cellVertices` only, 4 bytes per entry

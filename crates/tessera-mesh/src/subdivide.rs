@@ -121,6 +121,77 @@ pub fn subdivision_counts(mesh: &PolyMesh) -> SubdivisionCounts {
     }
 }
 
+/// Counts `(V, E, F, C)` after each of `levels` levels: level 1 by Eqs. 3.1-3.4 on `mesh`,
+/// later levels on the all-hexahedral mesh level 1 makes (every face a quadrilateral, every
+/// cell 6 faces, 12 edges, 8 vertices): `V' = V + E + F + C`, `E' = 2E + 4F + 6C`,
+/// `F' = 4F + 12C`, `C' = 8C` (saturating, so any level count is safe to ask for).
+pub fn level_counts(mesh: &PolyMesh, levels: usize) -> Vec<[u64; 4]> {
+    let mut out = Vec::with_capacity(levels);
+    if levels == 0 {
+        return out;
+    }
+    let c = subdivision_counts(mesh);
+    let mut cur = [
+        c.vertices as u64,
+        c.edges as u64,
+        c.faces as u64,
+        c.cells as u64,
+    ];
+    out.push(cur);
+    for _ in 1..levels {
+        let [v, e, f, c] = cur;
+        cur = [
+            v.saturating_add(e).saturating_add(f).saturating_add(c),
+            e.saturating_mul(2)
+                .saturating_add(f.saturating_mul(4))
+                .saturating_add(c.saturating_mul(6)),
+            f.saturating_mul(4).saturating_add(c.saturating_mul(12)),
+            c.saturating_mul(8),
+        ];
+        out.push(cur);
+    }
+    out
+}
+
+/// Bytes of subdividing into a mesh of counts `(V, E, F, C)`: the new mesh (positions, ∂1,
+/// ∂2, ∂3) and, at the peak, the relations derived for the next level (measured on
+/// hexahedral boxes: ~450 bytes per cell, rounded up).
+pub fn level_bytes(c: [u64; 4]) -> u64 {
+    let [v, e, f, cells] = c;
+    (24u64.saturating_mul(v))
+        .saturating_add(8u64.saturating_mul(e))
+        .saturating_add(20u64.saturating_mul(f))
+        .saturating_add(450u64.saturating_mul(cells))
+}
+
+/// Refuse `levels` levels of subdivision of `mesh` when the last level would not fit in the
+/// memory budget ([`tessera_core::memory`]); the error names the level's cell count.
+pub fn check_levels(mesh: &PolyMesh, levels: usize) -> Result<(), MeshError> {
+    if let Some(&last) = level_counts(mesh, levels).last() {
+        // the previous level is alive while the last one is built
+        let prev = if levels > 1 {
+            level_counts(mesh, levels - 1)
+                .last()
+                .copied()
+                .unwrap_or([0; 4])
+        } else {
+            [0; 4]
+        };
+        tessera_core::memory::check(
+            format!(
+                "{levels} level(s) of subdivision ({} cells at the last level)",
+                if last[3] == u64::MAX {
+                    "more than 1.8e19".to_string()
+                } else {
+                    last[3].to_string()
+                }
+            ),
+            level_bytes(last).saturating_add(level_bytes(prev)),
+        )?;
+    }
+    Ok(())
+}
+
 /// Compute every derived relation [`catmull_clark`] needs, so that benchmarks can time the
 /// pre-computation separately (dissertation Table 3.4, "Pre."): the top-down relations
 /// ∂̂2¹, ∂̂3¹, ∂̂3² (topology) and the bottom-up relations δ1, δ2, δ3, edge -> cells and

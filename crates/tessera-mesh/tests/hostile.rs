@@ -207,7 +207,10 @@ fn gzip_bombs_end_in_one_clear_error() {
     std::fs::write(&p, &bomb).unwrap();
     drop(bomb);
     let (r, peak, dt) = measured(|| read_mesh(&p));
-    let msg = r.err().expect("a bomb is refused").to_string();
+    let Err(e) = r else {
+        panic!("a bomb is refused")
+    };
+    let msg = e.to_string();
     assert!(
         msg.contains("bomb.msh.gz: the gzip stream inflates more than 250-fold")
             && msg.contains("TESSERA_GZIP_MAX_RATIO")
@@ -234,7 +237,8 @@ fn special_files_are_refused() {
     let link = dir.join("zero.msh");
     std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
     let (r, peak, dt) = measured(|| read_mesh(&link));
-    let msg = r.err().expect("refused").to_string();
+    let Err(e) = r else { panic!("refused") };
+    let msg = e.to_string();
     assert!(
         msg.ends_with("zero.msh: is a character device, not a regular file"),
         "{msg}"
@@ -245,12 +249,18 @@ fn special_files_are_refused() {
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     // SAFETY: mkfifo with a valid NUL-terminated path.
     assert_eq!(unsafe { libc_mkfifo(c.as_ptr(), 0o600) }, 0);
-    let msg = read_mesh(&fifo).err().expect("refused").to_string();
+    let Err(e) = read_mesh(&fifo) else {
+        panic!("refused")
+    };
+    let msg = e.to_string();
     assert!(msg.contains("is a FIFO"), "{msg}");
     // a directory named like a mesh
     let d = dir.join("dir.mesh");
     std::fs::create_dir(&d).unwrap();
-    let msg = read_mesh(&d).err().expect("refused").to_string();
+    let Err(e) = read_mesh(&d) else {
+        panic!("refused")
+    };
+    let msg = e.to_string();
     assert!(
         msg.ends_with("dir.mesh: is a directory, not a regular file"),
         "{msg}"

@@ -889,7 +889,7 @@ fn obj_surface_of_a_boundary() {
 fn malformed_files_give_clear_errors() {
     // (file, expected location, words the message must contain)
     let cases: &[(&str, &str, &[&str])] = &[
-                (
+        (
             "m41-truncated.msh",
             "line 19",
             &["number of nodes 13 cannot fit", "truncated"],
@@ -929,7 +929,7 @@ fn malformed_files_give_clear_errors() {
             "line 30",
             &["vertex index 13 out of range"],
         ),
-                (
+        (
             "medit-truncated.mesh",
             "line 26",
             &["number of prisms 1 cannot fit", "truncated"],
@@ -957,7 +957,7 @@ fn malformed_files_give_clear_errors() {
             "line 55",
             &["half-face 99 out of range"],
         ),
-                (
+        (
             "ovm-truncated.ovm",
             "line 54",
             &["number of polyhedra 6 cannot fit", "truncated"],

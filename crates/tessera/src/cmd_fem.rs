@@ -18,6 +18,7 @@ use tessera_core::{DeviceChoice, Par};
 use tessera_fem::assemble::{
     assemble_mass, assemble_stiffness, AssembleOptions, Assembly, AssemblyStats, Summation,
 };
+use tessera_fem::estimate::SimplexCounts;
 use tessera_fem::material::Material;
 use tessera_fem::nodes::HoMesh;
 use tessera_mesh::simplex::SimplexMesh;
@@ -134,6 +135,46 @@ pub fn run(a: FemArgs) -> anyhow::Result<()> {
     }
 }
 
+/// The simplex counts of a `gen:` specification (`None` for files and malformed specs,
+/// which [`load_simplex_mesh`] reports).
+pub fn gen_counts(spec: &str) -> Option<SimplexCounts> {
+    let rest = spec.strip_prefix("gen:")?;
+    let (kind, n) = rest.split_once(':')?;
+    let n: usize = n.parse().ok()?;
+    match kind {
+        "bracket" if tessera_mesh::generate::BRACKET_RESOLUTION.contains(&n) => {
+            Some(tessera_fem::estimate::bracket_counts(n))
+        }
+        "box" if (1..=400).contains(&n) => Some(tessera_fem::estimate::box_counts([n as u64; 3])),
+        _ => None,
+    }
+}
+
+/// Refuse an assembly whose estimate ([`tessera_fem::estimate`]) exceeds the memory budget.
+fn check_assembly_memory(
+    spec: &str,
+    c: &SimplexCounts,
+    order: usize,
+    scalar_bytes: u64,
+    stored_elements: bool,
+    generated: bool,
+) -> anyhow::Result<()> {
+    use tessera_fem::estimate::{assembly_bytes, mesh_bytes, num_nodes};
+    let mut need = assembly_bytes(order, c, scalar_bytes, stored_elements);
+    if generated {
+        need = need.saturating_add(mesh_bytes(c));
+    }
+    tessera_core::memory::check(
+        format!(
+            "assembling {spec} ({} tetrahedra, p = {order}, {} nodes)",
+            c.cells,
+            num_nodes(order, c)
+        ),
+        need,
+    )?;
+    Ok(())
+}
+
 /// Load a tetrahedral mesh from a file or a `gen:` specification.
 pub fn load_simplex_mesh(spec: &str) -> anyhow::Result<SimplexMesh> {
     load_simplex_mesh_checked(spec, true)
@@ -216,8 +257,25 @@ fn run_assemble(a: AssembleArgs) -> anyhow::Result<()> {
     } else {
         Precision::F64
     });
+    let stored = a.summation != SummationArg::Inline;
+    let scalar = match precision {
+        Precision::F32 => 4,
+        Precision::F64 => 8,
+    };
+    if let Some(c) = gen_counts(&a.mesh) {
+        check_assembly_memory(&a.mesh, &c, a.order, scalar, stored, true)?;
+    }
     let sm = load_simplex_mesh_checked(&a.mesh, a.allow_inverted)?;
     let (nv, nc) = (sm.num_vertices(), sm.num_cells());
+    // a file's counts are known once it is read (edges and faces from V - E + F - T = 1
+    // and F ≈ 2T)
+    let c = SimplexCounts {
+        vertices: nv as u64,
+        edges: (nv + nc) as u64,
+        faces: 2 * nc as u64,
+        cells: nc as u64,
+    };
+    check_assembly_memory(&a.mesh, &c, a.order, scalar, stored, false)?;
     let ho = HoMesh::new(sm, a.order)?;
     let opts = AssembleOptions {
         summation: a.summation.into(),

@@ -60,6 +60,8 @@ pub fn run(a: SolveArgs) -> anyhow::Result<()> {
     if a.allow_inverted {
         ALLOW_INVERTED.store(true, std::sync::atomic::Ordering::Relaxed);
     }
+    // generated meshes (`cells`, `bracket = N`) are sized before any work
+    tessera_fem::estimate::check_problem(&problem)?;
     let par = if a.serial { Par::Seq } else { Par::auto() };
     if a.verbose {
         VERBOSE.store(true, std::sync::atomic::Ordering::Relaxed);

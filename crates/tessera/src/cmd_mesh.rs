@@ -324,6 +324,9 @@ fn subdivide(a: SubdivideArgs) -> anyhow::Result<()> {
     if a.levels == 0 {
         bail!("--levels must be at least 1");
     }
+    // the counts of every level are known from the operators (Eqs. 3.1-3.4): refuse before
+    // work when the result would not fit
+    tessera_mesh::subdivide::check_levels(&f.mesh, a.levels)?;
     let pb = spinner(&format!("Catmull-Clark subdivision, {} level(s)", a.levels));
     let r = subdivide_on(&dev, &f.mesh, a.levels);
     pb.finish_and_clear();
@@ -947,6 +950,11 @@ fn generate(a: GenerateArgs) -> anyhow::Result<()> {
                     BRACKET_RESOLUTION.end()
                 );
             }
+            tessera_mesh::generate::check_voxels(
+                &format!("the bracket at resolution {resolution}"),
+                tessera_mesh::generate::bracket_voxels(resolution),
+                BoxKind::Tet,
+            )?;
             let pb = spinner(&format!("generating a bracket at resolution {resolution}"));
             let m = bracket(resolution);
             pb.finish_and_clear();
@@ -973,6 +981,16 @@ fn generate(a: GenerateArgs) -> anyhow::Result<()> {
             if cells > u32::MAX as u128 / 8 {
                 bail!("--n {n:?} gives too many cells for 32-bit indices");
             }
+            let box_kind = match kind {
+                KindArg::Tet => BoxKind::Tet,
+                KindArg::Hex => BoxKind::Hex,
+                KindArg::Mixed => BoxKind::Mixed,
+            };
+            tessera_mesh::generate::check_voxels(
+                &format!("a box of {}x{}x{} voxels", n[0], n[1], n[2]),
+                (cells / 6) as u64,
+                box_kind,
+            )?;
             let kind = match kind {
                 KindArg::Tet => BoxKind::Tet,
                 KindArg::Hex => BoxKind::Hex,

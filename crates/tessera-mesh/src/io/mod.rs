@@ -189,6 +189,9 @@ pub struct SimplexMeshFile {
     /// minority orientation; see [`crate::quality`]). Readers orient every cell, so these
     /// are valid cells of a tangled mesh; FEM refuses them.
     pub inverted: InvertedCells,
+    /// Where each cell came from in the file: `line N` (text) or `byte N` (binary); empty
+    /// when the reader does not track it. For errors found after reading.
+    pub cell_locations: CellLocations,
 }
 
 /// Inverted cells of a file: how many, and the first ones as (cell index in the file's order
@@ -210,6 +213,30 @@ impl InvertedCells {
             .collect();
         let more = if self.count > v.len() { ", ..." } else { "" };
         format!("{}{more}", v.join(", "))
+    }
+}
+
+/// The location in its file of every cell of a [`SimplexMeshFile`].
+#[derive(Clone, Debug, Default)]
+pub struct CellLocations {
+    /// Line (text) or byte offset (binary) per cell; empty when unknown.
+    pub loc: Vec<u64>,
+    /// Whether `loc` holds byte offsets.
+    pub bytes: bool,
+}
+
+impl CellLocations {
+    /// `line N` or `byte N` of cell `c`, if known.
+    pub fn describe(&self, c: usize) -> Option<String> {
+        self.loc
+            .get(c)
+            .map(|&l| format!("{} {l}", if self.bytes { "byte" } else { "line" }))
+    }
+    /// Reorder after a renumbering: `old_of_new[c]` is the old index of new cell `c`.
+    pub fn permute(&mut self, old_of_new: &[u32]) {
+        if self.loc.len() == old_of_new.len() {
+            self.loc = old_of_new.iter().map(|&o| self.loc[o as usize]).collect();
+        }
     }
 }
 
@@ -332,6 +359,7 @@ fn simplex_from_poly_file(path: &Path, mf: MeshFile) -> Result<SimplexMeshFile, 
         mesh,
         groups,
         inverted,
+        cell_locations: CellLocations::default(),
     })
 }
 
@@ -643,9 +671,9 @@ impl Collected {
         let mut nodes = Vec::with_capacity(self.cell_nodes.len());
         let mut locs = Vec::with_capacity(k as usize);
         let mut o = 0usize;
-        for c in 0..nc {
+        for (c, &t) in twin.iter().enumerate() {
             let n = self.cell_types[c].num_vertices().unwrap_or(0);
-            if twin[c] == u32::MAX {
+            if t == u32::MAX {
                 types.push(self.cell_types[c]);
                 nodes.extend_from_slice(&self.cell_nodes[o..o + n]);
                 locs.push(self.cell_loc[c]);
@@ -981,6 +1009,10 @@ impl Collected {
             mesh,
             groups,
             inverted,
+            cell_locations: CellLocations {
+                loc: self.cell_loc,
+                bytes: cur.binary,
+            },
         })
     }
 

@@ -341,7 +341,7 @@ fn push_node(c: &Cursor, st: &mut State, tag: u64, p: [f64; 3]) -> Result<(), Me
 fn nodes_v2(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
     c.binary = false;
     let n = c.count("the number of nodes", MAX_COUNT)?;
-        if st.binary {
+    if st.binary {
         c.end_of_line();
         c.binary = true; // binary files report byte offsets
     }
@@ -397,11 +397,15 @@ fn nodes_v4(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
             c.uint(what)
         }
     };
-        let nblocks = rd(c, "the number of node blocks")?;
+    let nblocks = rd(c, "the number of node blocks")?;
     // a block header: 3 ints and a count
     c.check_count(
         nblocks,
-        if bin { 12 + s as u64 } else { Cursor::text_record(4) },
+        if bin {
+            12 + s as u64
+        } else {
+            Cursor::text_record(4)
+        },
         "the number of node blocks",
     )?;
     let n = rd(c, "the number of nodes")?;
@@ -409,7 +413,11 @@ fn nodes_v4(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
     // a node: tag and 3 coordinates
     let n = c.check_count(
         n,
-        if bin { s as u64 + 24 } else { Cursor::text_record(4) },
+        if bin {
+            s as u64 + 24
+        } else {
+            Cursor::text_record(4)
+        },
         "the number of nodes",
     )? as u64;
     let min = rd(c, "the minimum node tag")?;
@@ -453,7 +461,7 @@ fn nodes_v4(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
             )));
         }
         let npar = if parametric != 0 { dim as usize } else { 0 };
-                tags.clear();
+        tags.clear();
         for _ in 0..nn {
             let t = rd(c, "a node tag")?;
             if t == 0 {
@@ -546,7 +554,7 @@ fn elements_v2(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
     c.binary = false;
     let n = c.count("the number of elements", MAX_COUNT)?;
     let mut nodes: Vec<u64> = Vec::with_capacity(128);
-        if st.binary {
+    if st.binary {
         c.end_of_line();
         c.binary = true; // binary files report byte offsets
     }

@@ -195,7 +195,7 @@ pub fn read(path: &Path, data: &[u8]) -> Result<MeshFile, MeshError> {
             }
             c_cols.push(encode((hf / 2) as u32, hf % 2 == 0));
         }
-                if p + 1 == nc {
+        if p + 1 == nc {
             // a cut last number would still be a valid half-face index
             c.expect_terminated("the last polyhedron")?;
         }
@@ -239,7 +239,7 @@ pub fn read(path: &Path, data: &[u8]) -> Result<MeshFile, MeshError> {
             }
             i = j;
         }
-                c_off.push(c_cols.len() as u32);
+        c_off.push(c_cols.len() as u32);
     }
     // anything after the polyhedra (OVM property sections) is not geometry: ignored
     let fe = Tcsr::new(ne, f_off, f_cols).map_err(|e| c.err(e.to_string()))?;

@@ -63,10 +63,10 @@ pub(crate) fn read_pair(
     build: Build,
     opts: &ReadOptions,
 ) -> Result<Built, MeshError> {
-    if let (Some(a), Some(b)) = (pair_token(&node_data), pair_token(&ele_data)) {
+    if let (Some(a), Some(b)) = (pair_token(node_data), pair_token(ele_data)) {
         if a != b {
             return Err(MeshError::parse_line(
-                &ele_path,
+                ele_path,
                 1,
                 format!(
                     "this file and {} come from different writes (pair tokens differ); one of them was replaced on its own or a write was interrupted between them",
@@ -161,10 +161,11 @@ pub(crate) fn read_pair(
         for k in 0..npt as usize {
             let x = c.uint("a node number")?;
             if x < base || x - base >= nv {
-                return Err(c.err(format!(
-                    "node number {x} out of range {base}..={}",
-                    base + nv - 1
-                )));
+                return Err(c.err(if nv == 0 {
+                    format!("node number {x}: the .node file has no points")
+                } else {
+                    format!("node number {x} out of range {base}..={}", base + nv - 1)
+                }));
             }
             if k < 4 {
                 v[k] = (x - base) as u32;
