@@ -29,6 +29,7 @@ pub mod bench;
 
 pub mod cuda_c;
 pub mod error;
+pub mod fields;
 pub mod gpu;
 pub mod interp;
 pub mod ir;

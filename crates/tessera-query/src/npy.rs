@@ -61,7 +61,8 @@ pub struct NpyArray {
 fn err(path: &Path, msg: impl Into<String>) -> QueryError {
     QueryError::FieldFile {
         path: path.to_path_buf(),
-        msg: msg.into(),
+        // header text in messages is the file's: one bounded line
+        msg: tessera_core::error::clip(&msg.into(), 300),
     }
 }
 
@@ -72,7 +73,8 @@ pub fn is_npy(bytes: &[u8]) -> bool {
 
 /// Read a `.npy` file.
 pub fn read_npy(path: &Path) -> Result<NpyArray, QueryError> {
-    let bytes = std::fs::read(path).map_err(|e| err(path, format!("cannot read: {e}")))?;
+        // a regular file within the memory budget (tessera_core::input)
+    let bytes = tessera_core::input::read_file(path).map_err(|e| err(path, e.reason()))?;
     parse_npy(path, &bytes)
 }
 

@@ -163,3 +163,59 @@ fn parser_survives_random_and_mutated_inputs() {
     eprintln!("fuzz_ci: {n} inputs in {:.1} s", t0.elapsed().as_secs_f64());
     assert!(n >= 20_000, "too few inputs in the time budget: {n}");
 }
+
+/// The field-file readers (cargo-fuzz target `query_fields`): random byte strings and
+/// mutated `.npy` seeds decode to a whole number of values or give one bounded error line.
+#[test]
+fn field_files_decode_or_fail_cleanly() {
+    use tessera_query::fields::decode_field;
+    let mut r = Rng(0x1234_5678_9abc_def1);
+    for len in 0..4096usize {
+        let data: Vec<u8> = (0..len % 97 + len / 97).map(|_| r.next() as u8).collect();
+        let f = std::path::Path::new("f");
+        match decode_field::<f32>(f, &data) {
+            Ok(v) => assert_eq!(v.len() * 4, data.len()),
+            Err(e) => assert!(!data.len().is_multiple_of(4) && !e.to_string().contains('\n')),
+        }
+        match decode_field::<f64>(f, &data) {
+            Ok(v) => assert_eq!(v.len() * 8, data.len()),
+            Err(e) => assert!(!data.len().is_multiple_of(8) && !e.to_string().contains('\n')),
+        }
+    }
+    // .npy: mutations of the corpus seeds
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/query_fields");
+    let seeds: Vec<Vec<u8>> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| std::fs::read(e.unwrap().path()).unwrap())
+        .collect();
+    let f = std::path::Path::new("f.npy");
+    for i in 0..20_000 {
+        let mut b = seeds[i % seeds.len()].clone();
+        for _ in 0..1 + r.below(3) {
+            let n = b.len();
+            match r.below(4) {
+                0 if n > 0 => {
+                    let k = r.below(n);
+                    b[k] = r.next() as u8;
+                }
+                1 => b.truncate(r.below(n + 1)),
+                2 => {
+                    let k = r.below(n + 1);
+                    b.insert(k, b"0123456789(),' "[r.below(15)]);
+                }
+                _ if n > 0 => {
+                    let k = r.below(n);
+                    b.remove(k);
+                }
+                _ => {}
+            }
+        }
+        match tessera_query::npy::parse_npy(f, &b) {
+            Ok(a) => assert_eq!(a.values.len(), a.shape.iter().product::<usize>()),
+            Err(e) => {
+                let m = e.to_string();
+                assert!(!m.contains('\n') && m.len() < 600, "{m}");
+            }
+        }
+    }
+}

@@ -195,8 +195,9 @@ fn vtu_inputs(path: &Path, expr: &str, at: Option<At>) -> anyhow::Result<Inputs>
                 "cell"
             }
         };
-        bail!(
-            "query `{expr}` mixes {} data ({}) with {} data ({}); one expression runs over points or over cells",
+                bail!(
+            "query {} mixes {} data ({}) with {} data ({}); one expression runs over points or over cells",
+            excerpt(expr, None),
             side(loc),
             used[0].name,
             side(f.location),
@@ -213,6 +214,7 @@ fn vtu_inputs(path: &Path, expr: &str, at: Option<At>) -> anyhow::Result<Inputs>
 
 /// Fields from NAME=PATH arguments: .npy typed, raw only with an explicit precision.
 fn file_inputs(fields: &[String], precision: Option<Precision>) -> anyhow::Result<Inputs> {
+    use tessera_query::fields::decode_field;
     use tessera_query::npy;
     let mut names = Vec::new();
     let mut values = Vec::new();
@@ -239,25 +241,12 @@ fn file_inputs(fields: &[String], precision: Option<Precision>) -> anyhow::Resul
                     path.display()
                 );
             };
-            let size = prec.bytes();
-            if bytes.len() % size != 0 {
-                bail!(
-                    "{}: {} bytes is not a whole number of {}-byte ({}) values",
-                    path.display(),
-                    bytes.len(),
-                    size,
-                    if size == 4 { "f32" } else { "f64" }
-                );
-            }
-            let v: Vec<f64> = match prec {
-                Precision::F32 => bytes
-                    .chunks_exact(4)
-                    .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")) as f64)
+                                    let v: Vec<f64> = match prec {
+                Precision::F32 => decode_field::<f32>(path, &bytes)?
+                    .into_iter()
+                    .map(f64::from)
                     .collect(),
-                Precision::F64 => bytes
-                    .chunks_exact(8)
-                    .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
-                    .collect(),
+                Precision::F64 => decode_field::<f64>(path, &bytes)?,
             };
             (v, Some(prec))
         };

@@ -26,6 +26,8 @@
 //! `TetrahedraP2`) are read by their corner nodes only: the mesh is linear.
 
 mod cells;
+#[doc(hidden)]
+pub mod fuzz;
 mod medit;
 mod msh;
 mod obj;

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the fuzz targets, fuzz/corpus/<target>/, from the reader
+fixtures (valid files, the malformed corpus and the hostile reproducers), hand-built
+binary MSH files, gzip streams, the example problem files and field files. The same
+corpora seed the bounded-time fuzz tests of `cargo test` (tests/fuzz_ci.rs). Run from the
+repository root; deterministic."""
+import glob, gzip, os, struct, shutil
+
+FIX = "crates/tessera-mesh/tests/fixtures"
+
+
+def out(target, name, data):
+    d = os.path.join("fuzz/corpus", target)
+    os.makedirs(d, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def read(p):
+    return open(p, "rb").read()
+
+
+for t in ["msh", "medit", "ovm", "tetgen", "gzip", "problem_toml", "query_fields"]:
+    shutil.rmtree(os.path.join("fuzz/corpus", t), ignore_errors=True)
+
+# text fixtures by format
+for p in sorted(glob.glob(FIX + "/*") + glob.glob(FIX + "/malformed/*") + glob.glob(FIX + "/hostile/*")):
+    if os.path.isdir(p):
+        continue
+    base = os.path.basename(p)
+    tag = os.path.basename(os.path.dirname(p))
+    name = base if tag == "fixtures" else f"{tag}-{base}"
+    if base.endswith(".msh"):
+        out("msh", name, read(p))
+    elif base.endswith(".mesh"):
+        out("medit", name, read(p))
+    elif base.endswith(".ovm"):
+        out("ovm", name, read(p))
+    elif base.endswith(".node"):
+        ele = p[: -len(".node")] + ".ele"
+        if os.path.exists(ele):
+            out("tetgen", name[: -len(".node")], read(p) + b"\0" + read(ele))
+
+# binary MSH of two tetrahedra with a physical volume and a tagged triangle
+nodes = [(1, 0.0, 0.0, 0.0), (2, 1.0, 0.0, 0.0), (3, 0.0, 1.0, 0.0), (4, 0.0, 0.0, 1.0), (5, 1.0, 1.0, 1.0)]
+names = b"$PhysicalNames\n2\n2 2 \"face\"\n3 1 \"solid\"\n$EndPhysicalNames\n"
+b22 = b"$MeshFormat\n2.2 1 8\n" + struct.pack("<i", 1) + b"\n$EndMeshFormat\n" + names
+b22 += b"$Nodes\n5\n" + b"".join(struct.pack("<iddd", *n) for n in nodes) + b"\n$EndNodes\n"
+b22 += b"$Elements\n3\n" + struct.pack("<iii", 4, 2, 2)
+b22 += struct.pack("<iiiiiii", 1, 1, 1, 1, 2, 3, 4) + struct.pack("<iiiiiii", 2, 1, 1, 2, 3, 4, 5)
+b22 += struct.pack("<iii", 2, 1, 2) + struct.pack("<iiiiii", 3, 2, 1, 1, 2, 3)
+b22 += b"\n$EndElements\n"
+out("msh", "seed-bin22.msh", b22)
+for swap in [False, True]:
+    e = ">" if swap else "<"
+    b41 = b"$MeshFormat\n4.1 1 8\n" + struct.pack(e + "i", 1) + b"\n$EndMeshFormat\n" + names
+    b41 += b"$Entities\n" + struct.pack(e + "QQQQ", 0, 0, 1, 1)
+    # a surface (physical 2) and a volume (physical 1), no bounding entities
+    b41 += struct.pack(e + "i6dQiQ", 1, 0, 0, 0, 1, 1, 0, 1, 2, 0)
+    b41 += struct.pack(e + "i6dQiQ", 1, 0, 0, 0, 1, 1, 1, 1, 1, 0)
+    b41 += b"\n$EndEntities\n$Nodes\n" + struct.pack(e + "QQQQ", 1, 5, 1, 5)
+    b41 += struct.pack(e + "iiiQ", 3, 1, 0, 5) + b"".join(struct.pack(e + "Q", n[0]) for n in nodes)
+    b41 += b"".join(struct.pack(e + "ddd", *n[1:]) for n in nodes) + b"\n$EndNodes\n"
+    b41 += b"$Elements\n" + struct.pack(e + "QQQQ", 2, 3, 1, 3)
+    b41 += struct.pack(e + "iiiQ", 2, 1, 2, 1) + struct.pack(e + "QQQQ", 3, 1, 2, 3)
+    b41 += struct.pack(e + "iiiQ", 3, 1, 4, 2) + struct.pack(e + "QQQQQ", 1, 1, 2, 3, 4) + struct.pack(e + "QQQQQ", 2, 2, 3, 4, 5)
+    b41 += b"\n$EndElements\n"
+    out("msh", "seed-bin41-be.msh" if swap else "seed-bin41.msh", b41)
+
+# gzip streams: a mesh, two members, an empty member, zeros, truncated
+mesh = read(FIX + "/mixed-v41.msh")
+out("gzip", "mesh.gz", gzip.compress(mesh, mtime=0))
+out("gzip", "two-members.gz", gzip.compress(b"ab", mtime=0) + gzip.compress(b"cd", mtime=0))
+out("gzip", "empty.gz", gzip.compress(b"", mtime=0))
+out("gzip", "zeros.gz", gzip.compress(bytes(1 << 16), mtime=0))
+out("gzip", "truncated.gz", gzip.compress(mesh, mtime=0)[:-9])
+out("gzip", "not-gzip", b"\x1f\x8b\x09garbage")
+
+# problem files
+for p in sorted(glob.glob("examples/*.toml")):
+    out("problem_toml", os.path.basename(p), read(p))
+out("problem_toml", "box.toml", """title = "box"
+order = 2
+[mesh]
+generate = { box = { cells = [4, 2, 2], size = [4.0, 1.0, 1.0] } }
+[material]
+youngs = 200e3
+poisson = 0.3
+[[fixed]]
+selector = { type = "plane", point = [0, 0, 0], normal = [1, 0, 0] }
+[[loads]]
+type = "traction"
+selector = { type = "plane", point = [4, 0, 0], normal = [1, 0, 0] }
+traction = [0.0, 0.0, -1.0]
+[solver]
+method = "cholesky"
+""")
+
+# field files
+out("query_fields", "f32x3", struct.pack("<3f", 1.0, -2.5, 3.0))
+out("query_fields", "f64x2", struct.pack("<2d", 1.0, float("nan")))
+out("query_fields", "odd", b"\x00\x01\x02")
+
+
+def npy(descr, shape, payload, fortran="False"):
+    h = "{'descr': '%s', 'fortran_order': %s, 'shape': %s, }" % (descr, fortran, shape)
+    h = h + " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + payload
+
+
+out("query_fields", "f8.npy", npy("<f8", "(3,)", struct.pack("<3d", 1.0, 2.0, 3.0)))
+out("query_fields", "f4-2d.npy", npy("<f4", "(2, 2)", struct.pack("<4f", 1, 2, 3, 4)))
+out("query_fields", "i4-be.npy", npy(">i4", "(2,)", struct.pack(">2i", -1, 7)))
+out("query_fields", "u1.npy", npy("|u1", "(4,)", bytes([1, 2, 3, 255])))
+out("query_fields", "huge-shape.npy", npy("<f8", "(4000000000, 4000000000)", b""))
+print("corpora:", {t: len(os.listdir(os.path.join("fuzz/corpus", t))) for t in sorted(os.listdir("fuzz/corpus"))})
