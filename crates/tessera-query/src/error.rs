@@ -79,7 +79,7 @@ pub enum QueryError {
         expected: usize,
         got: usize,
     },
-    
+
     /// The Cranelift back end failed (a bug or an unsupported host).
     #[error("CPU JIT: {0}")]
     Jit(String),

@@ -73,7 +73,7 @@ pub fn is_npy(bytes: &[u8]) -> bool {
 
 /// Read a `.npy` file.
 pub fn read_npy(path: &Path) -> Result<NpyArray, QueryError> {
-        // a regular file within the memory budget (tessera_core::input)
+    // a regular file within the memory budget (tessera_core::input)
     let bytes = tessera_core::input::read_file(path).map_err(|e| err(path, e.reason()))?;
     parse_npy(path, &bytes)
 }

@@ -183,7 +183,8 @@ fn field_files_decode_or_fail_cleanly() {
         }
     }
     // .npy: mutations of the corpus seeds
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/query_fields");
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/query_fields");
     let seeds: Vec<Vec<u8>> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| std::fs::read(e.unwrap().path()).unwrap())

@@ -320,7 +320,9 @@ impl EntrySpec {
 
     /// Reads a user entry type from a TOML spec file (see [`EntrySpec::from_toml_str`]).
     pub fn from_toml_file(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|e| SpmvError::io(path, e))?;
+        let bytes = crate::matrices::read_input(path)?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| SpmvError::io(path, std::io::Error::other("not UTF-8 text")))?;
         Self::from_toml_str(&text, &path.display().to_string())
     }
 

@@ -178,8 +178,13 @@ fn vtu_inputs(path: &Path, expr: &str, at: Option<At>) -> anyhow::Result<Inputs>
             chosen.push(f);
         }
     }
-    let q = Query::compile(expr, &names)
-                .map_err(|e| anyhow!("query {} on {}: {e}", excerpt(expr, e.span()), path.display()))?;
+    let q = Query::compile(expr, &names).map_err(|e| {
+        anyhow!(
+            "query {} on {}: {e}",
+            excerpt(expr, e.span()),
+            path.display()
+        )
+    })?;
     let used: Vec<&tessera_mesh::io::vtu::QueryField> =
         q.used_fields().into_iter().map(|i| chosen[i]).collect();
     let loc = match (want_loc, used.first()) {
@@ -195,7 +200,7 @@ fn vtu_inputs(path: &Path, expr: &str, at: Option<At>) -> anyhow::Result<Inputs>
                 "cell"
             }
         };
-                bail!(
+        bail!(
             "query {} mixes {} data ({}) with {} data ({}); one expression runs over points or over cells",
             excerpt(expr, None),
             side(loc),
@@ -224,7 +229,7 @@ fn file_inputs(fields: &[String], precision: Option<Precision>) -> anyhow::Resul
             .split_once('=')
             .ok_or_else(|| anyhow!("--field `{f}`: expected NAME=PATH"))?;
         let path = Path::new(p);
-                // a regular file within the memory budget (tessera_core::input)
+        // a regular file within the memory budget (tessera_core::input)
         let bytes = tessera_core::input::read_file(path)?;
         let (v, t) = if npy::is_npy(&bytes) {
             let a = npy::parse_npy(path, &bytes)?;
@@ -241,7 +246,7 @@ fn file_inputs(fields: &[String], precision: Option<Precision>) -> anyhow::Resul
                     path.display()
                 );
             };
-                                    let v: Vec<f64> = match prec {
+            let v: Vec<f64> = match prec {
                 Precision::F32 => decode_field::<f32>(path, &bytes)?
                     .into_iter()
                     .map(f64::from)
@@ -319,7 +324,7 @@ fn eval(a: EvalArgs) -> anyhow::Result<()> {
         }
     };
     let name_refs: Vec<&str> = inputs.names.iter().map(|s| s.as_str()).collect();
-        let q = Query::compile(&a.expr, &name_refs)
+    let q = Query::compile(&a.expr, &name_refs)
         .map_err(|e| anyhow!("query {}: {e}", excerpt(&a.expr, e.span())))?;
     if !q.used_fields().is_empty() && inputs.values.is_empty() {
         bail!("no fields given: use --input FILE.vtu or --field NAME=PATH");

@@ -5,7 +5,7 @@
 //! positively oriented tetrahedra with in-range vertices and groups (simplex build).
 //! Each input goes through both builds.
 
-use super::{medit, msh, ovm, tetgen, Build, Built, Format, ReadOptions};
+use super::{medit, msh, ovm, tetgen, vtu, Build, Built, Format, ReadOptions};
 use crate::MeshError;
 use std::path::Path;
 
@@ -74,6 +74,7 @@ pub fn check_reader(fmt: Format, label: &str, data: &[u8]) {
             Format::Msh => msh::read_as(path, data, build, &opts),
             Format::Medit => medit::read_as(path, data, build, &opts),
             Format::Ovm => ovm::read(path, data).map(Built::Poly),
+            Format::Vtu => vtu::read_as(path, data, build),
             _ => panic!("check_reader: {fmt:?} is not a single-file reader"),
         };
         check_built(label, r);

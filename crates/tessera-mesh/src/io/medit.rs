@@ -156,7 +156,7 @@ pub(crate) fn read_as(
             "normals" | "tangents" => {
                 let n = c.count("a count", MAX_COUNT)?;
                 for _ in 0..3 * n {
-                    c.num::<f64>("a component")?;
+                    c.coord("a component")?;
                 }
             }
             "normalatvertices" | "tangentatvertices" | "tangentatedges" => {

@@ -47,8 +47,7 @@ pub use ply::write_ply;
 pub use surface::{read_surface, write_surface, write_surface_with, SurfaceFormat};
 pub use vtu::{
     read_vtu_grid, stage_vtu_grid, write_pvd, write_vtu, write_vtu_grid, write_vtu_groups,
-    write_vtu_polygons,
-    write_vtu_with, DataArray, DataLocation, NumType, VtuEncoding, VtuGrid,
+    write_vtu_polygons, write_vtu_with, DataArray, DataLocation, NumType, VtuEncoding, VtuGrid,
 };
 
 use crate::{MeshError, Point, PolyMesh, PolyMeshBuilder};
@@ -551,7 +550,7 @@ impl Collected {
     fn duplicate_twins(&self) -> Option<Vec<u32>> {
         use rayon::prelude::*;
         let nc = self.cell_types.len();
-                let offs = self.cell_offsets();
+        let offs = self.cell_offsets();
         // sorted vertices + cell index; tetrahedra (the common case) in 20 bytes
         fn pairs<const K: usize>(keys: &mut [[u32; K]]) -> Vec<(u32, u32)> {
             keys.par_sort_unstable();
@@ -581,7 +580,7 @@ impl Collected {
             let mut keys: Vec<[u32; 10]> = (0..nc)
                 .into_par_iter()
                 .with_min_len(4096)
-                                .map(|c| {
+                .map(|c| {
                     // the node count and the first 8 sorted nodes (general polyhedra may
                     // have more: equal keys are compared in full below)
                     let mut k = [u32::MAX; 10];
@@ -601,7 +600,9 @@ impl Collected {
             };
             pairs(&mut keys)
                 .into_iter()
-                .filter(|&(a, b)| offs[a as usize + 1] - offs[a as usize] <= 8 || sorted(a) == sorted(b))
+                .filter(|&(a, b)| {
+                    offs[a as usize + 1] - offs[a as usize] <= 8 || sorted(a) == sorted(b)
+                })
                 .collect()
         };
         if dup.is_empty() {
@@ -620,7 +621,7 @@ impl Collected {
         Some(twin)
     }
 
-        /// Start of each cell's nodes in `cell_nodes` (general polyhedra store their distinct
+    /// Start of each cell's nodes in `cell_nodes` (general polyhedra store their distinct
     /// nodes).
     fn cell_offsets(&self) -> Vec<usize> {
         let mut offs = Vec::with_capacity(self.cell_types.len() + 1);
@@ -669,22 +670,27 @@ impl Collected {
                 new_of[c] = new_of[twin[c] as usize];
             }
         }
+        let offs = self.cell_offsets();
         let mut types = Vec::with_capacity(k as usize);
         let mut nodes = Vec::with_capacity(self.cell_nodes.len());
         let mut locs = Vec::with_capacity(k as usize);
-        let mut o = 0usize;
+        let mut polys = Vec::new();
+        let mut old_polys = std::mem::take(&mut self.poly_cells).into_iter();
         for (c, &t) in twin.iter().enumerate() {
-            let n = self.cell_types[c].num_vertices().unwrap_or(0);
+            let poly = (self.cell_types[c] == crate::CellType::Polyhedron)
+                .then(|| old_polys.next())
+                .flatten();
             if t == u32::MAX {
                 types.push(self.cell_types[c]);
-                nodes.extend_from_slice(&self.cell_nodes[o..o + n]);
+                nodes.extend_from_slice(&self.cell_nodes[offs[c]..offs[c + 1]]);
                 locs.push(self.cell_loc[c]);
+                polys.extend(poly);
             }
-            o += n;
         }
         self.cell_types = types;
         self.cell_nodes = nodes;
         self.cell_loc = locs;
+        self.poly_cells = polys;
         for g in &mut self.cell_groups {
             g.1 = new_of[g.1 as usize];
         }

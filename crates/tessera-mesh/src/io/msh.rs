@@ -276,9 +276,9 @@ fn entities(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
             let ncoord = if d == 0 { 3 } else { 6 };
             for _ in 0..ncoord {
                 if st.binary {
-                    c.bin_f64("an entity bounding box")?;
+                    c.bin_coord("an entity bounding box")?;
                 } else {
-                    c.num::<f64>("an entity coordinate")?;
+                    c.coord("an entity coordinate")?;
                 }
             }
             let nphys = if st.binary {
@@ -473,7 +473,7 @@ fn nodes_v4(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
             let p = if bin {
                 let p = [c.bin_coord("x")?, c.bin_coord("y")?, c.bin_coord("z")?];
                 for _ in 0..npar {
-                    c.bin_f64("a parametric coordinate")?;
+                    c.bin_coord("a parametric coordinate")?;
                 }
                 p
             } else {
@@ -483,7 +483,7 @@ fn nodes_v4(c: &mut Cursor, st: &mut State) -> Result<(), MeshError> {
                     c.coord("z coordinate")?,
                 ];
                 for _ in 0..npar {
-                    c.num::<f64>("a parametric coordinate")?;
+                    c.coord("a parametric coordinate")?;
                 }
                 p
             };

@@ -114,7 +114,7 @@ pub(crate) fn read_pair(
             c.coord("z coordinate")?,
         ];
         for _ in 0..nattr {
-            c.num::<f64>("a point attribute")?;
+            c.coord("a point attribute")?;
         }
         for _ in 0..nmark {
             c.int("a boundary marker")?;
@@ -173,7 +173,7 @@ pub(crate) fn read_pair(
         }
         let ci = col.add_cell(CellType::Tetrahedron, &v, loc);
         for k in 0..nattr {
-            let a = c.num::<f64>("a region attribute")?;
+            let a = c.coord("a region attribute")?;
             if k == 0 && a.fract() == 0.0 && a.abs() < i32::MAX as f64 {
                 col.cell_groups.push((a as i32, ci));
             }

@@ -1066,7 +1066,7 @@ pub fn stage_vtu_grid(
     }
     g.check()
         .map_err(|m| MeshError::Unsupported(format!("{}: {m}", path.display())))?;
-        let flat: Vec<f64> = g.points.iter().flatten().copied().collect();
+    let flat: Vec<f64> = g.points.iter().flatten().copied().collect();
     let note = note.map(|n| n.replace("--", "- -"));
     super::stage(path, |w| {
         let mut aw = ArrayWriter {
@@ -1265,10 +1265,8 @@ fn line_of(bytes: &[u8], at: usize) -> usize {
 
 /// Read a `.vtu` file as stored (every point, cell and array; see the module docs).
 pub fn read_vtu_grid(path: &Path) -> Result<VtuGrid, MeshError> {
-    let bytes = std::fs::read(path).map_err(|source| MeshError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    // a regular file within the memory budget (tessera_core::input)
+    let bytes = tessera_core::input::read_file(path)?;
     parse_vtu(path, &bytes)
 }
 

@@ -218,7 +218,7 @@ impl TriMesh {
 /// indices are accepted) or PLY (ASCII or binary little/big endian; `vertex` x, y, z and
 /// `face` vertex index lists) triangle mesh.
 pub fn read_mesh(path: &Path) -> Result<TriMesh> {
-    let f = std::fs::File::open(path).map_err(|e| SpmvError::io(path, e))?;
+    let data = super::read_input(path)?;
     let name = path.display().to_string();
     let ext = path
         .extension()
@@ -226,14 +226,8 @@ pub fn read_mesh(path: &Path) -> Result<TriMesh> {
         .unwrap_or("")
         .to_ascii_lowercase();
     let mesh = match ext.as_str() {
-        "obj" => parse_obj(BufReader::new(f), &name)?,
-        "ply" => {
-            let mut data = Vec::new();
-            BufReader::new(f)
-                .read_to_end(&mut data)
-                .map_err(|e| SpmvError::io(path, e))?;
-            parse_ply(&data, &name)?
-        }
+        "obj" => parse_obj(BufReader::new(&data[..]), &name)?,
+        "ply" => parse_ply(&data, &name)?,
         _ => {
             return Err(SpmvError::BadOption {
                 what: "mesh file",
@@ -438,6 +432,12 @@ pub fn parse_ply(data: &[u8], file: &str) -> Result<TriMesh> {
         })
     };
     for (name, count, props) in &elems {
+        if props.is_empty() && *count > 0 {
+            return Err(perr(
+                line_no,
+                format!("element `{name}` has no properties but a count of {count}"),
+            ));
+        }
         for _ in 0..*count {
             let mut xyz = [f64::NAN; 3];
             let mut face: Vec<u32> = Vec::new();

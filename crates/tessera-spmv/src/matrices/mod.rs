@@ -17,6 +17,15 @@ use crate::layout::CsrMatrix;
 
 /// Builds a CSR matrix from (row, col, entry) triplets with `l` scalars per entry: rows by
 /// counting sort, columns sorted within rows, duplicates summed (count -> scan -> fill).
+/// The bytes of an input file: a regular file within the memory budget, gzip (by its
+/// magic bytes) inflated within limits ([`tessera_core::input`]).
+pub(crate) fn read_input(path: &Path) -> Result<Vec<u8>> {
+    tessera_core::input::read_maybe_gzip(path).map_err(|e| match e {
+        tessera_core::CoreError::Io { err, .. } => SpmvError::io(path, err),
+        other => SpmvError::io(path, std::io::Error::other(other.reason())),
+    })
+}
+
 pub fn csr_from_triplets(
     n_rows: usize,
     n_cols: usize,

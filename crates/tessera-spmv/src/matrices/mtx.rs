@@ -36,16 +36,12 @@ pub struct MmMatrix {
     pub csr: CsrMatrix<f64>,
 }
 
-/// Reads a `.mtx` or `.mtx.gz` file.
+/// Reads a `.mtx` or `.mtx.gz` file (a regular file, gzip inflated within the limits of
+/// [`tessera_core::input`]).
 pub fn read_matrix_market(path: &Path) -> Result<MmMatrix> {
-    let f = std::fs::File::open(path).map_err(|e| SpmvError::io(path, e))?;
+    let data = super::read_input(path)?;
     let name = path.display().to_string();
-    let gz = path.extension().is_some_and(|e| e == "gz");
-    if gz {
-        parse_matrix_market(BufReader::new(flate2::read::GzDecoder::new(f)), &name)
-    } else {
-        parse_matrix_market(BufReader::new(f), &name)
-    }
+    parse_matrix_market(BufReader::new(&data[..]), &name)
 }
 
 /// Parses Matrix Market text from a reader; `file` names it in errors.
@@ -118,7 +114,8 @@ pub fn parse_matrix_market<R: Read>(r: BufReader<R>, file: &str) -> Result<MmMat
             if symmetry != MmSymmetry::General && s.0 != s.1 {
                 return Err(perr(ln, "symmetric storage needs a square matrix".into()));
             }
-            rows.reserve(s.2 * 2);
+            // the announced count is a hint only: grow with the entries actually read
+            rows.reserve(s.2.min(1 << 20) * 2);
             size = Some(s);
             continue;
         };
