@@ -22,7 +22,7 @@ def read(p):
     return open(p, "rb").read()
 
 
-for t in ["msh", "medit", "ovm", "tetgen", "gzip", "problem_toml", "query_fields"]:
+for t in ["msh", "medit", "ovm", "vtu", "tetgen", "gzip", "problem_toml", "query_fields"]:
     shutil.rmtree(os.path.join("fuzz/corpus", t), ignore_errors=True)
 
 # text fixtures by format
@@ -68,6 +68,80 @@ for swap in [False, True]:
     b41 += struct.pack(e + "iiiQ", 3, 1, 4, 2) + struct.pack(e + "QQQQQ", 1, 1, 2, 3, 4) + struct.pack(e + "QQQQQ", 2, 2, 3, 4, 5)
     b41 += b"\n$EndElements\n"
     out("msh", "seed-bin41-be.msh" if swap else "seed-bin41.msh", b41)
+
+# VTU: the two tetrahedra in ASCII, base64, appended raw and zlib-compressed appended raw,
+# with point, cell and field data and a gmsh:physical array; a polyhedron; a quadratic tet
+import base64, zlib
+
+pts = [n[1:] for n in nodes]
+conn = [0, 1, 2, 3, 1, 2, 3, 4]
+arrays = [  # (tag, type, name, ncomp, values, fmt)
+    ("Points", "Float64", None, 3, [c for p in pts for c in p], "d"),
+    ("Cells", "Int64", "connectivity", 1, conn, "q"),
+    ("Cells", "Int64", "offsets", 1, [4, 8], "q"),
+    ("Cells", "UInt8", "types", 1, [10, 10], "B"),
+    ("PointData", "Float64", "T", 1, [0.5, 1, 2, 3, 4], "d"),
+    ("CellData", "Int32", "gmsh:physical", 1, [1, 1], "i"),
+]
+
+
+def vtu(enc):
+    app = b""
+    sections = {"Points": [], "Cells": [], "PointData": [], "CellData": []}
+    for tag, ty, name, nc, vals, f in arrays:
+        raw = struct.pack("<%d%s" % (len(vals), f), *vals)
+        attrs = 'type="%s"%s NumberOfComponents="%d"' % (ty, ' Name="%s"' % name if name else "", nc)
+        if enc == "ascii":
+            body = " ".join(str(v) for v in vals)
+            sections[tag].append('<DataArray %s format="ascii">%s</DataArray>' % (attrs, body))
+        elif enc == "base64":
+            blob = base64.b64encode(struct.pack("<Q", len(raw)) + raw).decode()
+            sections[tag].append('<DataArray %s format="binary">%s</DataArray>' % (attrs, blob))
+        else:
+            if enc == "zlib":
+                z = zlib.compress(raw)
+                blob = struct.pack("<QQQQ", 1, len(raw), len(raw), len(z)) + z
+            else:
+                blob = struct.pack("<Q", len(raw)) + raw
+            sections[tag].append('<DataArray %s format="appended" offset="%d"/>' % (attrs, len(app)))
+            app += blob
+    comp = ' compressor="vtkZLibDataCompressor"' if enc == "zlib" else ""
+    x = '<?xml version="1.0"?>\n<VTKFile type="UnstructuredGrid" version="1.0" byte_order="LittleEndian" header_type="UInt64"%s>\n' % comp
+    x += '<UnstructuredGrid>\n<FieldData><DataArray type="Int32" Name="solid" NumberOfTuples="2" format="ascii">1 3</DataArray></FieldData>\n'
+    x += '<Piece NumberOfPoints="5" NumberOfCells="2">\n'
+    for tag in ["PointData", "CellData", "Points", "Cells"]:
+        x += "<%s>\n%s\n</%s>\n" % (tag, "\n".join(sections[tag]), tag)
+    x += "</Piece>\n</UnstructuredGrid>\n"
+    data = x.encode()
+    if enc in ("raw", "zlib"):
+        data += b'<AppendedData encoding="raw">\n_' + app + b"\n</AppendedData>\n"
+    return data + b"</VTKFile>\n"
+
+
+for enc in ["ascii", "base64", "raw", "zlib"]:
+    out("vtu", "two-tets-%s.vtu" % enc, vtu(enc))
+# one hexahedron as a VTK_POLYHEDRON (faces / faceoffsets) and one quadratic tetrahedron
+hexp = [(x, y, z) for z in (0, 1) for y in (0, 1) for x in (0, 1)]
+faces = [6, 4, 0, 2, 3, 1, 4, 4, 5, 7, 6, 4, 0, 1, 5, 4, 4, 2, 6, 7, 3, 4, 0, 4, 6, 2, 4, 1, 3, 7, 5]
+poly = ('<?xml version="1.0"?>\n<VTKFile type="UnstructuredGrid" version="1.0" byte_order="LittleEndian">\n'
+        '<UnstructuredGrid><Piece NumberOfPoints="8" NumberOfCells="1">\n'
+        '<Points><DataArray type="Float64" NumberOfComponents="3" format="ascii">%s</DataArray></Points>\n'
+        '<Cells><DataArray type="Int64" Name="connectivity" format="ascii">0 1 2 3 4 5 6 7</DataArray>\n'
+        '<DataArray type="Int64" Name="offsets" format="ascii">8</DataArray>\n'
+        '<DataArray type="UInt8" Name="types" format="ascii">42</DataArray>\n'
+        '<DataArray type="Int64" Name="faces" format="ascii">%s</DataArray>\n'
+        '<DataArray type="Int64" Name="faceoffsets" format="ascii">%d</DataArray></Cells>\n'
+        '</Piece></UnstructuredGrid>\n</VTKFile>\n') % (" ".join("%g %g %g" % p for p in hexp), " ".join(map(str, faces)), len(faces))
+out("vtu", "polyhedron.vtu", poly)
+q = [(0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 0, 1), (0.5, 0, 0), (0.5, 0.5, 0), (0, 0.5, 0), (0, 0, 0.5), (0.5, 0, 0.5), (0, 0.5, 0.5)]
+quad = ('<?xml version="1.0"?>\n<VTKFile type="UnstructuredGrid" version="1.0" byte_order="LittleEndian">\n'
+        '<UnstructuredGrid><Piece NumberOfPoints="10" NumberOfCells="1">\n'
+        '<Points><DataArray type="Float32" NumberOfComponents="3" format="ascii">%s</DataArray></Points>\n'
+        '<Cells><DataArray type="Int32" Name="connectivity" format="ascii">0 1 2 3 4 5 6 7 8 9</DataArray>\n'
+        '<DataArray type="Int32" Name="offsets" format="ascii">10</DataArray>\n'
+        '<DataArray type="UInt8" Name="types" format="ascii">24</DataArray></Cells>\n'
+        '</Piece></UnstructuredGrid>\n</VTKFile>\n') % " ".join("%g %g %g" % p for p in q)
+out("vtu", "quadratic-tet.vtu", quad)
 
 # gzip streams: a mesh, two members, an empty member, zeros, truncated
 mesh = read(FIX + "/mixed-v41.msh")

@@ -1,6 +1,6 @@
 //! The bounded-time fuzz run of CI for the mesh readers and the gzip layer. `cargo test`
-//! mutates the seed corpora of the cargo-fuzz targets (`fuzz/corpus/{msh,medit,ovm,tetgen,
-//! gzip}`, written by `scripts/make-fuzz-corpus.py`) with byte edits, truncations, line
+//! mutates the seed corpora of the cargo-fuzz targets (`fuzz/corpus/{msh,medit,ovm,vtu,
+//! tetgen,gzip}`, written by `scripts/make-fuzz-corpus.py`) with byte edits, truncations, line
 //! duplications and hostile numbers (0, -1, 2^31, 2^32 + 3, 4e9, 1e308, nan) for
 //! `TESSERA_FUZZ_SECS` seconds (default 6; `TESSERA_FUZZ_SEED` varies the run), and checks the properties of
 //! `tessera_mesh::io::fuzz` on each input: no panic, one bounded error line naming the file,
@@ -203,6 +203,7 @@ fn readers_survive_mutated_inputs() {
             fuzz::check_reader(Format::Medit, "fuzz.mesh", d)
         }),
         ("ovm", |d| fuzz::check_reader(Format::Ovm, "fuzz.ovm", d)),
+        ("vtu", |d| fuzz::check_reader(Format::Vtu, "fuzz.vtu", d)),
         ("tetgen", fuzz::check_tetgen),
         ("gzip", |d| {
             let lim = GzipLimits {
@@ -268,5 +269,19 @@ fn valid_seeds_are_accepted() {
         let m = tessera_mesh::io::read_mesh(&p).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(m.mesh.num_cells(), 2, "{name}");
         assert_eq!(m.groups.len(), 2, "{name}: {:?}", m.groups);
+    }
+    for (name, cells) in [
+        ("two-tets-ascii.vtu", 2),
+        ("two-tets-base64.vtu", 2),
+        ("two-tets-raw.vtu", 2),
+        ("two-tets-zlib.vtu", 2),
+        ("polyhedron.vtu", 1),
+        ("quadratic-tet.vtu", 1),
+    ] {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fuzz/corpus/vtu")
+            .join(name);
+        let m = tessera_mesh::io::read_mesh(&p).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(m.mesh.num_cells(), cells, "{name}");
     }
 }
