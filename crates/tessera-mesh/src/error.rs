@@ -76,13 +76,18 @@ impl From<tessera_core::CoreError> for MeshError {
     }
 }
 
+/// Longest message of a parse error, in characters (the file text it quotes is clipped).
+const MAX_PARSE_MESSAGE: usize = 400;
+
 impl MeshError {
     /// A parse error at a 1-based line.
+    /// The message is kept to one line of bounded length (file text quoted in it may hold
+    /// newlines or be arbitrarily long).
     pub fn parse_line(path: impl Into<PathBuf>, line: usize, msg: impl Into<String>) -> Self {
         MeshError::Parse {
             path: path.into(),
             location: format!("line {line}"),
-            msg: msg.into(),
+            msg: tessera_core::error::clip(&msg.into(), MAX_PARSE_MESSAGE),
         }
     }
     /// A parse error at a byte offset (binary files).
@@ -90,7 +95,7 @@ impl MeshError {
         MeshError::Parse {
             path: path.into(),
             location: format!("byte {offset}"),
-            msg: msg.into(),
+            msg: tessera_core::error::clip(&msg.into(), MAX_PARSE_MESSAGE),
         }
     }
 }

@@ -1352,12 +1352,19 @@ pub fn parse_vtu(path: &Path, bytes: &[u8]) -> Result<VtuGrid, MeshError> {
                                 format!("<Piece> without {}", String::from_utf8_lossy(k)),
                             )
                         })?;
-                        v.trim().parse().map_err(|_| {
-                            err_at(
-                                pos,
-                                format!("{}=\"{v}\" is not a count", String::from_utf8_lossy(k)),
-                            )
-                        })
+                        v.trim()
+                            .parse::<usize>()
+                            .ok()
+                            .filter(|&n| n <= u32::MAX as usize)
+                            .ok_or_else(|| {
+                                err_at(
+                                    pos,
+                                    format!(
+                                        "{}=\"{v}\" is not a count below 2^32 (Tessera's 32-bit indices)",
+                                        String::from_utf8_lossy(k)
+                                    ),
+                                )
+                            })
                     };
                     pieces.push((num(b"NumberOfPoints")?, num(b"NumberOfCells")?));
                 }
@@ -1949,7 +1956,8 @@ impl Decoder<'_> {
                         }
                         let head = b64_decode(&text[..henc]).map_err(|m| self.err(d, m))?;
                         let csum = self.block_sizes(d, &head)?.1.iter().sum::<u64>();
-                        let benc = b64_prefix_len(csum as usize).min(text.len() - henc);
+                        let benc =
+                            b64_prefix_len((csum as usize).min(text.len())).min(text.len() - henc);
                         let body =
                             b64_decode(&text[henc..henc + benc]).map_err(|m| self.err(d, m))?;
                         self.inflate(d, &head, &body)
@@ -1960,7 +1968,7 @@ impl Decoder<'_> {
                             return Err(self.err(d, "truncated length header".into()));
                         }
                         let n = self.read_uint(&first[..hs]);
-                        let need = b64_prefix_len(hs + n as usize);
+                        let need = b64_prefix_len(hs + (n as usize).min(text.len()));
                         if n > text.len() as u64 || need > text.len() {
                             return Err(self.err(
                                 d,
@@ -2040,12 +2048,23 @@ impl Decoder<'_> {
         let nb = self.read_uint(&head[..hs]) as usize;
         let bs = self.read_uint(&head[hs..2 * hs]);
         let last = self.read_uint(&head[2 * hs..3 * hs]);
-        if head.len() < (3 + nb) * hs {
+        if nb
+            .checked_add(3)
+            .and_then(|n| n.checked_mul(hs))
+            .is_none_or(|n| head.len() < n)
+        {
             return Err(self.err(d, "truncated compression header".into()));
         }
         let csizes: Vec<u64> = (0..nb)
             .map(|i| self.read_uint(&head[(3 + i) * hs..(4 + i) * hs]))
             .collect();
+        if csizes
+            .iter()
+            .try_fold(0u64, |a, &c| a.checked_add(c))
+            .is_none()
+        {
+            return Err(self.err(d, "the compressed block sizes add up past 2^64".into()));
+        }
         let usizes: Vec<u64> = (0..nb)
             .map(|i| if i + 1 == nb && last != 0 { last } else { bs })
             .collect();
@@ -2215,6 +2234,41 @@ impl Decoder<'_> {
 /// without volume cells is read as a surface (its polygons as free faces).
 pub(crate) fn read_as(path: &Path, bytes: &[u8], build: Build) -> Result<Built, MeshError> {
     let g = parse_vtu(path, bytes)?;
+    let at = |what: &str, i: usize, msg: String| MeshError::Parse {
+        path: path.to_path_buf(),
+        location: format!("{what} {i}"),
+        msg,
+    };
+    if let Some(i) = g
+        .points
+        .iter()
+        .position(|p| !p.iter().all(|x| x.is_finite()))
+    {
+        return Err(at(
+            "point",
+            i,
+            format!("non-finite coordinate {:?}", g.points[i]),
+        ));
+    }
+    if let Some(a) = g
+        .array(DataLocation::Cell, GMSH_PHYSICAL)
+        .filter(|a| a.components == 1)
+    {
+        if let Some(c) = a
+            .values
+            .iter()
+            .position(|&t| t.fract() != 0.0 || !(i32::MIN as f64..=i32::MAX as f64).contains(&t))
+        {
+            return Err(at(
+                "cell",
+                c,
+                format!(
+                    "physical tag {} of `{GMSH_PHYSICAL}` is not a 32-bit integer",
+                    a.values[c]
+                ),
+            ));
+        }
+    }
     let mut col = Collected {
         nodes: g.points.clone(),
         ..Default::default()
@@ -2320,5 +2374,16 @@ pub(crate) fn read_as(path: &Path, bytes: &[u8], build: Build) -> Result<Built, 
     }
     let mut cur = super::text::Cursor::new(path, bytes);
     cur.cells = true;
-    col.finish_as(&cur, build)
+    let built = col.finish_as(&cur, build)?;
+    // general polyhedra come as face loops: they must close and be consistently oriented
+    if let Built::Poly(mf) = &built {
+        if g.types.contains(&VTK_POLYHEDRON) {
+            mf.mesh.validate().map_err(|e| MeshError::Parse {
+                path: path.to_path_buf(),
+                location: "polyhedra".into(),
+                msg: e.to_string(),
+            })?;
+        }
+    }
+    Ok(built)
 }
