@@ -78,6 +78,57 @@ pub fn read_npy(path: &Path) -> Result<NpyArray, QueryError> {
     parse_npy(path, &bytes)
 }
 
+/// The header must be exactly a dict of the three keys `descr` (a quoted string),
+/// `fortran_order` (`True` / `False`) and `shape` (a tuple), each once, in any order, with
+/// an optional trailing comma: anything else is a damaged header, not a variant.
+fn check_dict(header: &str) -> Result<(), String> {
+    let h = header.trim_end_matches([' ', '\n']);
+    let inner = h
+        .strip_prefix('{')
+        .and_then(|h| h.strip_suffix('}'))
+        .ok_or("the header is not one {...} dict")?;
+    let mut rest = inner.trim_start();
+    let mut seen: Vec<&str> = Vec::new();
+    while !rest.is_empty() {
+        let r = rest
+            .strip_prefix('\'')
+            .ok_or("a key is not a quoted string")?;
+        let end = r.find('\'').ok_or("an unterminated key")?;
+        let key = &r[..end];
+        if !["descr", "fortran_order", "shape"].contains(&key) || seen.contains(&key) {
+            return Err(format!("unexpected or repeated key `{key}`"));
+        }
+        seen.push(key);
+        let r = r[end + 1..]
+            .trim_start()
+            .strip_prefix(':')
+            .ok_or("no `:` after a key")?;
+        let r = r.trim_start();
+        let vlen = match key {
+            "descr" => r
+                .strip_prefix('\'')
+                .and_then(|v| v.find('\''))
+                .map(|e| e + 2),
+            "shape" => r.strip_prefix('(').and_then(|v| v.find(')')).map(|e| e + 2),
+            _ => ["True", "False"]
+                .iter()
+                .find(|w| r.starts_with(**w))
+                .map(|w| w.len()),
+        }
+        .ok_or_else(|| format!("a malformed value of `{key}`"))?;
+        let r = r[vlen..].trim_start();
+        rest = match r.strip_prefix(',') {
+            Some(r) => r.trim_start(),
+            None if r.is_empty() => r,
+            None => return Err(format!("unexpected text after the value of `{key}`")),
+        };
+    }
+    if seen.len() != 3 {
+        return Err("the header lacks one of 'descr', 'fortran_order', 'shape'".into());
+    }
+    Ok(())
+}
+
 /// The value of `key` in the header dict (the text after `'key':`).
 fn dict_value<'a>(header: &'a str, key: &str) -> Option<&'a str> {
     let k = format!("'{key}'");
@@ -154,6 +205,7 @@ pub fn parse_npy(path: &Path, bytes: &[u8]) -> Result<NpyArray, QueryError> {
             ))
         }
     };
+    check_dict(header).map_err(|m| err(path, format!("damaged header dict: {m}")))?;
     // shape
     let shape_txt = dict_value(header, "shape")
         .and_then(|v| v.strip_prefix('('))

@@ -2350,7 +2350,15 @@ pub(crate) fn read_as(path: &Path, bytes: &[u8], build: Build) -> Result<Built, 
                 VTK_TRIANGLE | 22 | 34 | 69 => (2, 3),
                 VTK_QUAD | 23 | 28 | 70 => (2, 4),
                 VTK_POLYGON => (2, pts.len()),
-                _ => continue,
+                // other VTK cells (strips, pixels, higher-order 2D/1D ...) carry no volume
+                0..=16 | 21..=37 | 42 | 51..=83 => continue,
+                _ => {
+                    return Err(at(
+                        "cell",
+                        c,
+                        format!("VTK cell type {t} is not a VTK cell type"),
+                    ))
+                }
             };
             if pts.len() < n {
                 continue;
