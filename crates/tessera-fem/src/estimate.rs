@@ -175,6 +175,36 @@ pub fn check_problem(problem: &crate::problem::Problem) -> Result<(), tessera_co
     Ok(())
 }
 
+/// The counts of a mesh read from a file, from its vertices and cells (edges and faces from
+/// `V - E + F - T = 1` and `F ≈ 2 T`).
+pub fn file_counts(vertices: usize, cells: usize) -> SimplexCounts {
+    SimplexCounts {
+        vertices: vertices as u64,
+        edges: (vertices + cells) as u64,
+        faces: 2 * cells as u64,
+        cells: cells as u64,
+    }
+}
+
+/// Refuse a static solve of a mesh read from `file` (counts `c`) that would not fit in the
+/// memory budget: checked once the mesh is read, before the order-`p` mesh is built.
+pub fn check_file_problem(
+    file: &std::path::Path,
+    c: &SimplexCounts,
+    problem: &crate::problem::Problem,
+) -> Result<(), tessera_core::CoreError> {
+    tessera_core::memory::check(
+        format!(
+            "a static solve of {} ({} tetrahedra, p = {}, {} DOFs)",
+            file.display(),
+            c.cells,
+            problem.order,
+            3 * num_nodes(problem.order, c)
+        ),
+        static_solve_bytes(problem.order, c, problem.solver.method),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -60,6 +60,9 @@ pub enum StaticError {
     Selection { key: String, message: String },
     #[error("{0}")]
     Unsupported(String),
+    /// Work refused before it starts (memory estimate over the budget).
+    #[error(transparent)]
+    Core(#[from] tessera_core::CoreError),
     /// A mesh file with cells folded over relative to their neighbours.
     #[error("{file}: {count} inverted cell(s), first {first}; the mesh is tangled (see `tessera mesh quality {file}`); smooth it without --plain, or pass --allow-inverted to solve anyway")]
     InvertedCells {
@@ -718,7 +721,6 @@ pub fn check_rigid_modes_per_body(ho: &HoMesh, cons: &Constraints) -> Result<(),
     Ok(())
 }
 
-
 /// Stage 3 on the CPU: `K` of linear elasticity into Bin-BCSR* (dissertation §4.4).
 pub fn assemble_cpu(
     problem: &Problem,
@@ -992,7 +994,6 @@ fn device_relative_residual(
     Ok(if r0 == 0.0 { r } else { r / r0 })
 }
 
-
 fn pcg_params(problem: &Problem) -> PcgParams {
     PcgParams {
         tolerance: problem.solver.tolerance,
@@ -1207,6 +1208,12 @@ pub fn solve_problem(
     }
     let mut mesh = loaded.mesh;
     let origin = mesh.source.take();
+    // a file's size is known once it is read: refuse an order it cannot afford before the
+    // order-p mesh is built
+    if let Some((file, _)) = &origin {
+        let c = crate::estimate::file_counts(mesh.mesh.num_vertices(), mesh.mesh.num_cells());
+        crate::estimate::check_file_problem(file, &c, problem)?;
+    }
     let locate = |e: StaticError| locate_cell(origin.as_ref(), e);
     let prep = st
         .run("preprocess", || preprocess(problem, mesh))

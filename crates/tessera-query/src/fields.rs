@@ -41,7 +41,7 @@ pub fn decode_field<T: FieldValue>(path: &Path, bytes: &[u8]) -> Result<Vec<T>, 
         return Err(QueryError::FieldFile {
             path: path.to_path_buf(),
             msg: format!(
-                "{} bytes is not a whole number of {size}-byte {} values (truncated, or another precision?)",
+                "{} bytes is not a whole number of {size}-byte ({}) values (truncated, or another precision?)",
                 bytes.len(),
                 T::PRECISION.name()
             ),

@@ -28,6 +28,10 @@ pub enum RenderError {
         #[source]
         source: std::io::Error,
     },
+    /// An input file refused before parsing (not a regular file, over the input limits); the
+    /// message names the file.
+    #[error(transparent)]
+    Input(#[from] tessera_core::CoreError),
     /// A CUDA failure.
     #[error("GPU: {0}")]
     Gpu(#[from] GpuError),

@@ -27,11 +27,9 @@ fn perr(path: &Path, line: usize, msg: impl Into<String>) -> RenderError {
     }
 }
 
+/// A regular file within the input limits ([`tessera_core::input::read_file`]).
 fn read_file(path: &Path) -> Result<Vec<u8>, RenderError> {
-    std::fs::read(path).map_err(|e| RenderError::Io {
-        path: path.display().to_string(),
-        source: e,
-    })
+    Ok(tessera_core::input::read_file(path)?)
 }
 
 /// Which coordinate becomes the value of an OBJ surface.
@@ -404,23 +402,26 @@ pub fn read_vtu_surface(
     let mut tris: Vec<[u32; 3]> = Vec::new();
     let mut faces: HashMap<Vec<u32>, (usize, Vec<u32>)> = HashMap::new();
     let mut start = 0usize;
+    // indices are whole numbers in range (a cast would turn -1 or 2.5 into a valid point)
+    let index =
+        |x: f64, len: usize| (x >= 0.0 && x.fract() == 0.0 && x < len as f64).then_some(x as usize);
     for (c, (&off, &ty)) in offs.values.iter().zip(&types.values).enumerate() {
-        let end = off as usize;
-        if end < start || end > conn.values.len() {
-            return Err(perr(
+        let end = index(off, conn.values.len() + 1)
+            .filter(|&e| e >= start)
+            .ok_or_else(|| perr(path, 1, format!("cell {c}: offset {off} out of range")))?;
+        let mut v: Vec<u32> = Vec::with_capacity(end - start);
+        for &x in &conn.values[start..end] {
+            let i = index(x, np)
+                .ok_or_else(|| perr(path, 1, format!("cell {c} refers to point {x} of {np}")))?;
+            v.push(i as u32);
+        }
+        let ty = index(ty, 256).ok_or_else(|| {
+            perr(
                 path,
                 1,
-                format!("cell {c}: offset {end} out of range"),
-            ));
-        }
-        let v: Vec<u32> = conn.values[start..end].iter().map(|&x| x as u32).collect();
-        if let Some(&bad) = v.iter().find(|&&x| x as usize >= np) {
-            return Err(perr(
-                path,
-                1,
-                format!("cell {c} refers to point {bad} of {np}"),
-            ));
-        }
+                format!("cell {c}: VTK cell type {ty} is not valid"),
+            )
+        })?;
         let need = |n: usize| -> Result<(), RenderError> {
             if v.len() < n {
                 Err(perr(
@@ -438,7 +439,7 @@ pub fn read_vtu_surface(
             let e = faces.entry(key).or_insert((0, f));
             e.0 += 1;
         };
-        match ty as u32 {
+        match ty {
             5 => {
                 need(3)?;
                 tris.push([v[0], v[1], v[2]]);

@@ -110,8 +110,9 @@ pub struct PeerOvm {
 fn read_peers(files: &[PathBuf]) -> anyhow::Result<Vec<PeerOvm>> {
     let mut out = Vec::new();
     for f in files {
-        let text =
-            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+        // a regular file within the input limits (tessera_core::input)
+        let bytes = tessera_core::input::read_file(f)?;
+        let text = String::from_utf8_lossy(&bytes);
         let v: serde_json::Value =
             serde_json::from_str(&text).with_context(|| format!("parsing {}", f.display()))?;
         let items = match v {

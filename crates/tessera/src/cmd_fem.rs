@@ -378,25 +378,10 @@ fn assemble_any_gpu<T: tessera_fem::cuda::GpuScalar>(
     Ok((stats, host.frobenius_norm()))
 }
 
-/// Write `bytes` to `path` atomically (a temporary file beside it, then a rename).
-fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .with_context(|| format!("{} has no file name", path.display()))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        anyhow::anyhow!("renaming {} to {}: {e}", tmp.display(), path.display())
-    })
+/// Stage `bytes` for `path` ([`tessera_core::atomic::stage`]: a private temporary file
+/// beside it); the export publishes all its files together.
+fn stage_bytes(path: &Path, bytes: &[u8]) -> anyhow::Result<tessera_core::atomic::Staged> {
+    Ok(tessera_core::atomic::stage(path, |w| w.write_all(bytes))?)
 }
 
 /// `tessera fem assemble ... -o K.mtx`: the Matrix Market export (see the module docs).
@@ -414,8 +399,19 @@ fn run_export(a: AssembleArgs) -> anyhow::Result<()> {
     let (ho, material, cons_f) = if is_problem {
         let path = Path::new(&a.mesh);
         let problem = tessera_fem::problem::Problem::from_file(path)?;
+        tessera_fem::estimate::check_problem(&problem)?;
         let loaded =
             tessera_fem::static_solve::load_mesh(&problem.mesh, Par::auto(), a.allow_inverted)?;
+        let c =
+            tessera_fem::estimate::file_counts(loaded.mesh.num_vertices(), loaded.mesh.num_cells());
+        check_assembly_memory(
+            &a.mesh,
+            &c,
+            problem.order,
+            8,
+            a.summation != SummationArg::Inline,
+            false,
+        )?;
         let ho = HoMesh::new(loaded.mesh, problem.order)?;
         let (cons, f) =
             tessera_fem::static_solve::constraints_and_loads(&problem, &ho, &loaded.groups)?;
@@ -426,14 +422,27 @@ fn run_export(a: AssembleArgs) -> anyhow::Result<()> {
             "--rhs and --fixed need a problem file (PROBLEM.toml) with loads and fixed regions"
         );
         let m = Material::new(a.youngs, a.poisson, a.density);
-        (
-            HoMesh::new(
-                load_simplex_mesh_checked(&a.mesh, a.allow_inverted)?,
+        if let Some(c) = gen_counts(&a.mesh) {
+            check_assembly_memory(
+                &a.mesh,
+                &c,
                 a.order,
-            )?,
-            m,
-            None,
-        )
+                8,
+                a.summation != SummationArg::Inline,
+                true,
+            )?;
+        }
+        let sm = load_simplex_mesh_checked(&a.mesh, a.allow_inverted)?;
+        let c = tessera_fem::estimate::file_counts(sm.num_vertices(), sm.num_cells());
+        check_assembly_memory(
+            &a.mesh,
+            &c,
+            a.order,
+            8,
+            a.summation != SummationArg::Inline,
+            false,
+        )?;
+        (HoMesh::new(sm, a.order)?, m, None)
     };
     material.validate()?;
     let opts = AssembleOptions {
@@ -451,7 +460,9 @@ fn run_export(a: AssembleArgs) -> anyhow::Result<()> {
     );
     let mut buf = Vec::new();
     write_symmetric(&k, &comment, &mut buf)?;
-    write_atomic(&output, &buf)?;
+    // K, b, the modes and the fixed DOFs are published together (a reader never sees a
+    // K of one run beside the b of another)
+    let mut staged = vec![stage_bytes(&output, &buf)?];
     let mut written = vec![output.display().to_string()];
     if let Some(p) = &a.nullspace {
         let b = tessera_solve::nullspace::rigid_body_modes(
@@ -467,14 +478,14 @@ fn run_export(a: AssembleArgs) -> anyhow::Result<()> {
             "rigid-body modes: translations x, y, z; rotations about x, y, z through the centroid",
             &mut buf,
         )?;
-        write_atomic(p, &buf)?;
+        staged.push(stage_bytes(p, &buf)?);
         written.push(p.display().to_string());
     }
     if let Some((cons, f)) = &cons_f {
         if let Some(p) = &a.rhs {
             let mut buf = Vec::new();
             write_array(f, n, 1, "load vector b", &mut buf)?;
-            write_atomic(p, &buf)?;
+            staged.push(stage_bytes(p, &buf)?);
             written.push(p.display().to_string());
         }
         if let Some(p) = &a.fixed {
@@ -486,10 +497,11 @@ fn run_export(a: AssembleArgs) -> anyhow::Result<()> {
                     text += &format!("{i} {:e}\n", cons.values[i]);
                 }
             }
-            write_atomic(p, text.as_bytes())?;
+            staged.push(stage_bytes(p, text.as_bytes())?);
             written.push(p.display().to_string());
         }
     }
+    tessera_core::atomic::publish(staged)?;
     if a.json {
         println!(
             "{}",

@@ -474,7 +474,15 @@ pub struct CollapseArgs {
 }
 
 fn read_text(p: &PathBuf) -> anyhow::Result<String> {
-    std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))
+    // a regular file within the input limits (tessera_core::input)
+    let bytes = tessera_core::input::read_file(p)?;
+    String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: byte {}: not UTF-8 text",
+            p.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })
 }
 
 pub fn collapse(a: CollapseArgs) -> anyhow::Result<()> {

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand};
 use tessera_core::DeviceChoice;
 use tessera_flow::shallow_water::{Scene as SwScene, ShallowWater, FIELDS};
@@ -140,12 +140,9 @@ fn parse_range(s: &str) -> anyhow::Result<(f32, f32)> {
     ))
 }
 
-/// Writes `bytes` to `path` atomically (temporary file in the same folder, then rename).
+/// Writes `bytes` to `path` atomically and privately ([`tessera_core::atomic`]).
 fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let tmp = path.with_extension("tmp-tessera");
-    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
-    Ok(())
+    Ok(tessera_core::atomic::write_bytes(path, bytes)?)
 }
 
 /// The shallow-water simulation advanced `steps`, with its value field evaluated (a field

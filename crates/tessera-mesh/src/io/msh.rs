@@ -8,8 +8,7 @@
 
 use super::text::{show, Cursor, TagMap};
 use super::{
-    fmt_f64, write_atomic, Build, Built, Collected, GroupElement, MeshFile, PhysicalGroup,
-    ReadOptions,
+    fmt_f64, write_atomic, Build, Built, Collected, GroupElement, PhysicalGroup, ReadOptions,
 };
 use crate::{CellType, MeshError, PolyMesh};
 use std::collections::HashMap;
