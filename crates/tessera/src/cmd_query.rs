@@ -28,7 +28,9 @@ enum QueryCmd {
 
 #[derive(Args, Debug)]
 struct EvalArgs {
-    /// The expression, e.g. 'sqrt(DisplacementX^2+DisplacementY^2+DisplacementZ^2)'.
+    /// The expression, e.g. 'sqrt(DisplacementX^2+DisplacementY^2+DisplacementZ^2)'
+    /// (it may start with a minus sign: '-p + 1').
+    #[arg(allow_hyphen_values = true)]
     expr: String,
     /// A .vtu file (such as `fem solve` results) whose point or cell arrays are the fields:
     /// scalar arrays by name (VonMises), components as name + component (DisplacementX,

@@ -71,7 +71,10 @@ fn main() {
     }
     // Ctrl-C / SIGTERM remove the temporary files of writes in progress.
     tessera_core::atomic::cleanup_on_signals();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => exit_usage(e),
+    };
     // `--json` output stays machine-readable: no spinners or bars on stderr either
     util::set_quiet(std::env::args().any(|a| a == "--json"));
     if let Some(m) = &cli.max_memory {
@@ -103,6 +106,29 @@ fn main() {
 
 /// Longest error line printed (characters).
 const MAX_ERROR_LINE: usize = 1000;
+
+/// A command-line error as clap words it, each line clipped: clap echoes the offending
+/// argument, which may be any length (an unknown 100 KB argument is not printed whole).
+/// Help and version requests print and exit as usual.
+fn exit_usage(e: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit()
+    }
+    let text = e.render().to_string();
+    let mut out = String::new();
+    for line in text.lines() {
+        out.push_str(&tessera_core::error::clip(line, MAX_ERROR_LINE));
+        out.push('\n');
+    }
+    eprint!("{out}");
+    std::process::exit(e.exit_code())
+}
 
 /// An error and its causes on one line of bounded length, each fact once: a cause whose
 /// text the line already holds (a wrapper that repeats its source) is left out, and so is

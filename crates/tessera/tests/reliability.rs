@@ -449,3 +449,69 @@ fn errors_say_their_fact_once_on_one_bounded_line() {
     );
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// `fem assemble MESH -p 9` on a mesh whose order-9 matrix cannot fit: refused once the
+/// file is read, with the estimate and the memory available, before any order-p work (it
+/// used to run two minutes and abort on a 27 GB allocation). The budget is set so the
+/// outcome does not depend on the machine; the mesh is read in well under a second.
+#[test]
+fn high_order_assembly_is_refused_at_once_with_the_estimate() {
+    let mesh = root().join("examples/bracket-7.9k.msh.gz");
+    let k = std::env::temp_dir()
+        .join(format!("tessera-rel-K-{}.mtx", std::process::id()))
+        .display()
+        .to_string();
+    for extra in [&[][..], &["-o", k.as_str()][..]] {
+        let t = Instant::now();
+        let o = tessera()
+            .args(["--max-memory", "4G", "fem", "assemble"])
+            .arg(&mesh)
+            .args(["--order", "9", "--device", "cpu"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let el = t.elapsed();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{extra:?}: {err}");
+        assert!(
+            err.contains("p = 9")
+                && err.contains("needs ~")
+                && err.contains("GB available (--max-memory)"),
+            "{extra:?}: {err}"
+        );
+        assert_eq!(
+            err.lines().filter(|l| l.starts_with("error")).count(),
+            1,
+            "{err}"
+        );
+        assert!(el < Duration::from_secs(1), "{extra:?}: {el:?}");
+        assert!(!Path::new(&k).exists());
+    }
+}
+
+/// clap echoes an unknown or invalid argument; a 100 KB one is clipped, not printed whole.
+#[test]
+fn overlong_arguments_are_clipped_in_usage_errors() {
+    let huge = "x".repeat(100_000);
+    for args in [
+        vec![huge.clone()],
+        vec!["mesh".into(), "info".into(), format!("--{huge}")],
+        vec![
+            "fem".into(),
+            "assemble".into(),
+            "gen:box:2".into(),
+            "--order".into(),
+            huge.clone(),
+        ],
+    ] {
+        let o = tessera().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{}", &err[..err.len().min(300)]);
+        assert!(err.len() < 4000, "{} bytes", err.len());
+        assert!(err.contains("more characters"), "{err}");
+    }
+    // help still prints whole and succeeds
+    let o = tessera().arg("--help").output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Usage"));
+}
