@@ -189,4 +189,64 @@ out("query_fields", "f4-2d.npy", npy("<f4", "(2, 2)", struct.pack("<4f", 1, 2, 3
 out("query_fields", "i4-be.npy", npy(">i4", "(2,)", struct.pack(">2i", -1, 7)))
 out("query_fields", "u1.npy", npy("|u1", "(4,)", bytes([1, 2, 3, 255])))
 out("query_fields", "huge-shape.npy", npy("<f8", "(4000000000, 4000000000)", b""))
+
+# polygon surfaces: the first byte picks the reader (0 OBJ, 1 PLY, 2 OFF)
+P = [(0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 0, 1)]
+F = [(0, 2, 1), (0, 1, 3), (1, 2, 3), (0, 3, 2)]
+obj = "# tetrahedron\n" + "".join(f"v {x} {y} {z}\n" for x, y, z in P) + "vt 0 0\nvn 0 0 1\ng body\n"
+obj += "".join(f"f {a + 1} {b + 1}/1 {c + 1}//1\n" for a, b, c in F) + "f -4 -3 -2 -1\n"
+out("surface", "tet.obj", b"\x00" + obj.encode())
+
+
+def ply_header(fmt, nv=4):
+    return (f"ply\nformat {fmt} 1.0\ncomment t\nelement vertex {nv}\nproperty float x\n"
+            "property float y\nproperty float z\nproperty uchar red\nelement face 4\n"
+            "property list uchar int vertex_indices\nend_header\n").encode()
+
+
+ply = ply_header("ascii") + b"".join(f"{x} {y} {z} 255\n".encode() for x, y, z in P)
+ply += b"".join(f"3 {a} {b} {c}\n".encode() for a, b, c in F)
+out("surface", "tet-ascii.ply", b"\x01" + ply)
+for e, tag in (("<", "binary_little_endian"), (">", "binary_big_endian")):
+    ply = ply_header(tag) + b"".join(struct.pack(e + "fffB", x, y, z, 255) for x, y, z in P)
+    ply += b"".join(struct.pack(e + "Biii", 3, a, b, c) for a, b, c in F)
+    out("surface", f"tet-{tag}.ply", b"\x01" + ply)
+off = "OFF\n# tet\n4 4 6\n" + "".join(f"{x} {y} {z}\n" for x, y, z in P)
+off += "".join(f"3 {a} {b} {c} 255 0 0\n" for a, b, c in F)
+out("surface", "tet.off", b"\x02" + off.encode())
+noff = "NOFF\n4 4 0\n" + "".join(f"{x} {y} {z} 0 0 1\n" for x, y, z in P)
+noff += "".join(f"3 {a} {b} {c}\n" for a, b, c in F)
+out("surface", "tet-n.off", b"\x02" + noff.encode())
+out("surface", "huge-count.off", b"\x02OFF\n4000000000 4000000000 0\n0 0 0\n")
+out("surface", "huge-count.ply", b"\x01" + ply_header("binary_little_endian", 4000000000))
+out("surface", "two-vertex-face.obj", b"\x00v 0 0 0\nv 1 0 0\nf 1 2\n")
+
+# streaming protocol: ClientMessage protobufs (Subscribe = 1, FrameRequest = 2)
+def varint(n):
+    b = bytearray()
+    while True:
+        x, n = n & 0x7F, n >> 7
+        if n:
+            b.append(x | 0x80)
+        else:
+            b.append(x)
+            return bytes(b)
+
+
+def pb_bytes(field, payload):
+    return varint(field << 3 | 2) + varint(len(payload)) + payload
+
+
+def pb_varint(field, v):
+    return varint(field << 3) + varint(v)
+
+
+sub = pb_bytes(1, b"Pressure") + pb_bytes(1, b"VelocityX")
+sub += pb_bytes(2, b"sqrt(VelocityX^2+VelocityY^2)") + pb_varint(3, 1) + pb_varint(4, 7)
+out("stream_decode", "subscribe", pb_bytes(1, sub))
+out("stream_decode", "request", pb_bytes(2, pb_varint(1, 3)))
+out("stream_decode", "request-zero", pb_bytes(2, pb_varint(1, 0)))
+out("stream_decode", "subscribe-empty", pb_bytes(1, b""))
+out("stream_decode", "huge-length", varint(1 << 3 | 2) + varint(1 << 62) + b"x")
+
 print("corpora:", {t: len(os.listdir(os.path.join("fuzz/corpus", t))) for t in sorted(os.listdir("fuzz/corpus"))})

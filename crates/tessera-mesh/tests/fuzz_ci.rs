@@ -1,6 +1,6 @@
 //! The bounded-time fuzz run of CI for the mesh readers and the gzip layer. `cargo test`
 //! mutates the seed corpora of the cargo-fuzz targets (`fuzz/corpus/{msh,medit,ovm,vtu,
-//! tetgen,gzip}`, written by `scripts/make-fuzz-corpus.py`) with byte edits, truncations, line
+//! tetgen,surface,gzip}`, written by `scripts/make-fuzz-corpus.py`) with byte edits, truncations, line
 //! duplications and hostile numbers (0, -1, 2^31, 2^32 + 3, 4e9, 1e308, nan) for
 //! `TESSERA_FUZZ_SECS` seconds (default 6; `TESSERA_FUZZ_SEED` varies the run), and checks the properties of
 //! `tessera_mesh::io::fuzz` on each input: no panic, one bounded error line naming the file,
@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tessera_core::input::{gunzip, GzipLimits};
-use tessera_mesh::io::{fuzz, Format};
+use tessera_mesh::io::{fuzz, Format, SurfaceFormat};
 
 struct Counting;
 static LIVE: AtomicUsize = AtomicUsize::new(0);
@@ -205,6 +205,17 @@ fn readers_survive_mutated_inputs() {
         ("ovm", |d| fuzz::check_reader(Format::Ovm, "fuzz.ovm", d)),
         ("vtu", |d| fuzz::check_reader(Format::Vtu, "fuzz.vtu", d)),
         ("tetgen", fuzz::check_tetgen),
+        // the first byte picks OBJ / PLY / OFF, as in the cargo-fuzz target
+        ("surface", |d| {
+            if let Some((&pick, rest)) = d.split_first() {
+                let (fmt, label) = match pick % 3 {
+                    0 => (SurfaceFormat::Obj, "fuzz.obj"),
+                    1 => (SurfaceFormat::Ply, "fuzz.ply"),
+                    _ => (SurfaceFormat::Off, "fuzz.off"),
+                };
+                fuzz::check_surface(fmt, label, rest);
+            }
+        }),
         ("gzip", |d| {
             let lim = GzipLimits {
                 max_ratio: 250,

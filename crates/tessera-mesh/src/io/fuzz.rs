@@ -5,7 +5,10 @@
 //! positively oriented tetrahedra with in-range vertices and groups (simplex build).
 //! Each input goes through both builds.
 
-use super::{medit, msh, ovm, tetgen, vtu, Build, Built, Format, ReadOptions};
+use super::{
+    medit, msh, obj_read, off, ovm, ply, tetgen, vtu, Build, Built, Format, ReadOptions,
+    SurfaceFormat,
+};
 use crate::MeshError;
 use std::path::Path;
 
@@ -106,6 +109,45 @@ pub fn check_tetgen(data: &[u8]) {
             );
         } else {
             check_built("fuzz.", r);
+        }
+    }
+}
+
+/// Check one input of a polygon-surface reader (OBJ, PLY, OFF; `label` is the file name in
+/// messages): an error line naming the file, or finite positions and a face table of faces
+/// with >= 3 in-range vertices, which the mesh-matrix build then takes or refuses with an
+/// error.
+pub fn check_surface(fmt: SurfaceFormat, label: &str, data: &[u8]) {
+    let path = Path::new(label);
+    let r = match fmt {
+        SurfaceFormat::Obj => obj_read::read(path, data),
+        SurfaceFormat::Ply => ply::read(path, data),
+        SurfaceFormat::Off => off::read(path, data),
+        _ => panic!("check_surface: {fmt:?} is not a polygon-surface reader"),
+    };
+    match r {
+        Err(e) => check_error(label, &e),
+        Ok(d) => {
+            let nv = d.positions.len();
+            assert!(
+                d.positions.iter().flatten().all(|x| x.is_finite()),
+                "{label}: accepted a non-finite position"
+            );
+            assert_eq!(d.offsets.first(), Some(&0), "{label}: offsets start at 0");
+            assert!(
+                d.offsets.windows(2).all(|w| w[1] >= w[0] + 3),
+                "{label}: accepted a face of fewer than 3 vertices"
+            );
+            assert_eq!(
+                d.offsets.last().map(|&o| o as usize),
+                Some(d.verts.len()),
+                "{label}: offsets end at the vertex count"
+            );
+            assert!(
+                d.verts.iter().all(|&v| (v as usize) < nv),
+                "{label}: accepted a vertex index out of range"
+            );
+            let _ = crate::mesh_matrix::PolygonMesh::new(d.positions, &d.offsets, &d.verts);
         }
     }
 }
