@@ -5,9 +5,12 @@
 //! three ways the dissertation compares (§4.4.4, §4.5.2):
 //!
 //! - [`Summation::PerNode`]: each block row `i` (one task per bin of 32 rows, lanes in order)
-//!   walks its node -> cells map; for every node `j` of every incident cell it looks up the
-//!   column by binary search and adds the precomputed element block `E_{T,ab}`. The diagonal is
-//!   summed in registers.
+//!   walks its node -> cells map; for every node `j` of every incident cell it adds the
+//!   precomputed element block `E_{T,ab}` at the column position of `j` in row `i`. The
+//!   positions come from the [`PositionMap`] built once with the pattern (the dissertation's
+//!   GPU looks each column up by binary search during the summation; on the CPU the look-ups
+//!   are done once per pattern and every refill reuses them). The diagonal is summed in
+//!   registers. Element matrices are computed once per cell, straight into the value type.
 //! - [`Summation::Inline`]: the same walk, but the element blocks of row `a` are computed inside
 //!   the summation from the cell's vertices (no element matrix array is allocated). The
 //!   dissertation implements this for p = 1 only (register pressure on the GPU); on the CPU
@@ -27,7 +30,9 @@ use crate::element::{num_sym_blocks, sym_index, CellGeometry, ElementTemplate};
 use crate::error::FemError;
 use crate::material::{Lame, Material};
 use crate::nodes::HoMesh;
-use crate::pattern::{build_pattern, time, zayer_bound, Stages};
+use crate::pattern::{
+    build_pattern, build_pattern_with_positions, time, zayer_bound, PositionMap, Stages, DIAG,
+};
 use rayon::prelude::*;
 use std::sync::Arc;
 use std::time::Instant;
@@ -199,6 +204,7 @@ pub struct Assembler<'a> {
     par: Par,
     pattern: Arc<BinBcsrPattern>,
     maps: Option<EntryMaps>,
+    positions: Option<PositionMap>,
     stats: AssemblyStats,
 }
 
@@ -209,7 +215,13 @@ impl<'a> Assembler<'a> {
         let tmpl = ElementTemplate::new(d, mesh.order())?;
         let e = tmpl.dof_dim();
         let mut stages = Stages::new();
-        let pattern = Arc::new(build_pattern(mesh, e, par, &mut stages)?);
+        let (pattern, positions) = if summation == Summation::PerEntry {
+            (build_pattern(mesh, e, par, &mut stages)?, None)
+        } else {
+            let (p, m) = build_pattern_with_positions(mesh, e, par, &mut stages)?;
+            (p, Some(m))
+        };
+        let pattern = Arc::new(pattern);
         let maps = if summation == Summation::PerEntry {
             Some(time(&mut stages, "entry_maps", || {
                 build_entry_maps(mesh, &pattern, par)
@@ -233,6 +245,7 @@ impl<'a> Assembler<'a> {
             par,
             pattern,
             maps,
+            positions,
             stats,
         })
     }
@@ -256,7 +269,7 @@ impl<'a> Assembler<'a> {
         let maps = self.maps.as_ref().map_or(0, |m| {
             4 * (m.off_offsets.len() + m.off.len() + m.diag_offsets.len() + m.diag.len()) as u64
         });
-        elt + maps
+        elt + maps + self.positions.as_ref().map_or(0, PositionMap::bytes)
     }
 
     /// Sum the element matrices of `op` into a new matrix on the shared pattern.
@@ -280,8 +293,9 @@ impl<'a> Assembler<'a> {
         let mut matrix = BinBcsr::<T>::zeros(self.pattern.clone());
         match self.summation {
             Summation::Inline => {
+                let map = self.positions.as_ref().expect("built with the pattern");
                 time(stages, "summation", || {
-                    sum_per_node(mesh, &self.tmpl, &mut matrix, par, Source::Inline(op))
+                    sum_per_node(mesh, &self.tmpl, &mut matrix, par, Source::Inline(op), map)
                 })?;
             }
             Summation::PerNode | Summation::PerEntry => {
@@ -293,9 +307,19 @@ impl<'a> Assembler<'a> {
                 time(stages, "element_matrices", || {
                     element_matrices(mesh, &self.tmpl, op, par, &mut elts)
                 })?;
-                time(stages, "summation", || match &self.maps {
-                    Some(maps) => sum_per_entry(&self.tmpl, maps, &mut matrix, par, &elts),
-                    None => sum_per_node(mesh, &self.tmpl, &mut matrix, par, Source::Stored(&elts)),
+                time(stages, "summation", || {
+                    match (&self.maps, &self.positions) {
+                        (Some(maps), _) => sum_per_entry(&self.tmpl, maps, &mut matrix, par, &elts),
+                        (None, Some(map)) => sum_per_node(
+                            mesh,
+                            &self.tmpl,
+                            &mut matrix,
+                            par,
+                            Source::Stored(&elts),
+                            map,
+                        ),
+                        (None, None) => unreachable!("per-node summation has a position map"),
+                    }
                 })?;
             }
         }
@@ -314,7 +338,8 @@ fn cell_geometry(mesh: &HoMesh, c: usize) -> Result<CellGeometry, FemError> {
     CellGeometry::new(mesh.dim(), &v[..mesh.dim() + 1], c)
 }
 
-/// The symmetric element matrices of all cells (`sym_len` scalars per cell).
+/// The symmetric element matrices of all cells (`sym_len` scalars per cell), computed once
+/// per cell straight into `T` (chunks of cells per task).
 fn element_matrices<T: Scalar>(
     mesh: &HoMesh,
     tmpl: &ElementTemplate,
@@ -323,43 +348,29 @@ fn element_matrices<T: Scalar>(
     out: &mut [T],
 ) -> Result<(), FemError> {
     let sym_len = tmpl.sym_len();
-    let one = |(c, dst): (usize, &mut [T])| -> Result<(), FemError> {
-        let g = cell_geometry(mesh, c)?;
-        let mut buf = [0.0f64; 210 * 9];
-        let buf = &mut buf[..sym_len.min(210 * 9)];
-        if sym_len > 210 * 9 {
-            let mut big = vec![0.0; sym_len];
-            compute_sym(tmpl, &g, op, &mut big);
-            for (d, s) in dst.iter_mut().zip(&big) {
-                *d = T::from_f64(*s);
-            }
-        } else {
-            compute_sym(tmpl, &g, op, buf);
-            for (d, s) in dst.iter_mut().zip(buf.iter()) {
-                *d = T::from_f64(*s);
+    if sym_len == 0 {
+        return Ok(());
+    }
+    const CELLS: usize = 256;
+    let chunk = |(k, dst): (usize, &mut [T])| -> Result<(), FemError> {
+        for (j, cell) in dst.chunks_exact_mut(sym_len).enumerate() {
+            let c = k * CELLS + j;
+            let g = cell_geometry(mesh, c)?;
+            match op {
+                Operator::Stiffness(l) => tmpl.stiffness_sym_as(&g, l, cell),
+                Operator::Mass(rho) => tmpl.mass_sym_as(&g, rho, cell),
             }
         }
         Ok(())
     };
-    if sym_len == 0 {
-        return Ok(());
-    }
-    let res: Vec<Result<(), FemError>> = if par.is_parallel() {
-        out.par_chunks_mut(sym_len)
+    if par.is_parallel() {
+        out.par_chunks_mut(sym_len * CELLS)
             .enumerate()
-            .with_min_len(64)
-            .map(one)
-            .collect()
+            .try_for_each(chunk)
     } else {
-        out.chunks_mut(sym_len).enumerate().map(one).collect()
-    };
-    res.into_iter().collect()
-}
-
-fn compute_sym(tmpl: &ElementTemplate, g: &CellGeometry, op: Operator, out: &mut [f64]) {
-    match op {
-        Operator::Stiffness(l) => tmpl.stiffness_sym(g, l, out),
-        Operator::Mass(rho) => tmpl.mass_sym(g, rho, out),
+        out.chunks_mut(sym_len * CELLS)
+            .enumerate()
+            .try_for_each(chunk)
     }
 }
 
@@ -368,48 +379,76 @@ enum Source<'s, T> {
     Inline(Operator),
 }
 
-/// Per-node (and inline) summation: one task per bin, lanes in order (dissertation §4.4.4).
+/// Per-node (and inline) summation: one task per bin, lanes in order (dissertation §4.4.4),
+/// every contribution added at the position the [`PositionMap`] holds for it.
 fn sum_per_node<T: Scalar>(
     mesh: &HoMesh,
     tmpl: &ElementTemplate,
     matrix: &mut BinBcsr<T>,
     par: Par,
     src: Source<'_, T>,
+    map: &PositionMap,
+) -> Result<(), FemError> {
+    match tmpl.dof_dim() {
+        3 => sum_per_node_e::<T, 3, 9>(mesh, tmpl, matrix, par, src, map),
+        2 => sum_per_node_e::<T, 2, 4>(mesh, tmpl, matrix, par, src, map),
+        e => Err(FemError::UnsupportedDimension(e)),
+    }
+}
+
+/// [`sum_per_node`] for `E`-dimensional DOFs (`E2 = E²` scalars per block).
+fn sum_per_node_e<T: Scalar, const E: usize, const E2: usize>(
+    mesh: &HoMesh,
+    tmpl: &ElementTemplate,
+    matrix: &mut BinBcsr<T>,
+    par: Par,
+    src: Source<'_, T>,
+    map: &PositionMap,
 ) -> Result<(), FemError> {
     let pattern = matrix.pattern_arc().clone();
     let p = &*pattern;
     let n = p.num_block_rows();
-    let e = tmpl.dof_dim();
-    let e2 = e * e;
     let m = tmpl.num_nodes();
     let nsym = num_sym_blocks(m);
     let nc = mesh.node_cells();
+    if map.m != m || map.row_start.len() != n + 1 {
+        return Err(FemError::PatternMismatch {
+            row: 0,
+            expected: map.m as u32,
+            found: m as u32,
+        });
+    }
+    // element block of (a, b): its upper-triangle index and whether it is transposed
+    let sym: Vec<(usize, bool)> = (0..m * m)
+        .map(|ab| {
+            let (a, b) = (ab / m, ab % m);
+            if a <= b {
+                (sym_index(a, b, m), false)
+            } else {
+                (sym_index(b, a, m), true)
+            }
+        })
+        .collect();
     let run = |(b, vals, diag): (usize, &mut [T], &mut [T])| -> Result<(), FemError> {
         let base = p.bin_offsets()[b] as usize;
         let w32 = p.bin_offsets()[b + 1] as usize - base;
-        let mut nodes = vec![0u32; m];
-        let mut row_cols: Vec<u32> = Vec::new();
-        let mut row_buf = vec![0.0f64; m * e2];
+        let mut row_buf = vec![
+            0.0f64;
+            if matches!(src, Source::Inline(_)) {
+                m * E2
+            } else {
+                0
+            }
+        ];
         let rows = BIN_SIZE.min(n - b * BIN_SIZE);
         for lane in 0..rows {
             let i = b * BIN_SIZE + lane;
-            // load the row's columns once (coalesced on the GPU)
-            row_cols.clear();
-            row_cols.extend(
-                (0..p.row_lengths()[i] as usize)
-                    .map(|k| p.col_indices()[base + k * BIN_SIZE + lane]),
-            );
-            let mut dacc = [T::ZERO; 9];
-            for &c in nc.row(i as u32) {
+            let r0 = map.row_start[i] as usize;
+            let mut dacc = [T::ZERO; E2];
+            for (k, &c) in nc.row(i as u32).iter().enumerate() {
                 let c = c as usize;
-                mesh.cell_nodes(c, &mut nodes);
-                let a = nodes.iter().position(|&x| x as usize == i).ok_or(
-                    FemError::PatternMismatch {
-                        row: i,
-                        expected: 0,
-                        found: 0,
-                    },
-                )?;
+                let a = map.local[r0 + k] as usize;
+                let ranks = &map.rank[(r0 + k) * m..(r0 + k + 1) * m];
                 if let Source::Inline(op) = src {
                     let g = cell_geometry(mesh, c)?;
                     match op {
@@ -417,60 +456,53 @@ fn sum_per_node<T: Scalar>(
                         Operator::Mass(rho) => tmpl.mass_row(&g, rho, a, &mut row_buf),
                     }
                 }
-                for (bl, &j) in nodes.iter().enumerate() {
+                for (bl, &rank) in ranks.iter().enumerate() {
                     // block (a, bl) of the element matrix, e × e row-major
-                    let mut blk = [T::ZERO; 9];
+                    let mut blk = [T::ZERO; E2];
                     match &src {
                         Source::Stored(elts) => {
-                            let (lo, hi, tr) = if a <= bl {
-                                (a, bl, false)
-                            } else {
-                                (bl, a, true)
-                            };
-                            let s = &elts[(c * nsym + sym_index(lo, hi, m)) * e2..][..e2];
-                            for k in 0..e {
-                                for l in 0..e {
-                                    blk[k * e + l] = if tr { s[l * e + k] } else { s[k * e + l] };
+                            let (si, tr) = sym[a * m + bl];
+                            let s: &[T; E2] = elts[(c * nsym + si) * E2..][..E2]
+                                .try_into()
+                                .expect("E2 scalars");
+                            if tr {
+                                for k in 0..E {
+                                    for l in 0..E {
+                                        blk[k * E + l] = s[l * E + k];
+                                    }
                                 }
+                            } else {
+                                blk = *s;
                             }
                         }
                         Source::Inline(_) => {
-                            for q in 0..e2 {
-                                blk[q] = T::from_f64(row_buf[bl * e2 + q]);
+                            for q in 0..E2 {
+                                blk[q] = T::from_f64(row_buf[bl * E2 + q]);
                             }
                         }
                     }
-                    if j as usize == i {
-                        for q in 0..e2 {
+                    if rank == DIAG {
+                        for q in 0..E2 {
                             dacc[q] += blk[q];
                         }
                     } else {
-                        let k =
-                            row_cols
-                                .binary_search(&j)
-                                .map_err(|_| FemError::PatternMismatch {
-                                    row: i,
-                                    expected: row_cols.len() as u32 + 1,
-                                    found: row_cols.len() as u32 + 2,
-                                })?;
-                        let s = k * BIN_SIZE + lane;
-                        for q in 0..e2 {
+                        let s = rank as usize * BIN_SIZE + lane;
+                        for q in 0..E2 {
                             vals[q * w32 + s] += blk[q];
                         }
                     }
                 }
             }
-            diag[lane * e2..(lane + 1) * e2].copy_from_slice(&dacc[..e2]);
+            diag[lane * E2..(lane + 1) * E2].copy_from_slice(&dacc);
         }
         Ok(())
     };
     let bins = matrix.bins_mut();
-    let res: Vec<Result<(), FemError>> = if par.is_parallel() {
-        bins.into_par_iter().map(run).collect()
+    if par.is_parallel() {
+        bins.into_par_iter().try_for_each(run)
     } else {
-        bins.into_iter().map(run).collect()
-    };
-    res.into_iter().collect()
+        bins.into_iter().try_for_each(run)
+    }
 }
 
 /// Build the per-entry contribution lists (count, scan, fill; one task per bin).

@@ -65,6 +65,7 @@
 use crate::error::FemError;
 use crate::material::Lame;
 use crate::multi_index::{binomial, multi_indices};
+use tessera_sparse::binbcsr::Scalar;
 
 /// Highest supported polynomial order (binomials and tables stay small).
 pub const MAX_ORDER: usize = 12;
@@ -183,8 +184,13 @@ pub struct ElementTemplate {
     p: usize,
     m: usize,
     alphas: Vec<[u8; 4]>,
-    /// `stiff_w[(a m + b) (d+1)² + i (d+1) + j] = W_abij` for all `a, b`.
-    stiff_w: Vec<f64>,
+    /// The non-zero stiffness weights of each `(a, b)`: `nz[nz_off[a m + b]..nz_off[a m + b + 1]]` =
+    /// `(i (d+1) + j, W_abij)` in increasing `i (d+1) + j` (a few of the `(d+1)²`: the
+    /// element kernels loop over these only).
+    nz_off: Vec<u32>,
+    nz: Vec<(u8, f64)>,
+    /// Bit `i (d+1) + j` set when some `W_abij` with `a <= b` is non-zero.
+    used_ij: u32,
     /// `mass_w[a m + b] = C(α+β, α) / (C(2p, p) C(2p+d, d))`.
     mass_w: Vec<f64>,
 }
@@ -231,6 +237,27 @@ impl ElementTemplate {
                 }
             }
         }
+        let mut nz_off = Vec::with_capacity(m * m + 1);
+        let mut nz = Vec::new();
+        nz_off.push(0u32);
+        for ab in 0..m * m {
+            for ij in 0..nv * nv {
+                let w = stiff_w[ab * nv * nv + ij];
+                if w != 0.0 {
+                    nz.push((ij as u8, w));
+                }
+            }
+            nz_off.push(nz.len() as u32);
+        }
+        let mut used_ij = 0u32;
+        for a in 0..m {
+            for b in a..m {
+                let ab = a * m + b;
+                for &(ij, _) in &nz[nz_off[ab] as usize..nz_off[ab + 1] as usize] {
+                    used_ij |= 1 << ij;
+                }
+            }
+        }
         let denom_m = binomial(2 * p, p) as f64 * binomial(2 * p + d, d) as f64;
         let mut mass_w = vec![0.0; m * m];
         for a in 0..m {
@@ -243,7 +270,9 @@ impl ElementTemplate {
             p,
             m,
             alphas,
-            stiff_w,
+            nz_off,
+            nz,
+            used_ij,
             mass_w,
         })
     }
@@ -314,14 +343,14 @@ impl ElementTemplate {
         b: usize,
         out: &mut [f64],
     ) {
-        let (nv, e) = (self.d + 1, self.d);
-        let w = &self.stiff_w[(a * self.m + b) * nv * nv..(a * self.m + b + 1) * nv * nv];
+        let e = self.d;
+        let ab = a * self.m + b;
         let mut gm = [0.0; 9];
-        for (wij, p) in w.iter().zip(pij.iter()) {
-            if *wij != 0.0 {
-                for c in 0..e * e {
-                    gm[c] += wij * p[c];
-                }
+        // the non-zero W_abij in increasing ij: the same sums as over all (d+1)² weights
+        for &(ij, wij) in &self.nz[self.nz_off[ab] as usize..self.nz_off[ab + 1] as usize] {
+            let p = &pij[ij as usize];
+            for c in 0..e * e {
+                gm[c] += wij * p[c];
             }
         }
         if a == b {
@@ -355,6 +384,99 @@ impl ElementTemplate {
         for a in 0..self.m {
             for b in a..self.m {
                 self.stiffness_block(&pij, lame, a, b, &mut out[s * e2..(s + 1) * e2]);
+                s += 1;
+            }
+        }
+    }
+
+    /// [`Self::stiffness_sym`] converted to `T` as it is computed (no intermediate `f64`
+    /// matrix; the values are the same bit for bit).
+    pub fn stiffness_sym_as<T: Scalar>(&self, g: &CellGeometry, lame: Lame, out: &mut [T]) {
+        match self.d {
+            3 => self.stiffness_sym_e::<T, 3, 9>(g, lame, out),
+            _ => self.stiffness_sym_e::<T, 2, 4>(g, lame, out),
+        }
+    }
+
+    /// [`Self::stiffness_sym_as`] for dimension `E` (`E2 = E²`): only the outer products
+    /// that some weight uses, fixed-size blocks, the same operations in the same order as
+    /// [`Self::outer_products`] and [`Self::stiffness_block`].
+    fn stiffness_sym_e<T: Scalar, const E: usize, const E2: usize>(
+        &self,
+        g: &CellGeometry,
+        lame: Lame,
+        out: &mut [T],
+    ) {
+        let nv = E + 1;
+        let mut vb = [[0.0f64; 3]; 4];
+        for (v, gr) in vb.iter_mut().zip(&g.grads).take(nv) {
+            for k in 0..E {
+                v[k] = g.volume * gr[k];
+            }
+        }
+        let mut pij = [[0.0f64; E2]; 16];
+        for (ij, pq) in pij.iter_mut().enumerate().take(nv * nv) {
+            if self.used_ij & (1 << ij) != 0 {
+                let (i, j) = (ij / nv, ij % nv);
+                for k in 0..E {
+                    for l in 0..E {
+                        pq[k * E + l] = vb[i][k] * g.grads[j][l];
+                    }
+                }
+            }
+        }
+        let mut s = 0;
+        for a in 0..self.m {
+            for b in a..self.m {
+                let ab = a * self.m + b;
+                let mut gm = [0.0f64; E2];
+                for &(ij, wij) in &self.nz[self.nz_off[ab] as usize..self.nz_off[ab + 1] as usize] {
+                    let p = &pij[ij as usize];
+                    for c in 0..E2 {
+                        gm[c] += wij * p[c];
+                    }
+                }
+                if a == b {
+                    for k in 0..E {
+                        for l in k + 1..E {
+                            let v = 0.5 * (gm[k * E + l] + gm[l * E + k]);
+                            gm[k * E + l] = v;
+                            gm[l * E + k] = v;
+                        }
+                    }
+                }
+                let mut tr = 0.0;
+                for k in 0..E {
+                    tr += gm[k * E + k];
+                }
+                let dst: &mut [T] = &mut out[s * E2..(s + 1) * E2];
+                for k in 0..E {
+                    for l in 0..E {
+                        let mut v = lame.lambda * gm[k * E + l] + lame.mu * gm[l * E + k];
+                        if k == l {
+                            v += lame.mu * tr;
+                        }
+                        dst[k * E + l] = T::from_f64(v);
+                    }
+                }
+                s += 1;
+            }
+        }
+    }
+
+    /// [`Self::mass_sym`] converted to `T`.
+    pub fn mass_sym_as<T: Scalar>(&self, g: &CellGeometry, density: f64, out: &mut [T]) {
+        let e = self.d;
+        let e2 = e * e;
+        let mut s = 0;
+        for a in 0..self.m {
+            for b in a..self.m {
+                let v = T::from_f64(density * g.volume * self.mass_w[a * self.m + b]);
+                let blk = &mut out[s * e2..(s + 1) * e2];
+                blk.fill(T::ZERO);
+                for k in 0..e {
+                    blk[k * e + k] = v;
+                }
                 s += 1;
             }
         }

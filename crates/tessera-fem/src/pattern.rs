@@ -6,15 +6,23 @@
 //!    shuffle reduction), **scanned into bin offsets**.
 //! 3. **Exact allocation** of the column array: the only entries beyond the exact count are
 //!    bin padding ([`BinBcsrPattern::padding_blocks`]).
-//! 4. **Column indices by sorted insertion**: for each node, every node of every incident cell
-//!    (node -> cells maps, [`HoMesh::node_cells`]) is inserted into a sorted list by binary search
-//!    and shifting, skipping the diagonal. As on the GPU, the first [`LOCAL_SLOTS`] = 63 columns
-//!    live in a small local buffer (shared memory there); when a 64th column arrives the list is
-//!    moved into the matrix and further insertions happen in place (global memory there).
+//! 4. **Column indices**: for each node, the distinct nodes of its incident cells (node ->
+//!    cells maps, [`HoMesh::node_cells`]) other than itself, sorted. The GPU inserts them into a
+//!    sorted list by binary search and shifting (63 slots in shared memory, then global memory,
+//!    [`LOCAL_SLOTS`]); the CPU collects them with a per-thread marker array over the nodes
+//!    (one test per contribution instead of a search), sorts the short list, and in the same
+//!    pass records the **position map** ([`PositionMap`]): for every contribution (row, incident
+//!    cell, local node) the rank of its column in the row, so that summation never searches
+//!    (dissertation §4.4.4: the per-node summation "looks up" each column; here the look-up is
+//!    done once per pattern and reused for every refill of the values).
+//!
+//! The global nodes of every cell are tabulated once (`m` per cell) for this pass instead of
+//! being recomputed for each of the cell's `m` rows.
 //!
 //! Each bin is filled by one task, rows in lane order, so `Par::Seq` and `Par::Rayon` give
-//! identical patterns. A row whose insertions do not end at the Eq. 4.6 count is reported as
-//! [`FemError::PatternMismatch`] (a corrupt or non-conforming mesh), never written out of bounds.
+//! identical patterns and maps. A row whose column count differs from the Eq. 4.6 count is
+//! reported as [`FemError::PatternMismatch`] (a corrupt or non-conforming mesh), never written
+//! out of bounds.
 
 use crate::error::FemError;
 use crate::nodes::HoMesh;
@@ -52,130 +60,254 @@ pub fn build_pattern(
     par: Par,
     stages: &mut Stages,
 ) -> Result<BinBcsrPattern, FemError> {
+    let mut pat = alloc_pattern(ho, e, par, stages)?;
+    time(stages, "column_indices", || fill_columns(ho, &mut pat, par))?;
+    Ok(pat)
+}
+
+/// [`build_pattern`] and the [`PositionMap`] of its contributions, filled in one pass
+/// (stage `column_indices`; the cell node table under `cell_nodes`).
+pub fn build_pattern_with_positions(
+    ho: &HoMesh,
+    e: usize,
+    par: Par,
+    stages: &mut Stages,
+) -> Result<(BinBcsrPattern, PositionMap), FemError> {
+    let mut pat = alloc_pattern(ho, e, par, stages)?;
+    let map = time(stages, "column_indices", || {
+        fill_columns_and_positions(ho, &mut pat, par, true)
+    })?;
+    Ok((pat, map.expect("requested")))
+}
+
+/// Steps 1-3: counts, bin offsets, exact allocation.
+fn alloc_pattern(
+    ho: &HoMesh,
+    e: usize,
+    par: Par,
+    stages: &mut Stages,
+) -> Result<BinBcsrPattern, FemError> {
     let counts = time(stages, "count_contributions", || {
         crate::count::row_counts(ho, par)
     });
-    let n = counts.len();
     let lengths: Vec<u32> = counts.iter().map(|&c| c.saturating_sub(1)).collect();
     let offsets = time(stages, "bin_offsets", || {
         bin_offsets_from_lengths(&lengths, par)
     })?;
-    let mut pat = time(stages, "alloc_final", || {
+    let pat = time(stages, "alloc_final", || {
         BinBcsrPattern::with_bin_offsets(e, lengths, offsets)
     })?;
-    time(stages, "column_indices", || fill_columns(ho, &mut pat, par))?;
-    debug_assert_eq!(pat.num_block_rows(), n);
+    debug_assert_eq!(pat.num_block_rows(), counts.len());
     Ok(pat)
 }
 
-/// Fill the column indices of an allocated pattern by sorted insertion (step 4 above).
+/// Fill the column indices of an allocated pattern (step 4 above).
 pub fn fill_columns(ho: &HoMesh, pat: &mut BinBcsrPattern, par: Par) -> Result<(), FemError> {
+    fill_columns_and_positions(ho, pat, par, false).map(drop)
+}
+
+/// Marks a contribution of a row's own node (the diagonal block) in a [`PositionMap`].
+pub const DIAG: u16 = u16::MAX;
+
+/// The column position of every per-node contribution (see the module docs): for block row
+/// `i`, its `k`-th incident cell `c` (in [`HoMesh::node_cells`] order) and local node `b` of
+/// `c`, the rank of `c`'s node `b` among the row's off-diagonal columns, or [`DIAG`] for the
+/// row's own node. Built with the pattern; the element block `(a, b)` with `a` the row's
+/// local index in `c` ([`PositionMap::local`]) is added at that position.
+#[derive(Clone, Debug, Default)]
+pub struct PositionMap {
+    /// `m` (nodes per cell).
+    pub m: usize,
+    /// Contribution lists per row: row `i` owns cells `row_start[i]..row_start[i + 1]` of
+    /// the flattened node -> cells rows (`n + 1` entries).
+    pub row_start: Vec<u32>,
+    /// Local index of the row's node in each incident cell.
+    pub local: Vec<u8>,
+    /// Column ranks, `m` per (row, incident cell).
+    pub rank: Vec<u16>,
+}
+
+impl PositionMap {
+    /// Bytes of the map's arrays.
+    pub fn bytes(&self) -> u64 {
+        (4 * self.row_start.len() + self.local.len() + 2 * self.rank.len()) as u64
+    }
+}
+
+/// The global nodes of every cell, `m` per cell ([`HoMesh::cell_nodes`] tabulated).
+pub fn cell_node_table(ho: &HoMesh, par: Par) -> Vec<u32> {
+    let m = ho.nodes_per_cell();
+    let mut t = vec![0u32; ho.num_cells() * m];
+    if m == 0 {
+        return t;
+    }
+    if par.is_parallel() {
+        t.par_chunks_mut(m * 1024).enumerate().for_each(|(k, ch)| {
+            for (j, row) in ch.chunks_exact_mut(m).enumerate() {
+                ho.cell_nodes(k * 1024 + j, row);
+            }
+        });
+    } else {
+        for (c, row) in t.chunks_exact_mut(m).enumerate() {
+            ho.cell_nodes(c, row);
+        }
+    }
+    t
+}
+
+thread_local! {
+    /// Per-thread marker array over the nodes: 0 = not in the current row, else rank + 1.
+    /// All zero between rows.
+    static MARKS: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Step 4 with an optional position map.
+fn fill_columns_and_positions(
+    ho: &HoMesh,
+    pat: &mut BinBcsrPattern,
+    par: Par,
+    positions: bool,
+) -> Result<Option<PositionMap>, FemError> {
     let n = pat.num_block_rows();
+    let nn = ho.num_nodes();
     let lengths = pat.row_lengths().to_vec();
     let nc = ho.node_cells();
     let m = ho.nodes_per_cell();
-    let fill_bin = |(b, cols): (usize, &mut [u32])| -> Result<(), FemError> {
-        let mut cell_nodes = vec![0u32; m];
-        let mut local = [0u32; LOCAL_SLOTS];
-        let rows = BIN_SIZE.min(n - b * BIN_SIZE);
-        for lane in 0..rows {
-            let i = b * BIN_SIZE + lane;
-            let expected = lengths[i];
-            let mut len = 0usize;
-            let mut in_global = false;
-            for &c in nc.row(i as u32) {
-                ho.cell_nodes(c as usize, &mut cell_nodes);
-                for &j in &cell_nodes {
-                    if j as usize == i {
-                        continue;
-                    }
-                    if !in_global {
-                        let pos = match local[..len].binary_search(&j) {
-                            Ok(_) => continue,
-                            Err(p) => p,
-                        };
-                        if len < LOCAL_SLOTS {
-                            local.copy_within(pos..len, pos + 1);
-                            local[pos] = j;
-                            len += 1;
-                            continue;
+    if m > u8::MAX as usize {
+        return Err(FemError::TooLarge(format!("{m} nodes per cell")));
+    }
+    if let Some(&mx) = lengths.iter().max() {
+        if positions && mx as usize >= DIAG as usize {
+            return Err(FemError::TooLarge(format!(
+                "a row of {mx} blocks exceeds the 16-bit column positions"
+            )));
+        }
+    }
+    let table = cell_node_table(ho, par);
+    // contribution lists: the flattened node -> cells rows
+    let row_len: Vec<u32> = if par.is_parallel() {
+        (0..n)
+            .into_par_iter()
+            .with_min_len(4096)
+            .map(|i| nc.row(i as u32).len() as u32)
+            .collect()
+    } else {
+        (0..n).map(|i| nc.row(i as u32).len() as u32).collect()
+    };
+    let row_start = tessera_core::scan::offsets_from_counts(par, &row_len)
+        .ok_or_else(|| FemError::TooLarge("more than 2^32 node-cell pairs".into()))?;
+    let total = *row_start.last().unwrap() as usize;
+    let mut local = vec![0u8; if positions { total } else { 0 }];
+    let mut rank = vec![0u16; if positions { total * m } else { 0 }];
+    // per-bin slices of the map
+    let bins = pat.bins_mut();
+    let nb = bins.len();
+    let mut loc_pieces: Vec<&mut [u8]> = Vec::with_capacity(nb);
+    let mut rank_pieces: Vec<&mut [u16]> = Vec::with_capacity(nb);
+    {
+        let (mut lr, mut rr): (&mut [u8], &mut [u16]) = (&mut local, &mut rank);
+        for b in 0..nb {
+            let (r0, r1) = (b * BIN_SIZE, ((b + 1) * BIN_SIZE).min(n));
+            let len = if positions {
+                (row_start[r1] - row_start[r0]) as usize
+            } else {
+                0
+            };
+            let (h, t) = std::mem::take(&mut lr).split_at_mut(len);
+            loc_pieces.push(h);
+            lr = t;
+            let (h, t) = std::mem::take(&mut rr).split_at_mut(len * m);
+            rank_pieces.push(h);
+            rr = t;
+        }
+    }
+    type BinWork<'w> = ((usize, &'w mut [u32]), (&'w mut [u8], &'w mut [u16]));
+    let fill_bin = |((b, cols), (lp, rp)): BinWork<'_>| {
+        MARKS.with(|marks| -> Result<(), FemError> {
+            let mut marks = marks.borrow_mut();
+            if marks.len() < nn {
+                marks.resize(nn, 0);
+            }
+            let mut list: Vec<u32> = Vec::with_capacity(64);
+            let base = row_start[b * BIN_SIZE] as usize;
+            let rows = BIN_SIZE.min(n - b * BIN_SIZE);
+            for lane in 0..rows {
+                let i = b * BIN_SIZE + lane;
+                let cells = nc.row(i as u32);
+                list.clear();
+                for &c in cells {
+                    for &j in &table[c as usize * m..(c as usize + 1) * m] {
+                        if j as usize != i && marks[j as usize] == 0 {
+                            marks[j as usize] = 1;
+                            list.push(j);
                         }
-                        // 64th column: move the list into the matrix, continue in place
-                        if len >= expected as usize {
-                            return Err(FemError::PatternMismatch {
-                                row: i,
-                                expected: expected + 1,
-                                found: len as u32 + 2,
-                            });
-                        }
-                        for (k, &v) in local[..len].iter().enumerate() {
-                            cols[k * BIN_SIZE + lane] = v;
-                        }
-                        in_global = true;
                     }
-                    // sorted insertion in place (strided by the bin size)
-                    let (mut lo, mut hi) = (0usize, len);
-                    let mut found = false;
-                    while lo < hi {
-                        let mid = (lo + hi) / 2;
-                        let v = cols[mid * BIN_SIZE + lane];
-                        if v < j {
-                            lo = mid + 1;
-                        } else if v > j {
-                            hi = mid;
-                        } else {
-                            found = true;
-                            break;
-                        }
-                    }
-                    if found {
-                        continue;
-                    }
-                    if len >= expected as usize {
-                        return Err(FemError::PatternMismatch {
-                            row: i,
-                            expected: expected + 1,
-                            found: len as u32 + 2,
-                        });
-                    }
-                    let mut k = len;
-                    while k > lo {
-                        cols[k * BIN_SIZE + lane] = cols[(k - 1) * BIN_SIZE + lane];
-                        k -= 1;
-                    }
-                    cols[lo * BIN_SIZE + lane] = j;
-                    len += 1;
                 }
-            }
-            if len != expected as usize {
-                return Err(FemError::PatternMismatch {
-                    row: i,
-                    expected: expected + 1,
-                    found: len as u32 + 1,
-                });
-            }
-            if !in_global {
-                if len > expected as usize {
+                if list.len() != lengths[i] as usize {
+                    for &j in &list {
+                        marks[j as usize] = 0;
+                    }
                     return Err(FemError::PatternMismatch {
                         row: i,
-                        expected: expected + 1,
-                        found: len as u32 + 1,
+                        expected: lengths[i] + 1,
+                        found: list.len() as u32 + 1,
                     });
                 }
-                for (k, &v) in local[..len].iter().enumerate() {
-                    cols[k * BIN_SIZE + lane] = v;
+                list.sort_unstable();
+                for (k, &j) in list.iter().enumerate() {
+                    cols[k * BIN_SIZE + lane] = j;
+                    marks[j as usize] = k as u32 + 1;
+                }
+                if positions {
+                    let r0 = row_start[i] as usize - base;
+                    for (k, &c) in cells.iter().enumerate() {
+                        let nodes = &table[c as usize * m..(c as usize + 1) * m];
+                        let dst = &mut rp[(r0 + k) * m..(r0 + k + 1) * m];
+                        let mut a = usize::MAX;
+                        for (bl, &j) in nodes.iter().enumerate() {
+                            if j as usize == i {
+                                a = bl;
+                                dst[bl] = DIAG;
+                            } else {
+                                dst[bl] = (marks[j as usize] - 1) as u16;
+                            }
+                        }
+                        if a == usize::MAX {
+                            for &j in &list {
+                                marks[j as usize] = 0;
+                            }
+                            return Err(FemError::PatternMismatch {
+                                row: i,
+                                expected: 0,
+                                found: 0,
+                            });
+                        }
+                        lp[r0 + k] = a as u8;
+                    }
+                }
+                for &j in &list {
+                    marks[j as usize] = 0;
                 }
             }
-        }
-        Ok(())
+            Ok(())
+        })
     };
-    let bins = pat.bins_mut();
+    let work: Vec<_> = bins
+        .into_iter()
+        .zip(loc_pieces.into_iter().zip(rank_pieces))
+        .collect();
     let results: Vec<Result<(), FemError>> = if par.is_parallel() {
-        bins.into_par_iter().map(fill_bin).collect()
+        work.into_par_iter().map(fill_bin).collect()
     } else {
-        bins.into_iter().map(fill_bin).collect()
+        work.into_iter().map(fill_bin).collect()
     };
-    results.into_iter().collect()
+    results.into_iter().collect::<Result<(), FemError>>()?;
+    Ok(positions.then_some(PositionMap {
+        m,
+        row_start,
+        local,
+        rank,
+    }))
 }
 
 /// Block non-zeros per row (diagonal included) by brute force: collect, sort and deduplicate
