@@ -10,7 +10,9 @@
 //!   positions come from the [`PositionMap`] built once with the pattern (the dissertation's
 //!   GPU looks each column up by binary search during the summation; on the CPU the look-ups
 //!   are done once per pattern and every refill reuses them). The diagonal is summed in
-//!   registers. Element matrices are computed once per cell, straight into the value type.
+//!   registers and a row's off-diagonal blocks in a contiguous row buffer, written to the
+//!   bin's strided layout once per row. Element matrices are computed once per cell,
+//!   straight into the value type.
 //! - [`Summation::Inline`]: the same walk, but the element blocks of row `a` are computed inside
 //!   the summation from the cell's vertices (no element matrix array is allocated). The
 //!   dissertation implements this for p = 1 only (register pressure on the GPU); on the CPU
@@ -440,10 +442,17 @@ fn sum_per_node_e<T: Scalar, const E: usize, const E2: usize>(
                 0
             }
         ];
+        // the row's off-diagonal blocks, contiguous (`E2` scalars per column position):
+        // contributions are added here and the row is written to the bin's strided
+        // layout once, instead of touching `E2` planes `w32` apart for every contribution
+        let mut acc = vec![[T::ZERO; E2]; w32 / BIN_SIZE];
         let rows = BIN_SIZE.min(n - b * BIN_SIZE);
         for lane in 0..rows {
             let i = b * BIN_SIZE + lane;
             let r0 = map.row_start[i] as usize;
+            let len = p.row_lengths()[i] as usize;
+            let acc = &mut acc[..len];
+            acc.fill([T::ZERO; E2]);
             let mut dacc = [T::ZERO; E2];
             for (k, &c) in nc.row(i as u32).iter().enumerate() {
                 let c = c as usize;
@@ -486,11 +495,17 @@ fn sum_per_node_e<T: Scalar, const E: usize, const E2: usize>(
                             dacc[q] += blk[q];
                         }
                     } else {
-                        let s = rank as usize * BIN_SIZE + lane;
+                        let dst = &mut acc[rank as usize];
                         for q in 0..E2 {
-                            vals[q * w32 + s] += blk[q];
+                            dst[q] += blk[q];
                         }
                     }
+                }
+            }
+            for q in 0..E2 {
+                let plane = &mut vals[q * w32..(q + 1) * w32];
+                for (k, blk) in acc.iter().enumerate() {
+                    plane[k * BIN_SIZE + lane] = blk[q];
                 }
             }
             diag[lane * E2..(lane + 1) * E2].copy_from_slice(&dacc);

@@ -112,8 +112,10 @@ pub fn mesh_bytes(c: &SimplexCounts) -> u64 {
 
 /// Bytes of assembling `K` (3 × 3 blocks of `scalar_bytes`) of order `p`: the order-`p`
 /// mesh (cell nodes, positions), the Bin-BCSR* pattern and values (block non-zeros of
-/// Eq. 4.6, with 25 % for bin padding and the assembly maps) and, unless the summation is
-/// inline, the stored symmetric element matrices (`m (m + 1) / 2` blocks per cell).
+/// Eq. 4.6, with 25 % for bin padding and the assembly maps), the position map of the
+/// per-node summation (a 16-bit column position per element block and a local index per
+/// node-cell pair: `m (2 m + 1)` bytes per cell) and, unless the summation is inline, the
+/// stored symmetric element matrices (`m (m + 1) / 2` blocks per cell).
 pub fn assembly_bytes(
     p: usize,
     c: &SimplexCounts,
@@ -125,12 +127,15 @@ pub fn assembly_bytes(
     let blocks = block_nonzeros_from_totals(3, p.max(1), c.totals());
     let ho = 4 * m * c.cells + 24 * nodes;
     let matrix = blocks.saturating_mul(9 * scalar_bytes + 8) * 5 / 4;
+    let positions = c.cells.saturating_mul(m * (2 * m + 1)) + 4 * nodes;
     let elements = if stored_elements {
         c.cells.saturating_mul(m * (m + 1) / 2 * 9 * scalar_bytes)
     } else {
         0
     };
-    ho.saturating_add(matrix).saturating_add(elements)
+    ho.saturating_add(matrix)
+        .saturating_add(positions)
+        .saturating_add(elements)
 }
 
 /// Bytes of a whole static solve (`tessera fem solve`): the mesh, assembly in f64 with
