@@ -447,6 +447,7 @@ fn sum_per_node_e<T: Scalar, const E: usize, const E2: usize>(
         // layout once, instead of touching `E2` planes `w32` apart for every contribution
         let mut acc = vec![[T::ZERO; E2]; w32 / BIN_SIZE];
         let rows = BIN_SIZE.min(n - b * BIN_SIZE);
+        let mut next_cells = nc.row((b * BIN_SIZE) as u32);
         for lane in 0..rows {
             let i = b * BIN_SIZE + lane;
             let r0 = map.row_start[i] as usize;
@@ -454,7 +455,30 @@ fn sum_per_node_e<T: Scalar, const E: usize, const E2: usize>(
             let acc = &mut acc[..len];
             acc.fill([T::ZERO; E2]);
             let mut dacc = [T::ZERO; E2];
-            for (k, &c) in nc.row(i as u32).iter().enumerate() {
+            let cells = next_cells;
+            if lane + 1 < rows {
+                next_cells = nc.row(i as u32 + 1);
+            }
+            for (k, &c) in cells.iter().enumerate() {
+                if let Source::Stored(elts) = src {
+                    // the element blocks of a later (row, cell) pair of this bin: their
+                    // cells are far apart in memory, so their loads are started early
+                    let ahead = k + PREFETCH_PAIRS;
+                    let (pc, pk) = if ahead < cells.len() {
+                        (cells[ahead] as usize, r0 + ahead)
+                    } else if lane + 1 < rows && ahead - cells.len() < next_cells.len() {
+                        let j = ahead - cells.len();
+                        (next_cells[j] as usize, map.row_start[i + 1] as usize + j)
+                    } else {
+                        (usize::MAX, 0)
+                    };
+                    if pc != usize::MAX {
+                        let pa = map.local[pk] as usize;
+                        for &(si, _) in &sym[pa * m..(pa + 1) * m] {
+                            prefetch(&elts[(pc * nsym + si) * E2]);
+                        }
+                    }
+                }
                 let c = c as usize;
                 let a = map.local[r0 + k] as usize;
                 let ranks = &map.rank[(r0 + k) * m..(r0 + k + 1) * m];
@@ -518,6 +542,23 @@ fn sum_per_node_e<T: Scalar, const E: usize, const E2: usize>(
     } else {
         bins.into_iter().try_for_each(run)
     }
+}
+
+/// How many (row, cell) pairs ahead [`sum_per_node`] starts loading element blocks.
+const PREFETCH_PAIRS: usize = 2;
+
+/// Start loading the cache line of `x` (a hint; no effect on the results).
+#[inline(always)]
+fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint that never faults; the address is of a live reference.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            x as *const T as *const i8,
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
 }
 
 /// Build the per-entry contribution lists (count, scan, fill; one task per bin).
