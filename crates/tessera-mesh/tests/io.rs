@@ -1243,3 +1243,26 @@ fn large_msh_blocks_parse_in_parallel_with_exact_errors() {
     std::fs::write(&q2, bad2.join("\n") + "\n").unwrap();
     assert!(read_mesh(&q2).is_err());
 }
+
+/// Found by `cargo fuzz` (targets `medit` and `msh`): the mixed fixture with two vertices of
+/// the hexahedron swapped. Its quadrilaterals share vertex sets with the neighbours' faces in
+/// another cyclic order, so identifying faces by vertex set merged different faces and the
+/// reader returned a mesh with a cell that is not closed (∂2 ∂3 ≠ 0). Now one error at the cell.
+#[test]
+fn twisted_mixed_cells_are_an_error_at_the_cell() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus");
+    for (name, location) in [
+        ("medit/twisted-mixed-cells.mesh", "line "),
+        ("msh/twisted-mixed-cells.msh", "line "),
+    ] {
+        let p = corpus.join(name);
+        let e = match read_mesh(&p) {
+            Ok(_) => panic!("{name}: a mesh with a cell that is not closed was accepted"),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            e.contains("not closed") && e.contains(location) && !e.contains('\n'),
+            "{name}: {e}"
+        );
+    }
+}

@@ -1093,6 +1093,34 @@ impl Collected {
                 msg: other.to_string(),
             },
         })?;
+        // Faces are identified across cells by their vertex sets (§3.4.1). A quadrilateral that
+        // two cells list in different cyclic orders (a twisted hexahedron, prism or pyramid)
+        // merges two different faces and leaves a cell that is not closed (∂2 ∂3 ≠ 0, §3.3):
+        // an error at that cell, not a mesh accepted broken. Tetrahedra alone cannot do this
+        // (a triangle is its vertex set), so tetrahedral meshes skip the check.
+        if self
+            .cell_types
+            .iter()
+            .any(|&t| t != crate::CellType::Tetrahedron)
+        {
+            if let Err(e) = mesh.validate() {
+                return Err(match &e {
+                    MeshError::Invalid {
+                        entity: crate::validate::Entity::Cell,
+                        index,
+                        ..
+                    } if *index < self.cell_loc.len() => cur.err_at(
+                        self.cell_loc[*index],
+                        format!("{}: {e}", self.cell_types[*index].name()),
+                    ),
+                    _ => MeshError::Parse {
+                        path: path.to_path_buf(),
+                        location: "whole file".into(),
+                        msg: e.to_string(),
+                    },
+                });
+            }
+        }
 
         // groups
         use std::collections::{BTreeMap, HashMap};
