@@ -157,7 +157,7 @@ pub fn cell_node_table(ho: &HoMesh, par: Par) -> Vec<u32> {
 
 thread_local! {
     /// Per-thread marker array over the nodes: 0 = not in the current row, else rank + 1.
-    /// All zero between rows.
+    /// All zero between rows; freed at the end of each pattern build.
     static MARKS: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -301,6 +301,13 @@ fn fill_columns_and_positions(
     } else {
         work.into_iter().map(fill_bin).collect()
     };
+    // the marker arrays are as long as the node count: free them instead of leaving one
+    // with every thread of the pool once the pattern is built (without waiting for busy
+    // threads; an array freed between two bins of a later build is simply allocated again)
+    if par.is_parallel() {
+        rayon::spawn_broadcast(|_| MARKS.with(|m| *m.borrow_mut() = Vec::new()));
+    }
+    MARKS.with(|m| *m.borrow_mut() = Vec::new());
     results.into_iter().collect::<Result<(), FemError>>()?;
     Ok(positions.then_some(PositionMap {
         m,
