@@ -183,7 +183,8 @@ pub fn parse_npy(path: &Path, bytes: &[u8]) -> Result<NpyArray, QueryError> {
         .and_then(|v| v.strip_prefix('\''))
         .and_then(|v| v.split('\'').next())
         .ok_or_else(|| err(path, format!("no 'descr' in the header {header:?}")))?;
-    let (order, code) = descr.split_at(descr.len().min(1));
+    // the byte-order character (a non-ASCII one is no byte order: split at its char boundary)
+    let (order, code) = descr.split_at(descr.chars().next().map_or(0, char::len_utf8));
     let big = match order {
         "<" | "|" | "=" => false,
         ">" => true,
@@ -303,6 +304,20 @@ pub fn npy_bytes(values: &[f64], ty: NpyType) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by `cargo fuzz` (target `query_fields`): a dtype whose first character is not
+    /// ASCII (`'Ě9'`) panicked splitting off the byte order inside the character; now an error.
+    #[test]
+    fn non_ascii_dtype_is_an_error() {
+        let mut b = npy_bytes(&[1.0, 2.0, 3.0], NpyType::F64);
+        let hl = u16::from_le_bytes([b[8], b[9]]) as usize;
+        let h = std::str::from_utf8(&b[10..10 + hl]).expect("an ASCII header");
+        let at = h.find("'<f8'").expect("descr in the header") + 10;
+        // same length in bytes: "'<f8'" (5 bytes) -> "'Ě9'" (5 bytes)
+        b[at..at + 5].copy_from_slice("'\u{11a}9'".as_bytes());
+        let e = parse_npy(Path::new("x.npy"), &b).unwrap_err().to_string();
+        assert!(e.contains("byte order") && !e.contains('\n'), "{e}");
+    }
 
     #[test]
     fn round_trip_and_header_layout() {
