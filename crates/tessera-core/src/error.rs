@@ -110,18 +110,47 @@ impl CoreError {
     }
 }
 
-/// A printable excerpt of user text for an error message: at most `max` characters,
-/// control characters shown as `?`, and `...` with the number of characters left out
-/// when it was longer.
+/// A printable excerpt of user text for an error message: at most `max` bytes of whole
+/// characters (so a line of multi-byte characters stays as bounded as an ASCII one), control
+/// characters shown as `?`, and `...` with the number of characters left out when it was
+/// longer.
 pub fn clip(s: &str, max: usize) -> String {
+    let mut out = String::new();
+    let mut taken = 0usize;
+    for c in s.chars() {
+        let c = if c.is_control() { '?' } else { c };
+        if out.len() + c.len_utf8() > max {
+            break;
+        }
+        out.push(c);
+        taken += 1;
+    }
     let n = s.chars().count();
-    let mut out: String = s
-        .chars()
-        .take(max)
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect();
-    if n > max {
-        out.push_str(&format!("... ({} more characters)", n - max));
+    if n > taken {
+        out.push_str(&format!("... ({} more characters)", n - taken));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clip;
+
+    /// Found by `cargo fuzz` (target `vtu`): an excerpt of 400 replacement characters was
+    /// 1,200 bytes. The bound is in bytes, on character boundaries.
+    #[test]
+    fn clip_bounds_bytes_on_char_boundaries() {
+        assert_eq!(clip("abc", 10), "abc");
+        assert_eq!(clip("a\nb", 10), "a?b");
+        assert_eq!(clip("abcdef", 3), "abc... (3 more characters)");
+        let wide = "\u{fffd}".repeat(1000);
+        let c = clip(&wide, 400);
+        let kept = c.split("...").next().unwrap();
+        assert!(kept.len() <= 400 && kept.len() > 390, "{}", kept.len());
+        assert!(c.ends_with(&format!(
+            "({} more characters)",
+            1000 - kept.chars().count()
+        )));
+        assert_eq!(clip("\u{e9}\u{e9}", 3), "\u{e9}... (1 more characters)");
+    }
 }

@@ -1498,7 +1498,7 @@ pub fn parse_vtu(path: &Path, bytes: &[u8]) -> Result<VtuGrid, MeshError> {
                         bytes.len(),
                         format!(
                             "the file ends inside <{}>: it is truncated",
-                            String::from_utf8_lossy(open)
+                            tessera_core::error::clip(&String::from_utf8_lossy(open), 80)
                         ),
                     ));
                 }
