@@ -1389,6 +1389,21 @@ pub fn parse_vtu(path: &Path, bytes: &[u8]) -> Result<VtuGrid, MeshError> {
                             format!("AppendedData encoding \"{enc}\" is not raw or base64"),
                         ));
                     }
+                    // The data runs to `</AppendedData>` and the file's end tag. A file cut
+                    // after the '_' may still hold every array the offsets point to, so only
+                    // the missing end tags show that it was truncated.
+                    let closed = bytes
+                        .trim_ascii_end()
+                        .strip_suffix(b"</VTKFile>".as_slice())
+                        .is_some_and(|t| t.trim_ascii_end().ends_with(b"</AppendedData>"));
+                    if !closed {
+                        return Err(err_at(
+                            bytes.len(),
+                            "the file ends inside <AppendedData> (no </AppendedData> and \
+                             </VTKFile> after the data): it is truncated"
+                                .into(),
+                        ));
+                    }
                     break; // what follows is data, not XML
                 }
                 b"DataArray" => {
