@@ -201,12 +201,9 @@ fn create_temp(dir: &Path, name: &OsStr, dest: &Path) -> Result<(File, PathBuf, 
         let mut tname = prefix.clone();
         tname.extend_from_slice(format!("{pid}.{n}{salt:08x}").as_bytes());
         let tmp = dir.join(OsStr::from_bytes(&tname));
-        // registered before it exists, so a signal in between cannot leave it behind
-        let id = register(&tmp);
-        match open_private_new(&tmp) {
-            Ok(f) => return Ok((f, tmp, id)),
+        match create_registered(&tmp) {
+            Ok((f, id)) => return Ok((f, tmp, id)),
             Err(e) => {
-                unregister(id);
                 if e.kind() != std::io::ErrorKind::AlreadyExists {
                     return Err(CoreError::io(
                         dest,
@@ -307,12 +304,18 @@ static LIVE: Mutex<Live> = Mutex::new(Live {
     paths: Vec::new(),
 });
 
-fn register(p: &Path) -> u64 {
+/// Create the temporary file and register it under one lock. The signal cleanup takes the
+/// lock and keeps it until the process ends, so it either sees the file or runs before the
+/// file exists and then blocks its creation: a signal at any moment leaves nothing behind.
+/// (Registering first and creating after the lock was released let a cleanup in between
+/// remove a path that did not exist yet, and the file created next stayed.)
+fn create_registered(p: &Path) -> std::io::Result<(File, u64)> {
     let mut l = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let f = open_private_new(p)?;
     let id = l.next;
     l.next += 1;
     l.paths.push((id, p.to_path_buf()));
-    id
+    Ok((f, id))
 }
 
 fn unregister(id: u64) {
@@ -361,7 +364,10 @@ pub fn cleanup_on_signals() {
                 let n = unsafe { libc::read(rfd, &mut b as *mut u8 as *mut libc::c_void, 1) };
                 if n == 1 {
                     let sig = b as libc::c_int;
-                    for p in live_temporaries() {
+                    // The lock stays held until the process ends: no temporary file can be
+                    // created after the ones seen here are removed.
+                    let live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+                    for (_, p) in &live.paths {
                         let _ = std::fs::remove_file(p);
                     }
                     // SAFETY: restoring the default disposition and re-raising ends the
