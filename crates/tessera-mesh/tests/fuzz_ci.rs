@@ -7,47 +7,13 @@
 //! accepted meshes valid. A counting allocator checks that no input allocates more than
 //! 64 MiB + 64 bytes per input byte. For deeper runs see fuzz/README.md.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tessera_core::input::{gunzip, GzipLimits};
 use tessera_mesh::io::{fuzz, Format, SurfaceFormat};
 
-struct Counting;
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator; only adds counters.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let p = System.alloc(l);
-        if !p.is_null() {
-            let now = LIVE.fetch_add(l.size(), Ordering::Relaxed) + l.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
-        System.dealloc(p, l)
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        let q = System.realloc(p, l, new);
-        if !q.is_null() {
-            if new > l.size() {
-                let now = LIVE.fetch_add(new - l.size(), Ordering::Relaxed) + new - l.size();
-                PEAK.fetch_max(now, Ordering::Relaxed);
-            } else {
-                LIVE.fetch_sub(l.size() - new, Ordering::Relaxed);
-            }
-        }
-        q
-    }
-}
-
-#[global_allocator]
-static A: Counting = Counting;
+mod common;
+use common::counting_alloc::measured;
 
 struct Rng(u64);
 impl Rng {
@@ -178,10 +144,7 @@ fn budget() -> Duration {
 
 /// Run `check` on `input` and fail on a heap peak above the input's allowance.
 fn bounded(input: &[u8], check: impl FnOnce(&[u8])) {
-    let base = LIVE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    check(input);
-    let peak = PEAK.load(Ordering::Relaxed).saturating_sub(base);
+    let ((), peak, _) = measured(|| check(input));
     let allowed = (64 << 20) + 64 * input.len();
     if peak > allowed {
         let dump = std::env::temp_dir().join("tessera-fuzz-ci-alloc.bin");

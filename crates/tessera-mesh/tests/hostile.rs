@@ -4,48 +4,13 @@
 //! clear error at the right line within 2 s, and the reader's peak heap stays under
 //! 200 MB (measured by a counting allocator in this test binary).
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tessera_mesh::io::{read_mesh, read_mesh_with, read_simplex_mesh, ReadOptions};
 use tessera_mesh::MeshError;
 
-/// Counts live heap bytes and their peak.
-struct Counting;
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator; only adds counters.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let p = System.alloc(l);
-        if !p.is_null() {
-            let now = LIVE.fetch_add(l.size(), Ordering::Relaxed) + l.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
-        System.dealloc(p, l)
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        let q = System.realloc(p, l, new);
-        if !q.is_null() {
-            if new > l.size() {
-                let now = LIVE.fetch_add(new - l.size(), Ordering::Relaxed) + new - l.size();
-                PEAK.fetch_max(now, Ordering::Relaxed);
-            } else {
-                LIVE.fetch_sub(l.size() - new, Ordering::Relaxed);
-            }
-        }
-        q
-    }
-}
-
-#[global_allocator]
-static A: Counting = Counting;
+mod common;
+use common::counting_alloc::measured;
 
 /// Tests of this binary run one at a time (the peak is process-wide).
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -57,16 +22,6 @@ fn hostile(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/hostile")
         .join(name)
-}
-
-/// Run `f` and return its result with the heap peak above the starting level and the time.
-fn measured<T>(f: impl FnOnce() -> T) -> (T, usize, Duration) {
-    let base = LIVE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    let t = Instant::now();
-    let r = f();
-    let dt = t.elapsed();
-    (r, PEAK.load(Ordering::Relaxed).saturating_sub(base), dt)
 }
 
 /// Expectations: (file, location, words the one-line message must contain).
