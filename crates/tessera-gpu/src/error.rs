@@ -33,6 +33,12 @@ pub enum GpuError {
     /// An argument out of the supported range (sizes, lengths, launch shapes).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// The NCCL library (`libnccl.so.2`) could not be found or loaded.
+    #[error("{0}")]
+    NoNccl(String),
+    /// An NCCL call failed.
+    #[error("NCCL {op} failed: {msg}")]
+    Nccl { op: &'static str, msg: String },
     /// A CUDA library call panicked (cudarc panics on missing symbols); caught, never propagated.
     #[error("CUDA library panicked in {op}: {msg}")]
     Panicked { op: &'static str, msg: String },

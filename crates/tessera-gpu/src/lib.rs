@@ -4,6 +4,8 @@
 //! - [`Gpu`]: a device with its context and stream; typed [`DeviceBuffer`]s with upload and
 //!   download; NVRTC compilation with a persistent PTX cache ([`compile`]); launch helpers
 //!   ([`Gpu::launch`]); CUDA-event timing ([`Gpu::time_ms`], [`Gpu::median_ms`]);
+//! - [`nccl`]: NCCL loaded at run time (a missing `libnccl.so.2` is a typed error), a
+//!   communicator over the devices of one process, grouped send/receive and all-reduce;
 //! - [`primitives`]: the data-parallel building blocks of the dissertation's GPU
 //!   algorithms (scan, reduce, compaction, histogram, segmented sort, radix sort, unique),
 //!   each with a CPU reference in [`primitives::cpu`].
@@ -14,12 +16,14 @@
 pub mod compile;
 pub mod cusparse;
 pub mod error;
+pub mod nccl;
 pub mod primitives;
 pub mod probe;
 pub mod runtime;
 
 pub use compile::{cache_key, CompileOptions};
 pub use error::{GpuError, GpuResult};
+pub use nccl::{NcclComm, NcclGroup, NcclLibrary};
 pub use primitives::{Primitives, SegOrder};
 pub use runtime::{
     median, DeviceBuffer, Element, Event, EventTimer, Gpu, Kernel, KernelArg, Launch, LaunchConfig,

@@ -162,6 +162,55 @@ impl Gpu {
         )
     }
 
+    /// The stream every operation of this `Gpu` is ordered on.
+    pub(crate) fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// The same device and context with a second, independent stream: work launched through
+    /// the returned `Gpu` may overlap with work on this one (for example a halo exchange with
+    /// the interior rows of an SpMV). Kernels resolved through either `Gpu` launch on both;
+    /// order the two streams with [`Event::record`] and [`Gpu::wait_event`].
+    pub fn fork_stream(&self) -> GpuResult<Gpu> {
+        guard("cuStreamCreate", || {
+            let stream = self
+                .ctx
+                .new_stream()
+                .map_err(|e| GpuError::driver("cuStreamCreate", e))?;
+            Ok(Gpu {
+                ctx: self.ctx.clone(),
+                stream,
+                ordinal: self.ordinal,
+                name: self.name.clone(),
+                cc: self.cc,
+                total_mem: self.total_mem,
+                sm_count: self.sm_count,
+                nvrtc: self.nvrtc,
+                modules: Mutex::new(HashMap::new()),
+            })
+        })
+    }
+
+    /// Make this `Gpu`'s stream wait (on the device, without blocking the host) until the
+    /// work recorded in `event` has completed.
+    pub fn wait_event(&self, event: &Event) -> GpuResult<()> {
+        guard("cuStreamWaitEvent", || {
+            self.stream
+                .wait(&event.ev)
+                .map_err(|e| GpuError::driver("cuStreamWaitEvent", e))
+        })
+    }
+
+    /// Number of CUDA devices the driver reports (an error when there is no driver).
+    pub fn device_count() -> GpuResult<usize> {
+        crate::probe::probe_driver()?;
+        guard("cuDeviceGetCount", || {
+            CudaContext::device_count()
+                .map(|n| n.max(0) as usize)
+                .map_err(|e| GpuError::NoDevice(format!("the driver reports {e}")))
+        })
+    }
+
     /// Wait for all work on this device's stream.
     pub fn synchronize(&self) -> GpuResult<()> {
         guard("synchronize", || {
@@ -403,6 +452,34 @@ impl Gpu {
         guard("copy", || {
             let s = src.slice.slice(0..src.len);
             let mut d = dst.slice.slice_mut(0..src.len);
+            self.stream
+                .memcpy_dtod(&s, &mut d)
+                .map_err(|e| GpuError::driver("cuMemcpyDtoD", e))
+        })
+    }
+
+    /// Device-to-device copy of `n` elements: `src[src_at..src_at + n]` into
+    /// `dst[dst_at..dst_at + n]` (both buffers on this device; ordered on this stream).
+    pub fn copy_device_range<T: Element>(
+        &self,
+        src: &DeviceBuffer<T>,
+        src_at: usize,
+        dst: &mut DeviceBuffer<T>,
+        dst_at: usize,
+        n: usize,
+    ) -> GpuResult<()> {
+        if src_at + n > src.len || dst_at + n > dst.len {
+            return Err(GpuError::InvalidArgument(format!(
+                "copy of {n} elements from {src_at} of {} into {dst_at} of {}",
+                src.len, dst.len
+            )));
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        guard("copy", || {
+            let s = src.slice.slice(src_at..src_at + n);
+            let mut d = dst.slice.slice_mut(dst_at..dst_at + n);
             self.stream
                 .memcpy_dtod(&s, &mut d)
                 .map_err(|e| GpuError::driver("cuMemcpyDtoD", e))
@@ -673,6 +750,12 @@ impl<T: Element> DeviceBuffer<T> {
     /// Capacity of the allocation in elements (at least 1).
     pub fn capacity(&self) -> usize {
         self.slice.len()
+    }
+    pub(crate) fn cuda_slice(&self) -> &CudaSlice<T> {
+        &self.slice
+    }
+    pub(crate) fn cuda_slice_mut(&mut self) -> &mut CudaSlice<T> {
+        &mut self.slice
     }
 }
 

@@ -507,3 +507,73 @@ fn unique_matches_reference() {
         );
     }
 }
+
+/// NCCL with a communicator of one rank on device 0: an all-reduce (the sum over one rank is
+/// the input) and a grouped send/receive to itself of two segments. Skips with a message when
+/// there is no GPU or no `libnccl.so.2` (set `TESSERA_REQUIRE_NCCL=1` to make that a failure).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn nccl_one_rank_all_reduce_and_self_send_recv() {
+    use tessera_gpu::{NcclComm, NcclLibrary};
+    let Some(g) = gpu() else { return };
+    let lib = match NcclLibrary::load() {
+        Ok(l) => l,
+        Err(e) => {
+            assert!(matches!(e, GpuError::NoNccl(_)), "{e}");
+            if std::env::var_os("TESSERA_REQUIRE_NCCL").is_some() {
+                panic!("TESSERA_REQUIRE_NCCL is set: {e}");
+            }
+            eprintln!("skipped: {e}");
+            return;
+        }
+    };
+    eprintln!("NCCL {} from {}", lib.version_string(), lib.path());
+    assert_eq!(std::env::var("NCCL_NVLS_ENABLE").as_deref(), Ok("0"));
+    let comm = NcclComm::new(&[&g]).unwrap();
+    assert_eq!(comm.ranks(), 1);
+    assert_eq!(comm.devices(), &[g.ordinal()]);
+    let mut rng = Rng(21);
+    let n = 1000;
+    let host: Vec<f64> = (0..n)
+        .map(|_| rng.below(1 << 20) as f64 / 7.0 - 1000.0)
+        .collect();
+    let send = g.upload(&host).unwrap();
+    let mut recv = g.zeros::<f64>(n).unwrap();
+    comm.all_reduce_sum(&[&send], &mut [&mut recv]).unwrap();
+    assert_eq!(g.download(&recv).unwrap(), host, "all-reduce over one rank");
+    // self send/receive of two segments, received swapped: [a | b] -> [b | a]
+    let mut out = g.zeros::<f64>(n).unwrap();
+    {
+        let mut grp = comm.group().unwrap();
+        grp.send(0, &send, 0..300, 0).unwrap();
+        grp.send(0, &send, 300..n, 0).unwrap();
+        grp.recv(0, &mut out, n - 300..n, 0).unwrap();
+        grp.recv(0, &mut out, 0..n - 300, 0).unwrap();
+        grp.end().unwrap();
+    }
+    let got = g.download(&out).unwrap();
+    assert_eq!(&got[n - 300..], &host[..300]);
+    assert_eq!(&got[..n - 300], &host[300..]);
+    // a duplicated device is refused before NCCL sees it
+    let e = NcclComm::new(&[&g, &g]).unwrap_err().to_string();
+    assert!(e.contains("appears twice"), "{e}");
+}
+
+/// A second stream on one device: a copy ordered after an event of the first stream.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn forked_stream_waits_for_event() {
+    let Some(g) = gpu() else { return };
+    let side = g.fork_stream().unwrap();
+    let host: Vec<f64> = (0..100_000).map(|i| i as f64).collect();
+    let a = g.upload(&host).unwrap();
+    let ev = g.new_event().unwrap();
+    ev.record(&g).unwrap();
+    side.wait_event(&ev).unwrap();
+    let mut b = side.zeros::<f64>(host.len()).unwrap();
+    side.copy_device_range(&a, 10, &mut b, 0, host.len() - 10)
+        .unwrap();
+    side.synchronize().unwrap();
+    let got = side.download(&b).unwrap();
+    assert_eq!(&got[..host.len() - 10], &host[10..]);
+}
