@@ -274,3 +274,80 @@ fn galerkin_products_match_reference() {
         );
     }
 }
+
+/// Halo index lists of a domain with `owned` owned and `halo` halo nodes: `count` distinct
+/// owned nodes in a shuffled order (a send list) and the halo nodes in a shuffled order
+/// (a receive list).
+fn halo_lists(g: &mut Lcg, owned: usize, halo: usize, count: usize) -> (Vec<u32>, Vec<u32>) {
+    let mut send: Vec<u32> = (0..owned as u32).collect();
+    for i in (1..send.len()).rev() {
+        send.swap(i, (g.next() % (i as u64 + 1)) as usize);
+    }
+    send.truncate(count);
+    let mut recv: Vec<u32> = (owned as u32..(owned + halo) as u32).collect();
+    for i in (1..recv.len()).rev() {
+        recv.swap(i, (g.next() % (i as u64 + 1)) as usize);
+    }
+    (send, recv)
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn halo_pack_matches_reference() {
+    use tessera_solve::cuda::halo::{halo_pack, halo_pack_reference};
+    let Some(gpu) = gpu() else { return };
+    let k = SolveKernels::new(&gpu).unwrap();
+    let mut g = Lcg(2101);
+    for &(e, owned, count) in &[
+        (1, 1000, 333),
+        (2, 70, 33),
+        (3, 5003, 1777),
+        (3, 40_000, 39_999),
+        (3, 10, 0),
+    ] {
+        let (send, _) = halo_lists(&mut g, owned, 0, count);
+        let x: Vec<f64> = (0..(owned + 17) * e).map(|_| g.f()).collect();
+        let xd = gpu.upload(&x).unwrap();
+        let idx = gpu.upload(&send).unwrap();
+        let mut buf = gpu.zeros::<f64>(count * e + 5).unwrap();
+        halo_pack(&k, &gpu, count, e, &idx, &xd, &mut buf).unwrap();
+        let got = gpu.download(&buf).unwrap();
+        let want = halo_pack_reference(&send, e, &x);
+        // a copy: exactly equal; the slack after the packed values is untouched
+        assert_eq!(&got[..count * e], &want[..], "e = {e}, count = {count}");
+        assert!(got[count * e..].iter().all(|&v| v == 0.0));
+    }
+    // a list longer than the buffer is an error, not an out-of-bounds write
+    let idx = gpu.upload(&[0u32, 1, 2]).unwrap();
+    let x = gpu.zeros::<f64>(9).unwrap();
+    let mut small = gpu.zeros::<f64>(8).unwrap();
+    assert!(halo_pack(&k, &gpu, 3, 3, &idx, &x, &mut small).is_err());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn halo_unpack_matches_reference() {
+    use tessera_solve::cuda::halo::{halo_unpack, halo_unpack_reference};
+    let Some(gpu) = gpu() else { return };
+    let k = SolveKernels::new(&gpu).unwrap();
+    let mut g = Lcg(2102);
+    for &(e, owned, halo) in &[
+        (1, 1000, 333),
+        (2, 50, 45),
+        (3, 5003, 1777),
+        (3, 20_000, 31_111),
+        (3, 10, 0),
+    ] {
+        let (_, recv) = halo_lists(&mut g, owned, halo, 0);
+        let mut x: Vec<f64> = (0..(owned + halo) * e).map(|_| g.f()).collect();
+        let buf: Vec<f64> = (0..halo * e).map(|_| g.f()).collect();
+        let mut xd = gpu.upload(&x).unwrap();
+        let bd = gpu.upload(&buf).unwrap();
+        let idx = gpu.upload(&recv).unwrap();
+        halo_unpack(&k, &gpu, halo, e, &idx, &bd, &mut xd).unwrap();
+        let got = gpu.download(&xd).unwrap();
+        halo_unpack_reference(&recv, e, &buf, &mut x);
+        // owned part untouched, halo part scattered: exactly equal
+        assert_eq!(got, x, "e = {e}, halo = {halo}");
+    }
+}

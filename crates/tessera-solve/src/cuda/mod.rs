@@ -9,11 +9,13 @@
 //! | AMG / p-multigrid cycle | block CSR SpMV (a lane group per block row), Chebyshev / Jacobi smoother steps, dense coarse inverse | [`crate::Amg::cycle`], [`crate::PMultigrid::cycle`] |
 //! | AMG setup | [`DeviceAmg::setup`]: block norms, diagonal blocks, `λ_max` estimate, smoothed prolongator, transpose and Galerkin product on the device (block SpGEMM: expand, sort, compress; bit-identical to the host products); strength graph, MIS(2) aggregation and tentative prolongator on the host from the downloaded block norms | [`crate::Amg::setup`] |
 //! | p-multigrid setup | [`DevicePmg::setup`]: the same, the Galerkin product to order 1 on the device | [`crate::PMultigrid::setup`] |
+//! | halo pack / unpack | [`halo::halo_pack`], [`halo::halo_unpack`]: one thread per value | [`halo::halo_pack_reference`], [`halo::halo_unpack_reference`] |
 //! | filtered copy `S A S + (I − S)` | [`device_filtered_copy`], one thread per block row | [`crate::blockcsr::BlockCsr::from_binbcsr_filtered`] |
 //!
 //! Only `tessera-gpu` calls cudarc; this module launches its kernels through it. The CUDA
 //! sources live beside it in `kernels/`.
 
+pub mod halo;
 mod matrix;
 mod multigrid;
 mod pcg;
@@ -37,7 +39,8 @@ use crate::error::SolveError;
 pub const SOURCE: &str = concat!(
     include_str!("kernels/solve.cu"),
     include_str!("kernels/multigrid.cu"),
-    include_str!("kernels/setup.cu")
+    include_str!("kernels/setup.cu"),
+    include_str!("kernels/domain.cu")
 );
 
 pub(crate) const BLOCK: u32 = 256;

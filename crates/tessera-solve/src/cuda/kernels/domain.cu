@@ -1,0 +1,142 @@
+
+// ----------------------------------------------------------------------------- domain decomposition
+// Halo exchange and the partitioned PCG of a domain-decomposed operator (dissertation §7.1.2).
+// Vectors of a domain are node-major with e components per node: its owned nodes first, then
+// its halo nodes (owned by neighbours). Index lists are local node numbers.
+
+// Pack: buf[i e + c] = x[idx[i] e + c] for i < count (the owned values a neighbour needs,
+// gathered into a contiguous send buffer).
+extern "C" __global__ void halo_pack(u32 count, u32 e, const u32* idx, const double* x, double* buf) {
+    u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= (u64)count * e) return;
+    u32 i = (u32)(t / e), c = (u32)(t % e);
+    buf[t] = x[(u64)idx[i] * e + c];
+}
+
+// Unpack: x[idx[i] e + c] = buf[i e + c] (received values scattered into the halo part).
+extern "C" __global__ void halo_unpack(u32 count, u32 e, const u32* idx, const double* buf, double* x) {
+    u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= (u64)count * e) return;
+    u32 i = (u32)(t / e), c = (u32)(t % e);
+    x[(u64)idx[i] * e + c] = buf[t];
+}
+
+// y[rows[i]] += Σ_b vals[b] x[cols[b]] over the blocks b of boundary row i (block CSR, E×E
+// blocks row-major, columns in local numbering): the halo columns of the owned rows, added after
+// the exchange. One thread per boundary row; blocks summed in stored (column) order.
+template <int E>
+__device__ void halo_spmv_add(u32 nrows, const u32* rows, const u32* ptr, const u32* cols, const double* vals, const double* x,
+                              double* y) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= nrows) return;
+    double acc[E];
+    for (int k = 0; k < E; ++k) acc[k] = 0.0;
+    for (u32 b = ptr[i]; b < ptr[i + 1]; ++b) {
+        const double* v = vals + (u64)b * E * E;
+        u64 j = (u64)cols[b] * E;
+        for (int k = 0; k < E; ++k)
+            for (int l = 0; l < E; ++l) acc[k] += v[k * E + l] * x[j + l];
+    }
+    u64 r = (u64)rows[i] * E;
+    for (int k = 0; k < E; ++k) y[r + k] += acc[k];
+}
+extern "C" __global__ void halo_spmv_add_1(u32 n, const u32* rows, const u32* ptr, const u32* cols, const double* vals,
+                                           const double* x, double* y) {
+    halo_spmv_add<1>(n, rows, ptr, cols, vals, x, y);
+}
+extern "C" __global__ void halo_spmv_add_2(u32 n, const u32* rows, const u32* ptr, const u32* cols, const double* vals,
+                                           const double* x, double* y) {
+    halo_spmv_add<2>(n, rows, ptr, cols, vals, x, y);
+}
+extern "C" __global__ void halo_spmv_add_3(u32 n, const u32* rows, const u32* ptr, const u32* cols, const double* vals,
+                                           const double* x, double* y) {
+    halo_spmv_add<3>(n, rows, ptr, cols, vals, x, y);
+}
+
+// Partitioned PCG, one domain's owned part: scalars come from the host (global sums in a fixed
+// domain order), partial sums go to fixed grids as in the one-domain kernels.
+// q = S q and the partial sums of cᵀq.
+extern "C" __global__ void dd_filter_dot_partial(u32 len, const u32* fixed, double* q, const double* c, double* partial) {
+    __shared__ double sh[256];
+    double s = 0.0;
+    for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < len; t += gridDim.x * blockDim.x) {
+        double v = q[t];
+        if (fixed[t]) { v = 0.0; q[t] = 0.0; }
+        s += c[t] * v;
+    }
+    sh[threadIdx.x] = s;
+    __syncthreads();
+    for (u32 o = 128; o > 0; o >>= 1) {
+        if (threadIdx.x < o) sh[threadIdx.x] += sh[threadIdx.x + o];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) partial[blockIdx.x] = sh[0];
+}
+// Per node: x += α c, r -= α q, s = S(P⁻¹ r), partial sums of rᵀr and rᵀs (interleaved).
+extern "C" __global__ void dd_update_precond_partial(u32 nodes, u32 e, double alpha, const double* inv, const u32* fixed,
+                                                     const double* c, const double* q, double* x, double* r, double* s,
+                                                     double* partial2) {
+    __shared__ double sh[2][256];
+    double rr = 0.0, rs = 0.0;
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < nodes; i += gridDim.x * blockDim.x) {
+        double rv[4];
+        for (u32 k = 0; k < e; ++k) {
+            u64 t = (u64)i * e + k;
+            x[t] += alpha * c[t];
+            double v = r[t] - alpha * q[t];
+            r[t] = v;
+            rv[k] = v;
+        }
+        for (u32 k = 0; k < e; ++k) {
+            double a = 0.0;
+            for (u32 l = 0; l < e; ++l) a += inv[(u64)i * e * e + k * e + l] * rv[l];
+            u64 t = (u64)i * e + k;
+            a = fixed[t] ? 0.0 : a;
+            s[t] = a;
+            rr += rv[k] * rv[k];
+            rs += rv[k] * a;
+        }
+    }
+    sh[0][threadIdx.x] = rr;
+    sh[1][threadIdx.x] = rs;
+    __syncthreads();
+    for (u32 o = 128; o > 0; o >>= 1) {
+        if (threadIdx.x < o) {
+            sh[0][threadIdx.x] += sh[0][threadIdx.x + o];
+            sh[1][threadIdx.x] += sh[1][threadIdx.x + o];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        partial2[2 * blockIdx.x] = sh[0][0];
+        partial2[2 * blockIdx.x + 1] = sh[1][0];
+    }
+}
+// out[slot_a], out[slot_b] from the interleaved partials of dd_update_precond_partial.
+extern "C" __global__ void dd_dot_final2(u32 nparts, const double* partial2, double* out, u32 slot_a, u32 slot_b) {
+    __shared__ double sh[2][256];
+    double a = 0.0, b = 0.0;
+    for (u32 t = threadIdx.x; t < nparts; t += 256) {
+        a += partial2[2 * t];
+        b += partial2[2 * t + 1];
+    }
+    sh[0][threadIdx.x] = a;
+    sh[1][threadIdx.x] = b;
+    __syncthreads();
+    for (u32 o = 128; o > 0; o >>= 1) {
+        if (threadIdx.x < o) {
+            sh[0][threadIdx.x] += sh[0][threadIdx.x + o];
+            sh[1][threadIdx.x] += sh[1][threadIdx.x + o];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        out[slot_a] = sh[0][0];
+        out[slot_b] = sh[1][0];
+    }
+}
+// c = s + β c (owned part)
+extern "C" __global__ void dd_direction(u32 len, double beta, const double* s, double* c) {
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < len) c[t] = s[t] + beta * c[t];
+}
