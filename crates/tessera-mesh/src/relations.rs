@@ -26,9 +26,9 @@
 //! (a sorting network instead of a sort, no count pass, no compaction) with prefetched
 //! gathers. A fast path checks every row it writes and hands the whole relation to the
 //! general path if any row does not fit, so results never depend on which path ran. The
-//! parallel paths split the work into chunks of whole rows (or column buckets for the
-//! transposes); every output element has one writer, so results are bit-identical for any
-//! number of threads.
+//! parallel paths split the work into chunks of whole rows (for the transposes: input
+//! chunks with counters of their own, and column groups); every output element has one
+//! writer, so results are bit-identical for any number of threads.
 
 use crate::PolyMesh;
 use rayon::prelude::*;

@@ -19,7 +19,7 @@ use tessera_mesh::relations::{
 };
 use tessera_mesh::PolyMesh;
 use tessera_sparse::tcsr::negate;
-use tessera_sparse::transpose::{transpose_entries, TcsrEntries, TransposeParams};
+use tessera_sparse::transpose::{transpose_entries, TcsrEntries, TransposeParams, TransposeSplit};
 use tessera_sparse::Tcsr;
 
 /// The transpose through the general source (explicit offsets), one thread.
@@ -37,12 +37,29 @@ fn general_transpose(m: &Tcsr) -> Tcsr {
 }
 
 /// Several threads with the parallel path forced on small inputs.
-fn forced(chunks: usize, bits: u32) -> TransposeParams {
+fn forced(chunks: usize, split: TransposeSplit, bucket_bits: u32) -> TransposeParams {
     TransposeParams {
         chunks,
-        bucket_bits: bits,
+        split,
+        bucket_bits,
         min_parallel_nnz: 0,
     }
+}
+
+/// Local rayon pools of 1, 2, 3 and 7 threads (built once).
+fn pools() -> &'static [rayon::ThreadPool] {
+    static POOLS: std::sync::OnceLock<Vec<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    POOLS.get_or_init(|| {
+        [1, 2, 3, 7]
+            .into_iter()
+            .map(|t| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(t)
+                    .build()
+                    .unwrap()
+            })
+            .collect()
+    })
 }
 
 /// Damage applied to a tetrahedral box before the comparison.
@@ -147,8 +164,60 @@ fn check(m: &PolyMesh) -> Result<(), TestCaseError> {
             par
         );
     }
-    for (chunks, bits) in [(2, 1), (3, 4), (8, 0)] {
-        let p = forced(chunks, bits);
+    // the parallel transposes as chosen for 1, 2, 3 and 7 threads (forced on small
+    // meshes), and each parallel algorithm at those thread counts
+    for pool in pools() {
+        let t = pool.current_num_threads();
+        for split in [
+            TransposeSplit::Auto,
+            TransposeSplit::Counters,
+            TransposeSplit::Buckets,
+        ] {
+            let p = forced(0, split, 0);
+            prop_assert_eq!(
+                &pool.install(|| m.cell_faces().transpose_with(Par::Rayon, p)),
+                &d3,
+                "d3, {} threads, {:?}",
+                t,
+                split
+            );
+            prop_assert_eq!(
+                &pool.install(|| m.face_edges().transpose_with(Par::Rayon, p)),
+                &d2,
+                "d2, {} threads, {:?}",
+                t,
+                split
+            );
+            let ev = m.edge_vertices();
+            let (o, c) = pool.install(|| {
+                transpose_entries(
+                    &tessera_sparse::transpose::EdgePairEntries {
+                        flat: ev.as_flattened(),
+                    },
+                    m.num_vertices(),
+                    true,
+                    p,
+                )
+            });
+            prop_assert_eq!(
+                &Tcsr::new(ev.len(), o, c).unwrap(),
+                &transpose_edge_vertices(ev, m.num_vertices(), Par::Seq),
+                "d1, {} threads, {:?}",
+                t,
+                split
+            );
+        }
+    }
+    for (chunks, split, bits) in [
+        (2, TransposeSplit::Buckets, 1),
+        (3, TransposeSplit::Buckets, 4),
+        (8, TransposeSplit::Buckets, 0),
+        (2, TransposeSplit::Counters, 0),
+        (3, TransposeSplit::Counters, 0),
+        (7, TransposeSplit::Counters, 0),
+        (0, TransposeSplit::Auto, 0),
+    ] {
+        let p = forced(chunks, split, bits);
         prop_assert_eq!(
             &pool.install(|| m.cell_faces().transpose_with(Par::Rayon, p)),
             &d3

@@ -223,7 +223,7 @@ impl Tcsr {
         self.transpose_with(par, TransposeParams::default())
     }
 
-    /// [`Tcsr::transpose`] with explicit [`TransposeParams`] (chunks, bucket width).
+    /// [`Tcsr::transpose`] with explicit [`TransposeParams`] (input chunks, column groups).
     pub fn transpose_with(&self, par: Par, params: TransposeParams) -> Tcsr {
         let parallel = par.is_parallel();
         let n = self.ncols;

@@ -15,15 +15,30 @@
 //!   the offsets themselves as cursors (after the fill, `offsets[c + 1]` has advanced from
 //!   the start to the end of row `c`, which is the start of row `c + 1`): no cursor array,
 //!   no searching, and rows come out ordered without a sort.
-//! - **Several threads**: the output rows are cut into column buckets (ranges of output
-//!   rows) and the input rows into one chunk per thread. Each chunk counts its entries per
-//!   bucket, then copies them (output row, value) into a bucketed buffer, chunk after chunk
-//!   inside each bucket, so each bucket keeps the input order. Then every bucket runs the
-//!   one-thread algorithm on its own column range, writing a disjoint part of the offsets
-//!   and entry arrays (whose start is the number of entries of the buckets before it).
-//!   Every write has exactly one owner; there are no atomics and no sort.
+//! - **Several threads, per-chunk counters** (count -> scan -> fill that scales): the
+//!   input rows are cut into one contiguous chunk per thread, of about equal entry counts.
+//!   Each chunk counts its entries per output row into counters of its own (the last chunk
+//!   into the offsets array itself), and per range of output rows (for the scan). An
+//!   exclusive scan over (output row, chunk), chunk order inside each output row, run on
+//!   ranges of output rows in parallel, turns the counters into write positions: chunk
+//!   `k`'s entries of output row `c` go after those of chunks `0..k`. Each chunk then
+//!   fills its entries in input order from its own positions, and the last chunk's
+//!   positions end at the next row's offsets. Inside every output row the entries come
+//!   chunk after chunk, each chunk in input order: the input order, exactly as with one
+//!   thread. Every output position has one writer; there is no atomic read-modify-write,
+//!   no sort and no intermediate copy of the entries.
+//! - **Several threads, column buckets** (when the counters of all chunks would outweigh
+//!   the entries: many output rows against the entries, and many threads; see
+//!   [`split_for`]): the output rows are cut into column buckets (ranges of output rows)
+//!   and the input rows into one chunk per thread. Each chunk counts its entries per
+//!   bucket, then copies them (output row, value) into a bucketed buffer, chunk after
+//!   chunk inside each bucket, so each bucket keeps the input order. Then every bucket runs
+//!   the one-thread algorithm on its own column range, writing a disjoint part of the
+//!   offsets and entry arrays (whose start is the number of entries of the buckets before
+//!   it). Every write has exactly one owner; there are no atomics and no sort.
 
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 /// A source of entries for [`transpose_entries`]: rows of entries, each entry with the
 /// output row it goes to (its decoded column) and its sign.
@@ -136,13 +151,30 @@ impl Entries for EdgePairEntries<'_> {
     }
 }
 
+/// The parallel algorithm of [`transpose_entries`] (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum TransposeSplit {
+    /// Chosen from the size and the threads ([`split_for`]).
+    #[default]
+    Auto,
+    /// Per-chunk counters, a scan over (output row, chunk), a fill from each chunk's own
+    /// positions.
+    Counters,
+    /// Column buckets: entries copied into per-bucket pieces, then each bucket transposed
+    /// on its own.
+    Buckets,
+}
+
 /// Knobs of [`transpose_entries`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TransposeParams {
     /// Input chunks (0: one per thread of the current rayon pool). One chunk runs the
     /// one-thread algorithm.
     pub chunks: usize,
-    /// Output rows per column bucket, as a power of two (0: chosen from the size).
+    /// The parallel algorithm.
+    pub split: TransposeSplit,
+    /// Output rows per column bucket of [`TransposeSplit::Buckets`], as a power of two
+    /// (0: chosen from the size).
     pub bucket_bits: u32,
     /// Inputs with fewer entries run on one thread.
     pub min_parallel_nnz: usize,
@@ -152,6 +184,7 @@ impl Default for TransposeParams {
     fn default() -> Self {
         TransposeParams {
             chunks: 0,
+            split: TransposeSplit::Auto,
             bucket_bits: 0,
             min_parallel_nnz: 1 << 16,
         }
@@ -181,7 +214,14 @@ pub fn transpose_entries<E: Entries>(
     if !parallel || chunks <= 1 || nnz < params.min_parallel_nnz || ncols == 0 {
         return transpose_serial(src, ncols);
     }
-    transpose_bucketed(src, ncols, chunks, params.bucket_bits)
+    let split = match params.split {
+        TransposeSplit::Auto => split_for(chunks, nnz, ncols),
+        s => s,
+    };
+    match split {
+        TransposeSplit::Buckets => transpose_bucketed(src, ncols, chunks, params.bucket_bits),
+        _ => transpose_counters(src, ncols, chunks),
+    }
 }
 
 /// Entries ahead of the current one whose targets are prefetched: the scatter targets lie
@@ -246,6 +286,177 @@ fn transpose_serial<E: Entries>(src: &E, ncols: usize) -> (Vec<u32>, Vec<i32>) {
             }
         }
     }
+    (offsets, out)
+}
+
+/// The parallel algorithm [`transpose_entries`] runs on `threads` threads for `nnz`
+/// entries and `ncols` output rows: per-chunk counters when the counters of all chunks but
+/// the last (which counts into the offsets themselves) are no more than twice the entries
+/// (`(threads - 1) * ncols <= 2 * nnz`: each counter is zeroed, scanned and rewritten,
+/// about 12 bytes of traffic, against about 24 bytes per entry for the bucketed copy),
+/// else column buckets. Two threads take the counters on every mesh relation; 16 threads
+/// take them for δ1 (few vertices against the edges) and buckets for δ3 (as many faces as
+/// half the entries).
+pub fn split_for(threads: usize, nnz: usize, ncols: usize) -> TransposeSplit {
+    if (threads.saturating_sub(1) as u128) * (ncols as u128) <= 2 * nnz as u128 {
+        TransposeSplit::Counters
+    } else {
+        TransposeSplit::Buckets
+    }
+}
+
+/// Input chunks of about equal entry counts, on row boundaries: `chunks + 1` row bounds.
+fn chunk_bounds<E: Entries>(src: &E, chunks: usize) -> Vec<usize> {
+    let (nnz, nrows) = (src.nnz(), src.nrows());
+    let mut bounds: Vec<usize> = (0..=chunks)
+        .map(|k| {
+            if k == chunks || nnz == 0 {
+                nrows
+            } else {
+                src.row_of(nnz * k / chunks).min(nrows)
+            }
+        })
+        .collect();
+    bounds[0] = 0;
+    for k in 1..bounds.len() {
+        bounds[k] = bounds[k].max(bounds[k - 1]);
+    }
+    bounds
+}
+
+/// Count the entries of rows `rows` per output row into `h`.
+#[inline(never)]
+fn count_chunk<E: Entries>(src: &E, rows: std::ops::Range<usize>, h: &mut [u32]) {
+    let (b, e) = (src.row_start(rows.start), src.row_start(rows.end));
+    for i in b..e {
+        if i + AHEAD < e {
+            prefetch(&h[src.col(i + AHEAD) as usize]);
+        }
+        h[src.col(i) as usize] += 1;
+    }
+}
+
+/// Fill the entries of rows `rows`: `cur` holds each output row's write position for this
+/// chunk and advances past every entry written. `out` is the whole entry array (shared
+/// with the other chunks, which write other positions); the stores are relaxed atomics,
+/// which compile to plain stores.
+#[inline(never)]
+fn fill_chunk<E: Entries>(
+    src: &E,
+    rows: std::ops::Range<usize>,
+    cur: &mut [u32],
+    out: &[AtomicI32],
+) {
+    let e = src.row_start(rows.end);
+    for r in rows {
+        for i in src.row_start(r)..src.row_start(r + 1) {
+            // two stages, as in the one-thread fill
+            if i + 2 * AHEAD < e {
+                prefetch(&cur[src.col(i + 2 * AHEAD) as usize]);
+            }
+            if i + AHEAD < e {
+                if let Some(slot) = out.get(cur[src.col(i + AHEAD) as usize] as usize) {
+                    prefetch(slot);
+                }
+            }
+            let c = src.col(i) as usize;
+            let o = cur[c];
+            out[o as usize].store((r as i32) ^ src.sign_mask(i), Ordering::Relaxed);
+            cur[c] = o + 1;
+        }
+    }
+}
+
+/// Several threads, per-chunk counters (see the module docs): `chunks` input chunks of
+/// whole rows, each counting into counters of its own (the last chunk into the offsets
+/// array), an exclusive scan over (output row, chunk), and each chunk filling from its own
+/// positions. After the fill the last chunk's positions have advanced to the end of every
+/// output row, which is the next row's offset: the offsets array is complete.
+fn transpose_counters<E: Entries>(src: &E, ncols: usize, chunks: usize) -> (Vec<u32>, Vec<i32>) {
+    let nnz = src.nnz();
+    let chunks = chunks.clamp(1, src.nrows().max(1));
+    let bounds = chunk_bounds(src, chunks);
+    // scan ranges: a power of two of output rows, about 8 ranges per thread
+    let want = (8 * rayon::current_num_threads()).max(1);
+    let range_bits = ncols
+        .div_ceil(want)
+        .max(1024)
+        .next_power_of_two()
+        .trailing_zeros();
+    let nranges = ncols.div_ceil(1 << range_bits);
+    let mut offsets = vec![0u32; ncols + 1];
+    let mut extra = vec![0u32; (chunks - 1) * ncols];
+    let mut counters: Vec<&mut [u32]> = extra.chunks_mut(ncols).collect();
+    counters.push(&mut offsets[1..]);
+    counters
+        .par_iter_mut()
+        .enumerate()
+        .for_each(|(k, h)| count_chunk(src, bounds[k]..bounds[k + 1], h));
+    // exclusive scan over (output row, chunk): the totals of the ranges of output rows,
+    // then the ranges in parallel, each from its base
+    let totals: Vec<u32> = (0..nranges)
+        .into_par_iter()
+        .map(|s| {
+            let r = s << range_bits..((s + 1) << range_bits).min(ncols);
+            let mut t = 0u32;
+            for h in counters.iter() {
+                t += h[r.clone()].iter().sum::<u32>();
+            }
+            t
+        })
+        .collect();
+    let mut base = Vec::with_capacity(nranges);
+    let mut acc = 0u32;
+    for t in totals {
+        base.push(acc);
+        acc += t;
+    }
+    debug_assert_eq!(acc as usize, nnz);
+    {
+        let mut per_range: Vec<Vec<&mut [u32]>> =
+            (0..nranges).map(|_| Vec::with_capacity(chunks)).collect();
+        for h in counters.iter_mut() {
+            for (s, piece) in h.chunks_mut(1 << range_bits).enumerate() {
+                per_range[s].push(piece);
+            }
+        }
+        per_range
+            .into_par_iter()
+            .zip(base)
+            .for_each(|(mut pieces, mut acc)| match pieces.as_mut_slice() {
+                [a, b] => {
+                    for (x, y) in a.iter_mut().zip(b.iter_mut()) {
+                        let (ca, cb) = (*x, *y);
+                        *x = acc;
+                        *y = acc + ca;
+                        acc += ca + cb;
+                    }
+                }
+                pieces => {
+                    for j in 0..pieces[0].len() {
+                        for p in pieces.iter_mut() {
+                            let t = p[j];
+                            p[j] = acc;
+                            acc += t;
+                        }
+                    }
+                }
+            });
+    }
+    let mut out = vec![0i32; nnz];
+    {
+        // SAFETY: `AtomicI32` has the same size and alignment as `i32` (documented), so a
+        // slice of one is a valid slice of the other; `out` is borrowed mutably for the
+        // whole lifetime of the view, so nothing else reads or writes it meanwhile (this
+        // is `AtomicI32::from_mut_slice`, not yet stable).
+        let shared: &[AtomicI32] =
+            unsafe { &*(out.as_mut_slice() as *mut [i32] as *const [AtomicI32]) };
+        counters
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(k, cur)| fill_chunk(src, bounds[k]..bounds[k + 1], cur, shared));
+    }
+    drop(counters);
     (offsets, out)
 }
 
@@ -387,12 +598,44 @@ mod tests {
         Tcsr::from_rows(m.nrows(), rows).unwrap()
     }
 
-    fn params(chunks: usize, bits: u32) -> TransposeParams {
+    fn params(chunks: usize, split: TransposeSplit, bucket_bits: u32) -> TransposeParams {
         TransposeParams {
             chunks,
-            bucket_bits: bits,
+            split,
+            bucket_bits,
             min_parallel_nnz: 0,
         }
+    }
+
+    /// Every parallel algorithm with several chunk counts (more chunks than threads and
+    /// than rows included) and bucket widths.
+    fn splits() -> Vec<TransposeParams> {
+        use TransposeSplit::*;
+        let mut v = Vec::new();
+        for chunks in [1, 2, 3, 4, 7, 16, 300] {
+            v.push(params(chunks, Counters, 0));
+            v.push(params(chunks, Auto, 0));
+        }
+        for (chunks, bits) in [(1, 0), (2, 0), (3, 1), (4, 3), (7, 6), (16, 2)] {
+            v.push(params(chunks, Buckets, bits));
+        }
+        v
+    }
+
+    /// Local rayon pools of 1, 2, 3 and 7 threads (built once).
+    fn pools() -> &'static [rayon::ThreadPool] {
+        static POOLS: std::sync::OnceLock<Vec<rayon::ThreadPool>> = std::sync::OnceLock::new();
+        POOLS.get_or_init(|| {
+            [1, 2, 3, 7]
+                .into_iter()
+                .map(|t| {
+                    rayon::ThreadPoolBuilder::new()
+                        .num_threads(t)
+                        .build()
+                        .unwrap()
+                })
+                .collect()
+        })
     }
 
     /// Rows of `k` distinct random columns (the fixed-row-length case).
@@ -454,16 +697,26 @@ mod tests {
             offsets: m.offsets(),
             columns: m.columns(),
         };
-        for (chunks, bits) in [(1, 0), (2, 0), (3, 1), (4, 3), (7, 6), (16, 2)] {
-            let (o, c) = transpose_entries(&general, m.ncols(), true, params(chunks, bits));
+        for p in splits() {
+            let (o, c) = transpose_entries(&general, m.ncols(), true, p);
             prop_assert_eq!(
                 &Tcsr::new(m.nrows(), o, c).unwrap(),
                 &want,
-                "general source, {} chunks, 2^{} rows per bucket",
-                chunks,
-                bits
+                "general source, {:?}",
+                p
             );
-            prop_assert_eq!(&m.transpose_with(Par::Rayon, params(chunks, bits)), &want);
+            prop_assert_eq!(&m.transpose_with(Par::Rayon, p), &want, "{:?}", p);
+        }
+        // the split chosen for each pool's threads, forced on small inputs
+        for pool in pools() {
+            let t = pool.current_num_threads();
+            prop_assert_eq!(
+                &pool.install(|| m.transpose_with(Par::Rayon, params(0, TransposeSplit::Auto, 0))),
+                &want,
+                "{} threads",
+                t
+            );
+            prop_assert_eq!(&pool.install(|| m.transpose(Par::Rayon)), &want);
         }
         Ok(())
     }
@@ -493,12 +746,12 @@ mod tests {
             let offs: Vec<u32> = (0..=pairs.len() as u32).map(|e| 2 * e).collect();
             let d1 = Tcsr::new(60, offs, cols).unwrap();
             let want = naive(&d1);
-            for (chunks, bits) in [(1, 0), (2, 1), (5, 3)] {
+            for p in splits() {
                 let (o, c) = transpose_entries(
                     &EdgePairEntries { flat: pairs.as_flattened() },
                     60,
                     true,
-                    params(chunks, bits),
+                    p,
                 );
                 prop_assert_eq!(&Tcsr::new(pairs.len(), o, c).unwrap(), &want);
             }
@@ -507,7 +760,7 @@ mod tests {
 
     #[test]
     fn large_fixed_rows_parallel_equals_serial() {
-        // 4 entries per row, > 2^16 entries: the default parameters take the bucketed path
+        // 4 entries per row, > 2^16 entries: the default parameters take the parallel path
         let nr = 60_000usize;
         let nc = 90_001usize;
         let cols: Vec<i32> = (0..nr * 4)
@@ -534,10 +787,23 @@ mod tests {
         let m = Tcsr::new(nc, offs, cols).unwrap();
         let want = naive(&m);
         assert_eq!(m.transpose(Par::Seq), want);
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(3)
-            .build()
-            .unwrap();
-        assert_eq!(pool.install(|| m.transpose(Par::Rayon)), want);
+        for pool in pools() {
+            assert_eq!(pool.install(|| m.transpose(Par::Rayon)), want);
+        }
+        for p in splits() {
+            assert_eq!(m.transpose_with(Par::Rayon, p), want, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn split_keeps_counters_small() {
+        use TransposeSplit::*;
+        // two threads: counters for every mesh relation (δ3: faces against 4 per cell)
+        assert_eq!(split_for(2, 3_268_096, 1_834_028), Counters);
+        assert_eq!(split_for(2, 100, 1_000), Buckets);
+        // 16 threads: counters for δ1 (vertices against 2 per edge), buckets for δ3
+        assert_eq!(split_for(16, 2_505_414, 235_703), Counters);
+        assert_eq!(split_for(16, 3_268_096, 1_834_028), Buckets);
+        assert_eq!(split_for(1, 10, usize::MAX), Counters);
     }
 }
