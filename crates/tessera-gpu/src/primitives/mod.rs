@@ -593,6 +593,22 @@ impl<'g> Primitives<'g> {
             )));
         }
         let maxlen = self.max_row_len(offsets)?;
+        self.segmented_sort_known(vals, offsets, order, maxlen)
+    }
+
+    /// [`Primitives::segmented_sort`] for a caller that knows the longest row (`max_len`, at
+    /// least the true one) and that `offsets` end at `vals.len()`: no host synchronisation.
+    pub fn segmented_sort_known<T: Bits32>(
+        &self,
+        vals: &mut DeviceBuffer<T>,
+        offsets: &DeviceBuffer<u32>,
+        order: SegOrder,
+        maxlen: u32,
+    ) -> GpuResult<()> {
+        let nrows = offsets.len().saturating_sub(1);
+        if nrows == 0 || vals.is_empty() || maxlen <= 1 {
+            return Ok(());
+        }
         let nr = nrows as u64;
         let mode = order.mode();
         if maxlen <= SHORT_ROW {
