@@ -160,6 +160,77 @@ fn meshes() -> Vec<(&'static str, PolyMesh)> {
     ]
 }
 
+/// Cells of one shape (tetrahedra, hexahedra: the fixed-stride register kernels) of which two
+/// are not closed: one face of each replaced by a face of the far end of the box. Their rows
+/// have more distinct vertices and other edges, so the device must notice and take the
+/// general path.
+fn open_cells(kind: BoxKind) -> PolyMesh {
+    let m = box_mesh(kind, [6, 5, 4], [1.0, 1.0, 1.0]);
+    let cf = m.cell_faces();
+    let k = cf.row_len(0);
+    assert!((0..m.num_cells()).all(|c| cf.row_len(c) == k));
+    let mut cols = cf.columns().to_vec();
+    let nf = m.num_faces() as i32;
+    cols[3 * k + 1] = nf - 1;
+    cols[7 * k + 2] = !(nf - 2);
+    let cf = Tcsr::new(cf.ncols(), cf.offsets().to_vec(), cols).unwrap();
+    PolyMesh::from_operators(
+        m.positions().to_vec(),
+        m.edge_vertices().to_vec(),
+        m.face_edges().clone(),
+        cf,
+    )
+    .unwrap()
+}
+
+/// The register kernels for cells of one shape against the reference, on closed cells and
+/// on meshes where some cells are open (the general path must take over).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn uniform_cell_rows_matches_reference() {
+    let Some(g) = gpu() else { return };
+    for (name, m) in [
+        (
+            "tet box 17x9x5",
+            box_mesh(BoxKind::Tet, [17, 9, 5], [1.0, 1.0, 1.0]),
+        ),
+        (
+            "hex box 17x9x5",
+            box_mesh(BoxKind::Hex, [17, 9, 5], [1.0, 1.0, 1.0]),
+        ),
+        ("tet box with two open cells", open_cells(BoxKind::Tet)),
+        ("hex box with two open cells", open_cells(BoxKind::Hex)),
+    ] {
+        let mut dm = DeviceMesh::upload(&g, &m).unwrap();
+        assert!(dm.cell_faces().uniform.is_some(), "{name}: uniform ∂3 rows");
+        assert!(dm.face_edges().uniform.is_some(), "{name}: uniform ∂2 rows");
+        same_tcsr(
+            "cell vertices",
+            name,
+            &dm.cell_vertices().unwrap().download(&g).unwrap(),
+            m.cell_vertices(),
+        );
+        same_tcsr(
+            "cell edges",
+            name,
+            &dm.cell_edges().unwrap().download(&g).unwrap(),
+            m.cell_edges(),
+        );
+        same_tcsr(
+            "δ3 (uniform fill)",
+            name,
+            &dm.face_cells().unwrap().download(&g).unwrap(),
+            m.face_cells(),
+        );
+        same_tcsr(
+            "δ2 (uniform fill)",
+            name,
+            &dm.edge_faces().unwrap().download(&g).unwrap(),
+            m.edge_faces(),
+        );
+    }
+}
+
 fn same_tcsr(what: &str, mesh: &str, got: &Tcsr, want: &Tcsr) {
     assert_eq!(got.ncols(), want.ncols(), "{what} on {mesh}: ncols");
     assert_eq!(got.nrows(), want.nrows(), "{what} on {mesh}: nrows");
@@ -520,6 +591,14 @@ fn gpu_test_meshes_build() {
         }
     }
     let fan = &ms[3].1;
+    // the open-cell meshes really have open cells of one shape
+    for kind in [BoxKind::Tet, BoxKind::Hex] {
+        let m = open_cells(kind);
+        let want = if kind == BoxKind::Tet { 4 } else { 8 };
+        assert!(m.cell_vertices().row_len(3) > want);
+        assert!(m.cell_vertices().row_len(7) > want);
+        assert_eq!(m.cell_vertices().row_len(0), want);
+    }
     assert!((0..fan.num_vertices()).any(|v| fan.vertex_edges().row_len(v) > 64));
     assert!(!extract_boundary(&ms[2].1).manifold);
     assert!(extract_boundary(&ms[0].1).manifold);
@@ -562,8 +641,29 @@ fn simplex_meshes() -> Vec<(&'static str, SimplexMesh)> {
             }
         }
     }
+    // 1200 tetrahedra around the edge (0, 1), with the vertex orders shuffled: one edge in
+    // every cell, vertices 0 and 1 in 2400 edges
+    let ring = 1200usize;
+    let mut fan_pos = vec![[0.0, 0.0, 0.0], [0.0, 0.0, 1.0]];
+    for i in 0..ring {
+        let t = i as f64 / ring as f64 * std::f64::consts::TAU;
+        fan_pos.push([t.cos(), t.sin(), 0.5]);
+    }
+    let mut fan = Vec::new();
+    for i in 0..ring {
+        let mut t = [0u32, 1, 2 + i as u32, 2 + ((i + 1) % ring) as u32];
+        for k in (1..4).rev() {
+            let j = (r.next() % (k as u64 + 1)) as usize;
+            t.swap(k, j);
+        }
+        fan.extend_from_slice(&t);
+    }
     vec![
         ("tet box 16x12x10", tets),
+        (
+            "fan of 1200 tets around one edge (long buckets)",
+            SimplexMesh::new(3, fan, fan_pos).unwrap(),
+        ),
         (
             "tet box with shuffled cell vertex orders",
             SimplexMesh::new(3, shuffled, pos).unwrap(),
@@ -614,8 +714,9 @@ fn simplex_derivation_matches_reference() {
 fn simplex_test_meshes_build() {
     let ms = simplex_meshes();
     assert!(ms.iter().all(|(_, m)| m.num_cells() > 32));
+    assert_eq!(ms[1].1.num_edges(), 1 + 2 * 1200 + 1200);
     // shuffling produced cells of both orientations
-    let neg: Vec<bool> = ms[1]
+    let neg: Vec<bool> = ms[2]
         .1
         .cell_facets()
         .iter()

@@ -289,6 +289,12 @@ fn catmull_clark_dragon_timing() {
             bytes as f64 / ms / 1e6
         ));
     }
+    table.push_str("\n| stage of level 1 | median ms |\n|---|---:|\n");
+    for (stage, ms) in
+        tessera_mesh::cuda::subdivide::bench_catmull_clark_stages(&g, &m, 20).unwrap()
+    {
+        table.push_str(&format!("| {stage} | {ms:.3} |\n"));
+    }
     println!("{table}");
     // the harness captures the output of passing tests: keep the table where the device
     // tool brings files back ($OUT), if set

@@ -47,6 +47,22 @@ pub struct DeviceTcsr {
     pub columns: DeviceBuffer<i32>,
     /// Number of columns.
     pub ncols: usize,
+    /// `Some(k)`: every row is known on the host to hold `k` entries (offsets `k r`), as for
+    /// ∂3 of a tetrahedral mesh (4) or ∂2 of a triangle-faced one (3); the kernels then
+    /// skip the searches and counts that ragged rows need.
+    pub uniform: Option<u32>,
+}
+
+/// `Some(k)` when every row of the offsets holds `k` entries (`None` for no rows).
+pub fn uniform_row_len(offsets: &[u32]) -> Option<u32> {
+    if offsets.len() < 2 {
+        return None;
+    }
+    let k = offsets[1].wrapping_sub(offsets[0]);
+    offsets
+        .windows(2)
+        .all(|w| w[1].wrapping_sub(w[0]) == k)
+        .then_some(k)
 }
 
 impl DeviceTcsr {
@@ -56,6 +72,7 @@ impl DeviceTcsr {
             offsets: gpu.upload(m.offsets())?,
             columns: gpu.upload(m.columns())?,
             ncols: m.ncols(),
+            uniform: uniform_row_len(m.offsets()),
         })
     }
     /// Copy back to the host.
@@ -141,7 +158,9 @@ impl<'g> MeshKernels<'g> {
 
     /// Transpose of a TCSR matrix (Listing 3.1): count entries per column with atomics,
     /// scan, fill with atomic slots, then sort every row by decoded column. The result is
-    /// identical to [`Tcsr::transpose`].
+    /// identical to [`Tcsr::transpose`]. The total is `nnz` (known on the host), so the one
+    /// host synchronisation is the read of the longest row (which picks the row sort), after
+    /// the fill has been enqueued.
     pub fn transpose(&self, m: &DeviceTcsr) -> Result<DeviceTcsr, MeshError> {
         let g = self.gpu;
         let counts = g.zeros::<u32>(m.ncols)?;
@@ -155,23 +174,39 @@ impl<'g> MeshKernels<'g> {
         .arg(&nnz)
         .arg(&counts)
         .run()?;
-        let offsets = self.prims.offsets_from_counts(&counts)?;
-        let cursor = g.duplicate(&offsets)?;
+        let offsets = self.prims.exclusive_scan_with_total(&counts)?;
         let mut out = g.alloc::<i32>(m.nnz())?;
-        let nrows = m.nrows() as u64;
-        g.launch(&self.k("tcsr_fill_transpose")?, Self::cfg(m.nrows())?)
-            .arg(&m.offsets)
-            .arg(&m.columns)
-            .arg(&nrows)
-            .arg(&cursor)
-            .arg(&out)
-            .run()?;
+        match m.uniform {
+            Some(k) if k > 0 && nnz == k as u64 * m.nrows() as u64 => {
+                g.launch(&self.k("tcsr_fill_transpose_uniform")?, Self::cfg(m.nnz())?)
+                    .arg(&m.columns)
+                    .arg(&nnz)
+                    .arg(&k)
+                    .arg(&offsets)
+                    .arg(&counts)
+                    .arg(&out)
+                    .run()?;
+            }
+            _ => {
+                let nrows = m.nrows() as u64;
+                g.launch(&self.k("tcsr_fill_transpose")?, Self::cfg(m.nrows())?)
+                    .arg(&m.offsets)
+                    .arg(&m.columns)
+                    .arg(&nrows)
+                    .arg(&offsets)
+                    .arg(&counts)
+                    .arg(&out)
+                    .run()?;
+            }
+        }
+        let longest = self.prims.max_row_len(&offsets)?;
         self.prims
-            .segmented_sort(&mut out, &offsets, SegOrder::TcsrColumn)?;
+            .segmented_sort_known(&mut out, &offsets, SegOrder::TcsrColumn, longest)?;
         Ok(DeviceTcsr {
             offsets,
             columns: out,
             ncols: m.nrows(),
+            uniform: None,
         })
     }
 
@@ -191,21 +226,23 @@ impl<'g> MeshKernels<'g> {
             .arg(&nn)
             .arg(&counts)
             .run()?;
-        let offsets = self.prims.offsets_from_counts(&counts)?;
-        let cursor = g.duplicate(&offsets)?;
+        let offsets = self.prims.exclusive_scan_with_total(&counts)?;
         let mut out = g.alloc::<i32>(2 * ne)?;
         g.launch(&self.k("edge_fill_transpose")?, Self::cfg(ne)?)
             .arg(edge_vertices)
             .arg(&nn)
-            .arg(&cursor)
+            .arg(&offsets)
+            .arg(&counts)
             .arg(&out)
             .run()?;
+        let longest = self.prims.max_row_len(&offsets)?;
         self.prims
-            .segmented_sort(&mut out, &offsets, SegOrder::TcsrColumn)?;
+            .segmented_sort_known(&mut out, &offsets, SegOrder::TcsrColumn, longest)?;
         Ok(DeviceTcsr {
             offsets,
             columns: out,
             ncols: ne,
+            uniform: None,
         })
     }
 
@@ -224,6 +261,7 @@ impl<'g> MeshKernels<'g> {
                 offsets,
                 columns: cols,
                 ncols,
+                uniform: None,
             });
         }
         let new_offsets = self.prims.offsets_from_counts(written)?;
@@ -241,6 +279,7 @@ impl<'g> MeshKernels<'g> {
             offsets: new_offsets,
             columns: out,
             ncols,
+            uniform: None,
         })
     }
 
@@ -266,13 +305,23 @@ impl<'g> MeshKernels<'g> {
             .arg(&written)
             .arg(&err)
             .run()?;
-        if g.download_at(&err, 0)? != 0 {
+        let offsets = g.duplicate(&fe.offsets)?;
+        let e = g.download_at(&err, 0)?;
+        if e & 1 != 0 {
             return Err(MeshError::Unsupported(
                 "GPU face vertices: a face of more than 512 edges whose ∂2 row is not in loop order".into(),
             ));
         }
-        let offsets = g.duplicate(&fe.offsets)?;
-        self.finish_rows(offsets, out, &written, nvertices)
+        if e & 2 != 0 {
+            // some loop did not close: compact the shortened rows
+            return self.finish_rows(offsets, out, &written, nvertices);
+        }
+        Ok(DeviceTcsr {
+            offsets,
+            columns: out,
+            ncols: nvertices,
+            uniform: fe.uniform,
+        })
     }
 
     /// Shared tail of cell edges and cell vertices: sort rows, dedup, compact.
@@ -297,8 +346,66 @@ impl<'g> MeshKernels<'g> {
         self.finish_rows(offsets, cols, &written, ncols)
     }
 
+    /// The shape of every cell when the row lengths of ∂3 and ∂2 are uniform and name one of
+    /// the shapes with a register kernel: `(kernel suffix, faces per cell, edges per face)`.
+    fn uniform_shape(cf: &DeviceTcsr, fe: &DeviceTcsr) -> Option<(&'static str, u32, u32)> {
+        match (cf.uniform, fe.uniform) {
+            (Some(4), Some(3)) => Some(("4x3", 4, 3)),
+            (Some(6), Some(4)) => Some(("6x4", 6, 4)),
+            _ => None,
+        }
+    }
+
+    /// Cell edges or vertices of cells of one shape (tetrahedra, hexahedra): one thread per
+    /// cell gathers its `K M` entries, sorts them in registers and writes the `row` distinct
+    /// ones at a fixed stride (no count, scan, sort or compaction pass). `None` when some cell
+    /// has another number of distinct entries (not closed): the caller takes the general path.
+    fn uniform_cell_rows(
+        &self,
+        kernel: &str,
+        cf: &DeviceTcsr,
+        fe: &DeviceTcsr,
+        edge_vertices: Option<&DeviceBuffer<u32>>,
+        row: u32,
+        ncols: usize,
+    ) -> Result<Option<DeviceTcsr>, MeshError> {
+        let g = self.gpu;
+        let nc = cf.nrows();
+        if row as u64 * nc as u64 > u32::MAX as u64 || ncols >= i32::MAX as usize {
+            return Ok(None);
+        }
+        let offsets = g.alloc::<u32>(nc + 1)?;
+        let out = g.alloc::<i32>(row as usize * nc)?;
+        let bad = g.zeros::<u32>(1)?;
+        let n = nc as u64;
+        let k = self.k(kernel)?;
+        let mut l = g
+            .launch(&k, Self::cfg(nc + 1)?)
+            .arg(&cf.columns)
+            .arg(&fe.columns);
+        if let Some(ev) = edge_vertices {
+            l = l.arg(ev);
+        }
+        l.arg(&n).arg(&offsets).arg(&out).arg(&bad).run()?;
+        if g.download_at(&bad, 0)? != 0 {
+            return Ok(None);
+        }
+        Ok(Some(DeviceTcsr {
+            offsets,
+            columns: out,
+            ncols,
+            uniform: Some(row),
+        }))
+    }
+
     /// ∂̂3¹: cell -> its edges, sorted.
     pub fn cell_edges(&self, cf: &DeviceTcsr, fe: &DeviceTcsr) -> Result<DeviceTcsr, MeshError> {
+        if let Some((name, k, m)) = Self::uniform_shape(cf, fe) {
+            let kernel = format!("cell_edges_{name}");
+            if let Some(r) = self.uniform_cell_rows(&kernel, cf, fe, None, k * m / 2, fe.ncols)? {
+                return Ok(r);
+            }
+        }
         let g = self.gpu;
         let nc = cf.nrows();
         let counts = g.alloc::<u32>(nc)?;
@@ -334,6 +441,15 @@ impl<'g> MeshKernels<'g> {
         edge_vertices: &DeviceBuffer<u32>,
         nvertices: usize,
     ) -> Result<DeviceTcsr, MeshError> {
+        if let Some((name, k, m)) = Self::uniform_shape(cf, fe) {
+            let kernel = format!("cell_vertices_{name}");
+            let row = 2 + k * (m - 2) / 2;
+            if let Some(r) =
+                self.uniform_cell_rows(&kernel, cf, fe, Some(edge_vertices), row, nvertices)?
+            {
+                return Ok(r);
+            }
+        }
         let g = self.gpu;
         let nc = cf.nrows();
         let counts = g.alloc::<u32>(nc)?;
@@ -369,11 +485,32 @@ impl<'g> MeshKernels<'g> {
         edge_vertices: &DeviceBuffer<u32>,
         nvertices: usize,
     ) -> Result<DeviceBoundary, MeshError> {
+        Ok(self
+            .boundary_with_marks(fc, fe, edge_vertices, nvertices)?
+            .0)
+    }
+
+    /// [`MeshKernels::boundary`], also returning the 0/1 mark of every vertex (1 on the
+    /// boundary). Flags, marks and their scans are enqueued back to back; one host
+    /// synchronisation reads the three totals and the manifold flag to size the outputs.
+    fn boundary_with_marks(
+        &self,
+        fc: &DeviceTcsr,
+        fe: &DeviceTcsr,
+        edge_vertices: &DeviceBuffer<u32>,
+        nvertices: usize,
+    ) -> Result<(DeviceBoundary, DeviceBuffer<u32>), MeshError> {
         let g = self.gpu;
         let nf = fc.nrows();
         let ne = fe.ncols;
+        if 2 * nf as u64 > u32::MAX as u64 {
+            return Err(MeshError::Unsupported(format!(
+                "GPU boundary: {nf} faces exceed 32-bit half-face positions"
+            )));
+        }
         let flags = g.alloc::<u32>(nf)?;
         let nhalf = g.alloc::<u32>(nf)?;
+        let nonmanifold = g.zeros::<u32>(1)?;
         let n = nf as u64;
         g.launch(&self.k("boundary_face_flags")?, Self::cfg(nf)?)
             .arg(&fc.offsets)
@@ -381,41 +518,65 @@ impl<'g> MeshKernels<'g> {
             .arg(&n)
             .arg(&flags)
             .arg(&nhalf)
+            .arg(&nonmanifold)
             .run()?;
-        let manifold = self.prims.reduce_max_u32(&flags)? < 4;
-        let pos = self.prims.offsets_from_counts(&nhalf)?;
-        let total = g.download_at(&pos, nf)? as usize;
-        let faces = g.alloc::<i32>(total)?;
+        let pos = self.prims.exclusive_scan_with_total(&nhalf)?;
+        let emark = g.zeros::<u32>(ne)?;
+        let vmark = g.zeros::<u32>(nvertices)?;
+        g.launch(&self.k("boundary_mark")?, Self::cfg(nf)?)
+            .arg(&flags)
+            .arg(&fe.offsets)
+            .arg(&fe.columns)
+            .arg(edge_vertices)
+            .arg(&n)
+            .arg(&emark)
+            .arg(&vmark)
+            .run()?;
+        let epos = self.prims.exclusive_scan_with_total(&emark)?;
+        let vpos = self.prims.exclusive_scan_with_total(&vmark)?;
+        let totals = g.alloc::<u32>(4)?;
+        let (ne64, nv64) = (ne as u64, nvertices as u64);
+        g.launch(&self.k("boundary_totals")?, LaunchConfig::blocks(1, 32))
+            .arg(&pos)
+            .arg(&n)
+            .arg(&epos)
+            .arg(&ne64)
+            .arg(&vpos)
+            .arg(&nv64)
+            .arg(&nonmanifold)
+            .arg(&totals)
+            .run()?;
+        let t = g.download(&totals)?;
+        let faces = g.alloc::<i32>(t[0] as usize)?;
         g.launch(&self.k("boundary_faces_fill")?, Self::cfg(nf)?)
             .arg(&flags)
             .arg(&pos)
             .arg(&n)
             .arg(&faces)
             .run()?;
-        let emark = g.zeros::<u32>(ne)?;
-        g.launch(&self.k("boundary_mark_edges")?, Self::cfg(nf)?)
-            .arg(&flags)
-            .arg(&fe.offsets)
-            .arg(&fe.columns)
-            .arg(&n)
+        let edges = g.alloc::<u32>(t[1] as usize)?;
+        g.launch(&self.k("mark_scatter")?, Self::cfg(ne)?)
             .arg(&emark)
-            .run()?;
-        let edges = self.prims.compact_indices(&emark)?;
-        let vmark = g.zeros::<u32>(nvertices)?;
-        let nbe = edges.len() as u64;
-        g.launch(&self.k("boundary_mark_vertices")?, Self::cfg(edges.len())?)
+            .arg(&epos)
+            .arg(&ne64)
             .arg(&edges)
-            .arg(&nbe)
-            .arg(edge_vertices)
-            .arg(&vmark)
             .run()?;
-        let vertices = self.prims.compact_indices(&vmark)?;
-        Ok(DeviceBoundary {
-            faces,
-            edges,
-            vertices,
-            manifold,
-        })
+        let vertices = g.alloc::<u32>(t[2] as usize)?;
+        g.launch(&self.k("mark_scatter")?, Self::cfg(nvertices)?)
+            .arg(&vmark)
+            .arg(&vpos)
+            .arg(&nv64)
+            .arg(&vertices)
+            .run()?;
+        Ok((
+            DeviceBoundary {
+                faces,
+                edges,
+                vertices,
+                manifold: t[3] == 0,
+            },
+            vmark,
+        ))
     }
 }
 
@@ -557,6 +718,27 @@ impl<'g> DeviceMesh<'g> {
             .boundary(fc, &self.face_edges, &self.edge_vertices, self.nvertices)
     }
 
+    /// The other end of every entry of δ1 (the neighbour of the row's vertex along that
+    /// edge), in the order of δ1: the smoothing steps read one index per neighbour instead of
+    /// an edge entry and its two vertices.
+    pub(crate) fn vertex_neighbours(&mut self) -> Result<DeviceBuffer<u32>, MeshError> {
+        self.require_vertex_edges()?;
+        let g = self.kernels.gpu;
+        let ve = self.cache.vertex_edges.as_ref().expect("required");
+        let nbr = g.alloc::<u32>(ve.nnz())?;
+        let nnz = ve.nnz() as u64;
+        g.launch(
+            &self.kernels.k("vertex_neighbours")?,
+            MeshKernels::cfg(ve.nnz())?,
+        )
+        .arg(&ve.columns)
+        .arg(&nnz)
+        .arg(&self.edge_vertices)
+        .arg(&nbr)
+        .run()?;
+        Ok(nbr)
+    }
+
     /// Laplacian smoothing of inner vertices on the device (dissertation §3.4.2):
     /// `iterations` Jacobi steps over δ1 with double-buffered positions; boundary vertices
     /// and vertices without edges stay fixed. Updates the device positions.
@@ -564,21 +746,18 @@ impl<'g> DeviceMesh<'g> {
         if iterations == 0 {
             return Ok(());
         }
-        let b = self.boundary()?;
+        self.require_face_cells()?;
         self.require_vertex_edges()?;
+        let fc = self.cache.face_cells.as_ref().expect("required");
+        // boundary vertices stay fixed: the vertex marks of the boundary extraction
+        let (_, fixed) = self.kernels.boundary_with_marks(
+            fc,
+            &self.face_edges,
+            &self.edge_vertices,
+            self.nvertices,
+        )?;
         let g = self.kernels.gpu;
-        let fixed = g.zeros::<u32>(self.nvertices)?;
-        // mark boundary vertices: reuse the boundary_mark_vertices kernel on the boundary edges
-        let nbe = b.edges.len() as u64;
-        g.launch(
-            &self.kernels.k("boundary_mark_vertices")?,
-            MeshKernels::cfg(b.edges.len())?,
-        )
-        .arg(&b.edges)
-        .arg(&nbe)
-        .arg(&self.edge_vertices)
-        .arg(&fixed)
-        .run()?;
+        let nbr = self.vertex_neighbours()?;
         let ve = self.cache.vertex_edges.as_ref().expect("required");
         let mut other = g.alloc::<f64>(self.positions.len())?;
         let step = self.kernels.k("laplace_step")?;
@@ -587,8 +766,7 @@ impl<'g> DeviceMesh<'g> {
         for _ in 0..iterations {
             g.launch(&step, cfg)
                 .arg(&ve.offsets)
-                .arg(&ve.columns)
-                .arg(&self.edge_vertices)
+                .arg(&nbr)
                 .arg(&fixed)
                 .arg(&self.positions)
                 .arg(&other)
@@ -633,8 +811,13 @@ mod tests {
                 &[
                     "tcsr_count_cols",
                     "tcsr_fill_transpose",
+                    "tcsr_fill_transpose_uniform",
                     "edge_count_vertices",
                     "edge_fill_transpose",
+                    "cell_edges_4x3",
+                    "cell_edges_6x4",
+                    "cell_vertices_4x3",
+                    "cell_vertices_6x4",
                     "face_vertices_fill",
                     "cell_edges_count",
                     "cell_edges_fill",
@@ -644,8 +827,10 @@ mod tests {
                     "compact_rows",
                     "boundary_face_flags",
                     "boundary_faces_fill",
-                    "boundary_mark_edges",
-                    "boundary_mark_vertices",
+                    "boundary_mark",
+                    "boundary_totals",
+                    "mark_scatter",
+                    "vertex_neighbours",
                     "laplace_step",
                 ][..],
             ),

@@ -42,7 +42,7 @@ impl DeviceMesh<'_> {
         if iterations == 0 || nv == 0 {
             return Ok(stats);
         }
-        self.require_vertex_edges()?;
+        let nbr = self.vertex_neighbours()?;
         let g = self.kernels.gpu;
         let mut opts = CompileOptions::named("tessera_smooth.cu");
         // the CPU reference's rounding: no contraction of a * b + c into FMA
@@ -84,8 +84,7 @@ impl DeviceMesh<'_> {
             let ve = self.cache.vertex_edges.as_ref().expect("required above");
             g.launch(&step, vcfg)
                 .arg(&ve.offsets)
-                .arg(&ve.columns)
-                .arg(&self.edge_vertices)
+                .arg(&nbr)
                 .arg(&d_fixed)
                 .arg(&self.positions)
                 .arg(&cand)

@@ -29,7 +29,7 @@ use super::{DeviceMesh, DeviceRelations, DeviceTcsr, MeshKernels};
 use crate::{MeshError, PolyMesh};
 use std::ops::Deref;
 use std::sync::Arc;
-use tessera_gpu::{CompileOptions, Gpu, Kernel, LaunchConfig, Module};
+use tessera_gpu::{CompileOptions, Event, Gpu, Kernel, LaunchConfig, Module};
 
 /// CUDA source of the subdivision kernels (deterministic: a constant).
 pub const SOURCE: &str = include_str!("kernels/subdivide.cu");
@@ -53,6 +53,7 @@ pub const KERNELS: &[&str] = &[
     "cc_cell_edges",
     "cc_iota4",
     "cc_face_faces",
+    "cc_face_faces_uniform",
     "cc_cells",
 ];
 
@@ -122,10 +123,33 @@ impl SubdivisionRelations<'_> {
     }
 }
 
+/// Events recorded on the stream after each stage of a level (no synchronisation), for
+/// [`bench_catmull_clark_stages`]: where the time of a level goes.
+struct Stages<'g> {
+    gpu: &'g Gpu,
+    marks: Vec<(&'static str, Event)>,
+}
+
+fn mark(st: &mut Option<Stages<'_>>, name: &'static str) -> Result<(), MeshError> {
+    if let Some(s) = st {
+        let e = s.gpu.new_event()?;
+        e.record(s.gpu)?;
+        s.marks.push((name, e));
+    }
+    Ok(())
+}
+
 /// Pre-computation of one level (dissertation Table 3.4, "Pre."): the relations of
 /// [`SubdivisionRelations`], taken from the device cache of `dm` where present, else
 /// computed on the device (and not cached: `dm` is borrowed shared).
 pub fn precompute<'a>(dm: &'a DeviceMesh<'_>) -> Result<SubdivisionRelations<'a>, MeshError> {
+    precompute_staged(dm, &mut None)
+}
+
+fn precompute_staged<'a>(
+    dm: &'a DeviceMesh<'_>,
+    st: &mut Option<Stages<'_>>,
+) -> Result<SubdivisionRelations<'a>, MeshError> {
     let k = &dm.kernels;
     let c: &DeviceRelations = &dm.cache;
     let get = |cached: &'a Option<DeviceTcsr>,
@@ -139,14 +163,19 @@ pub fn precompute<'a>(dm: &'a DeviceMesh<'_>) -> Result<SubdivisionRelations<'a>
     let face_vertices = get(&c.face_vertices, &|| {
         k.face_vertices(&dm.face_edges, &dm.edge_vertices, dm.nvertices)
     })?;
+    mark(st, "pre: face vertices")?;
     let face_cells = get(&c.face_cells, &|| k.transpose(&dm.cell_faces))?;
+    mark(st, "pre: δ3")?;
     let edge_faces = get(&c.edge_faces, &|| k.transpose(&dm.face_edges))?;
+    mark(st, "pre: δ2")?;
     let vertex_edges = get(&c.vertex_edges, &|| {
         k.transpose_edge_pairs(&dm.edge_vertices, dm.nvertices)
     })?;
+    mark(st, "pre: δ1")?;
     let cell_edges = get(&c.cell_edges, &|| {
         k.cell_edges(&dm.cell_faces, &dm.face_edges)
     })?;
+    mark(st, "pre: cell edges")?;
     let cell_vertices = get(&c.cell_vertices, &|| {
         k.cell_vertices(
             &dm.cell_faces,
@@ -155,8 +184,11 @@ pub fn precompute<'a>(dm: &'a DeviceMesh<'_>) -> Result<SubdivisionRelations<'a>
             dm.nvertices,
         )
     })?;
+    mark(st, "pre: cell vertices")?;
     let edge_cells = k.transpose(&cell_edges)?;
+    mark(st, "pre: edge -> cells")?;
     let vertex_cells = k.transpose(&cell_vertices)?;
+    mark(st, "pre: vertex -> cells")?;
     Ok(SubdivisionRelations {
         face_vertices,
         face_cells,
@@ -178,7 +210,7 @@ pub fn catmull_clark_gpu<'g>(dm: &DeviceMesh<'g>) -> Result<DeviceMesh<'g>, Mesh
         return catmull_clark_gpu(&ordered);
     }
     let rel = precompute(dm)?;
-    subdivide(dm, &rel, &m)
+    subdivide(dm, &rel, &m, &mut None)
 }
 
 /// One level from relations computed by [`precompute`] (for timing the two phases apart).
@@ -192,7 +224,7 @@ pub fn catmull_clark_gpu_with<'g>(
     if let Some(ordered) = loop_ordered(dm, &m)? {
         return catmull_clark_gpu(&ordered);
     }
-    subdivide(dm, rel, &m)
+    subdivide(dm, rel, &m, &mut None)
 }
 
 /// `levels` levels of [`catmull_clark_gpu`] (`levels = 0` returns a copy on the device).
@@ -224,6 +256,7 @@ fn dup_tcsr(g: &Gpu, t: &DeviceTcsr) -> Result<DeviceTcsr, MeshError> {
         offsets: g.duplicate(&t.offsets)?,
         columns: g.duplicate(&t.columns)?,
         ncols: t.ncols,
+        uniform: t.uniform,
     })
 }
 
@@ -286,6 +319,7 @@ fn loop_ordered<'g>(dm: &DeviceMesh<'g>, m: &Module) -> Result<Option<DeviceMesh
             offsets: g.duplicate(&dm.face_edges.offsets)?,
             columns: cols,
             ncols: dm.face_edges.ncols,
+            uniform: dm.face_edges.uniform,
         },
         cell_faces: dup_tcsr(g, &dm.cell_faces)?,
         positions: g.duplicate(&dm.positions)?,
@@ -298,6 +332,7 @@ fn subdivide<'g>(
     dm: &DeviceMesh<'g>,
     rel: &SubdivisionRelations<'_>,
     m: &Module,
+    st: &mut Option<Stages<'_>>,
 ) -> Result<DeviceMesh<'g>, MeshError> {
     let g = dm.gpu();
     let k = |n: &str| -> Result<Kernel, MeshError> { Ok(m.function(n)?) };
@@ -359,6 +394,7 @@ fn subdivide<'g>(
     if g.download_at(&err, 0)? != 0 {
         return Err(explain(dm));
     }
+    mark(st, "checks of faces and edges (1 sync)")?;
 
     // topology: new ∂2 and ∂3 (cells also check closedness)
     let (e2, e3) = ((2 * ne) as u32, (2 * ne + nnz2) as u32);
@@ -370,13 +406,28 @@ fn subdivide<'g>(
         .arg(&offsets2)
         .run()?;
     let cols2 = g.alloc::<i32>(4 * f_cc)?;
-    g.launch(&k("cc_face_faces")?, cfg(nf)?)
-        .arg(&fe.offsets)
-        .arg(&fe.columns)
-        .arg(&nf64)
-        .arg(&e2)
-        .arg(&cols2)
-        .run()?;
+    match fe.uniform {
+        Some(n) if n > 0 && nnz2 == n as usize * nf => {
+            let nnz2_64 = nnz2 as u64;
+            g.launch(&k("cc_face_faces_uniform")?, cfg(nnz2)?)
+                .arg(&fe.columns)
+                .arg(&nnz2_64)
+                .arg(&n)
+                .arg(&e2)
+                .arg(&cols2)
+                .run()?;
+        }
+        _ => {
+            g.launch(&k("cc_face_faces")?, cfg(nf)?)
+                .arg(&fe.offsets)
+                .arg(&fe.columns)
+                .arg(&nf64)
+                .arg(&e2)
+                .arg(&cols2)
+                .run()?;
+        }
+    }
+    mark(st, "new ∂2 face-faces")?;
     let offsets3 = g.zeros::<u32>(c_cc + 1)?;
     let cols3 = g.alloc::<i32>(4 * nnz31)?;
     let nnz32_64 = nnz32 as u64;
@@ -401,6 +452,7 @@ fn subdivide<'g>(
         .arg(&cols3)
         .arg(&err)
         .run()?;
+    mark(st, "cells: cell-faces and new ∂3 (cc_cells)")?;
 
     // new ∂1
     let new_ev = g.alloc::<u32>(2 * e_cc)?;
@@ -430,6 +482,7 @@ fn subdivide<'g>(
         .arg(&base)
         .arg(&new_ev)
         .run()?;
+    mark(st, "new ∂1")?;
 
     // positions (rules 1-5 and the boundary rules, Eqs. 3.5-3.8)
     let pos = &dm.positions;
@@ -443,6 +496,7 @@ fn subdivide<'g>(
         .arg(&at_c)
         .arg(&out)
         .run()?;
+    mark(st, "cell points")?;
     let fcen = g.alloc::<f64>(3 * nf)?;
     g.launch(&k("cc_face_centroids")?, cfg(nf)?)
         .arg(&fv.offsets)
@@ -460,6 +514,7 @@ fn subdivide<'g>(
         .arg(&at_c)
         .arg(&out)
         .run()?;
+    mark(st, "face centroids and face points")?;
     let esum = g.alloc::<f64>(3 * ne)?;
     let enf = g.alloc::<u32>(ne)?;
     let ebnd = g.alloc::<u32>(ne)?;
@@ -486,6 +541,7 @@ fn subdivide<'g>(
         .arg(&at_c)
         .arg(&out)
         .run()?;
+    mark(st, "edge points")?;
     g.launch(&k("cc_vertex_points")?, cfg(nv)?)
         .arg(&ve.offsets)
         .arg(&ve.columns)
@@ -503,6 +559,7 @@ fn subdivide<'g>(
     if g.download_at(&err, 0)? != 0 {
         return Err(explain(dm));
     }
+    mark(st, "vertex points and final check (1 sync)")?;
     Ok(DeviceMesh {
         kernels: clone_kernels(&dm.kernels)?,
         nvertices: v_cc,
@@ -511,11 +568,13 @@ fn subdivide<'g>(
             offsets: offsets2,
             columns: cols2,
             ncols: e_cc,
+            uniform: Some(4),
         },
         cell_faces: DeviceTcsr {
             offsets: offsets3,
             columns: cols3,
             ncols: f_cc,
+            uniform: None,
         },
         positions: out,
         cache: DeviceRelations::default(),
@@ -580,6 +639,51 @@ pub fn bench_catmull_clark_gpu(
         cur = next;
     }
     Ok(rows)
+}
+
+/// Where the time of level 1 goes: `(stage, median ms)` over `runs` (at least 20) runs after
+/// 3 warm-ups, each stage timed by CUDA events recorded between the stages of one level
+/// (the events add no synchronisation; the stages with a host synchronisation say so).
+/// The input must be a mesh whose ∂2 rows are in loop order (as the benchmark meshes are).
+pub fn bench_catmull_clark_stages(
+    gpu: &Gpu,
+    mesh: &PolyMesh,
+    runs: usize,
+) -> Result<Vec<(&'static str, f64)>, MeshError> {
+    let runs = runs.max(20);
+    let dm = DeviceMesh::upload(gpu, mesh)?;
+    let m = module(gpu)?;
+    if loop_ordered(&dm, &m)?.is_some() {
+        return Err(MeshError::Unsupported(
+            "stage timing needs ∂2 rows in loop order".into(),
+        ));
+    }
+    let mut per: Vec<(&'static str, Vec<f64>)> = Vec::new();
+    for run in 0..runs + 3 {
+        let mut st = Some(Stages {
+            gpu,
+            marks: Vec::new(),
+        });
+        mark(&mut st, "start")?;
+        let rel = precompute_staged(&dm, &mut st)?;
+        let out = subdivide(&dm, &rel, &m, &mut st)?;
+        drop(out);
+        let marks = st.expect("set above").marks;
+        if run < 3 {
+            continue;
+        }
+        for (i, w) in marks.windows(2).enumerate() {
+            let ms = w[0].1.elapsed_ms(&w[1].1)? as f64;
+            if per.len() <= i {
+                per.push((w[1].0, Vec::new()));
+            }
+            per[i].1.push(ms);
+        }
+    }
+    Ok(per
+        .into_iter()
+        .map(|(n, mut v)| (n, tessera_gpu::median(&mut v)))
+        .collect())
 }
 
 #[cfg(test)]

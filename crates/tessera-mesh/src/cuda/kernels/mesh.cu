@@ -19,19 +19,38 @@ __device__ __forceinline__ void ends(const u32* ev, i32 v, u32& s, u32& t) {
 }
 
 // ---------------------------------------------------------------- transpose (Listing 3.1)
+// counts[c] = entries in column c (the result of the atomics is unused: fire-and-forget
+// reductions in L2)
 extern "C" __global__ void tcsr_count_cols(const i32* cols, u64 nnz, u32* counts) {
     for (u64 i = TID; i < nnz; i += (u64)gridDim.x * blockDim.x) atomicAdd(&counts[tcol(cols[i])], 1u);
 }
-// cursor starts as a copy of the transpose's offsets; slots within a row are handed out by
-// atomics (order depends on scheduling), SortRows restores the deterministic order.
-extern "C" __global__ void tcsr_fill_transpose(const u32* offs, const i32* cols, u64 nrows, u32* cursor, i32* out) {
+// Slot of the next entry of row c of the transpose: `counts` (the counts the offsets were
+// scanned from) count down, so no zeroed cursor array is needed, and slots are handed out
+// from the start of the row up, so rows come out nearly in order for SortRows.
+__device__ __forceinline__ u32 next_slot(const u32* toffs, u32* counts, u32 c) {
+    u32 a = toffs[c], n = toffs[c + 1] - a;
+    return a + n - atomicSub(&counts[c], 1u);
+}
+// Fill (Listing 3.1): slots within a row are handed out in scheduling order, SortRows
+// restores the deterministic order. One thread per row.
+extern "C" __global__ void tcsr_fill_transpose(const u32* offs, const i32* cols, u64 nrows, const u32* toffs, u32* counts,
+                                               i32* out) {
     u64 r = TID;
     if (r >= nrows) return;
     for (u32 j = offs[r]; j < offs[r + 1]; j++) {
         i32 v = cols[j];
-        u32 o = atomicAdd(&cursor[tcol(v)], 1u);
-        out[o] = tenc((u32)r, v < 0);
+        u32 c = tcol(v);
+        out[next_slot(toffs, counts, c)] = tenc((u32)r, v < 0);
     }
+}
+// The same for rows of one length k (offsets k * r, known on the host): one thread per entry.
+extern "C" __global__ void tcsr_fill_transpose_uniform(const i32* cols, u64 nnz, u32 k, const u32* toffs, u32* counts,
+                                                       i32* out) {
+    u64 j = TID;
+    if (j >= nnz) return;
+    i32 v = cols[j];
+    u32 c = tcol(v);
+    out[next_slot(toffs, counts, c)] = tenc((u32)j / k, v < 0);
 }
 // the edge-pair variant: ∂1 stored as (from, to) pairs; -1 at `from`, +1 at `to`
 extern "C" __global__ void edge_count_vertices(const u32* ev, u64 ne, u32* counts) {
@@ -40,16 +59,18 @@ extern "C" __global__ void edge_count_vertices(const u32* ev, u64 ne, u32* count
     atomicAdd(&counts[ev[2 * e]], 1u);
     atomicAdd(&counts[ev[2 * e + 1]], 1u);
 }
-extern "C" __global__ void edge_fill_transpose(const u32* ev, u64 ne, u32* cursor, i32* out) {
+extern "C" __global__ void edge_fill_transpose(const u32* ev, u64 ne, const u32* toffs, u32* counts, i32* out) {
     u64 e = TID;
     if (e >= ne) return;
-    out[atomicAdd(&cursor[ev[2 * e]], 1u)] = tenc((u32)e, true);
-    out[atomicAdd(&cursor[ev[2 * e + 1]], 1u)] = tenc((u32)e, false);
+    u32 a = ev[2 * e], b = ev[2 * e + 1];
+    out[next_slot(toffs, counts, a)] = tenc((u32)e, true);
+    out[next_slot(toffs, counts, b)] = tenc((u32)e, false);
 }
 
 // ---------------------------------------------------------------- face vertices
 // The start vertex of each signed edge in loop order; rows not in loop order are chained
-// (as relations::face_loop on the CPU). err[0] is set for out-of-order rows longer than 512.
+// (as relations::face_loop on the CPU). err bit 0: an out-of-order row longer than 512;
+// bit 1: some row came out shorter than its ∂2 row (the caller then compacts).
 extern "C" __global__ void face_vertices_fill(const u32* offs, const i32* cols, const u32* ev, u64 nf, i32* out,
                                               u32* written, u32* err) {
     u64 f = TID;
@@ -75,7 +96,7 @@ extern "C" __global__ void face_vertices_fill(const u32* offs, const i32* cols, 
         written[f] = n;
         return;
     }
-    if (n > 512) { atomicExch(err, 1u); written[f] = 0; return; }
+    if (n > 512) { atomicOr(err, 3u); written[f] = 0; return; }
     u64 used[8];
     for (int w = 0; w < 8; w++) used[w] = 0;
     used[0] = 1;
@@ -98,6 +119,7 @@ extern "C" __global__ void face_vertices_fill(const u32* offs, const i32* cols, 
         cur = t;
     }
     written[f] = k;
+    if (k < n) atomicOr(err, 2u);
 }
 
 // ---------------------------------------------------------------- cell edges / vertices
@@ -154,6 +176,95 @@ extern "C" __global__ void cell_vertices_fill(const u32* cf_offs, const i32* cf_
         }
     }
 }
+// Cells of one shape, known on the host from uniform row lengths: K faces per cell, M edges
+// per face (tetrahedra 4 x 3, hexahedra 6 x 4); offsets are K c and M f. The K M gathered
+// entries are sorted in registers (odd-even transposition network) and deduplicated. A
+// closed cell has R = 2 + K (M - 2) / 2 vertices (Euler) and K M / 2 edges, so every row is
+// written at the fixed stride R; a cell with another count sets *bad and the caller takes
+// the general path (whose result this equals whenever *bad stays 0).
+template <int N>
+__device__ __forceinline__ void sort_net(i32* v) {
+#pragma unroll
+    for (int r = 0; r < N; r++) {
+#pragma unroll
+        for (int i = r & 1; i + 1 < N; i += 2) {
+            i32 a = v[i], b = v[i + 1];
+            v[i] = min(a, b);
+            v[i + 1] = max(a, b);
+        }
+    }
+}
+// write the distinct values of the sorted v (below `stop`) to o[0..R); returns their count
+template <int N, int R>
+__device__ __forceinline__ int write_distinct(const i32* v, i32 stop, i32* o) {
+    int u = 0;
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        if (v[i] != stop && (i == 0 || v[i] != v[i - 1])) {
+            if (u < R) o[u] = v[i];
+            u++;
+        }
+    }
+    return u;
+}
+template <int K, int M>
+__device__ void uniform_cell_vertices(const i32* cf_cols, const i32* fe_cols, const u32* ev, u64 nc, u32* offs,
+                                      i32* out, u32* bad) {
+    const int N = K * M, R = 2 + K * (M - 2) / 2;
+    u64 c = TID;
+    if (c > nc) return;
+    offs[c] = (u32)(R * c);
+    if (c == nc) return;
+    i32 v[N];
+#pragma unroll
+    for (int j = 0; j < K; j++) {
+        u64 f = tcol(cf_cols[(u64)K * c + j]);
+#pragma unroll
+        for (int i = 0; i < M; i++) {
+            u32 s, t;
+            ends(ev, fe_cols[(u64)M * f + i], s, t);
+            v[j * M + i] = (i32)s;
+        }
+    }
+    sort_net<N>(v);
+    if (write_distinct<N, R>(v, -1, out + (u64)R * c) != R) atomicOr(bad, 1u);
+}
+template <int K, int M>
+__device__ void uniform_cell_edges(const i32* cf_cols, const i32* fe_cols, u64 nc, u32* offs, i32* out, u32* bad) {
+    const int N = K * M, R = K * M / 2;
+    const i32 NONE = 0x7fffffff;
+    u64 c = TID;
+    if (c > nc) return;
+    offs[c] = (u32)(R * c);
+    if (c == nc) return;
+    i32 v[N];
+#pragma unroll
+    for (int j = 0; j < K; j++) {
+        i32 fv = cf_cols[(u64)K * c + j];
+        u64 f = tcol(fv);
+#pragma unroll
+        for (int i = 0; i < M; i++) {
+            i32 y = fe_cols[(u64)M * f + i];
+            v[j * M + i] = ((fv < 0) == (y < 0)) ? (i32)tcol(y) : NONE;
+        }
+    }
+    sort_net<N>(v);
+    if (write_distinct<N, R>(v, NONE, out + (u64)R * c) != R) atomicOr(bad, 1u);
+}
+extern "C" __global__ void cell_vertices_4x3(const i32* cf_cols, const i32* fe_cols, const u32* ev, u64 nc, u32* offs,
+                                             i32* out, u32* bad) {
+    uniform_cell_vertices<4, 3>(cf_cols, fe_cols, ev, nc, offs, out, bad);
+}
+extern "C" __global__ void cell_vertices_6x4(const i32* cf_cols, const i32* fe_cols, const u32* ev, u64 nc, u32* offs,
+                                             i32* out, u32* bad) {
+    uniform_cell_vertices<6, 4>(cf_cols, fe_cols, ev, nc, offs, out, bad);
+}
+extern "C" __global__ void cell_edges_4x3(const i32* cf_cols, const i32* fe_cols, u64 nc, u32* offs, i32* out, u32* bad) {
+    uniform_cell_edges<4, 3>(cf_cols, fe_cols, nc, offs, out, bad);
+}
+extern "C" __global__ void cell_edges_6x4(const i32* cf_cols, const i32* fe_cols, u64 nc, u32* offs, i32* out, u32* bad) {
+    uniform_cell_edges<6, 4>(cf_cols, fe_cols, nc, offs, out, bad);
+}
 // in-place dedup of sorted rows; written[r] = new length
 extern "C" __global__ void dedup_rows(const u32* offs, i32* vals, u64 nrows, u32* written) {
     u64 r = TID;
@@ -178,8 +289,10 @@ extern "C" __global__ void compact_rows(const u32* old_offs, const i32* old_cols
 
 // ---------------------------------------------------------------- boundary (§3.4.2)
 // flags: bit 0 = +f is boundary (no cell in front), bit 1 = -f is boundary (no cell behind),
-// bit 2 = non-manifold face (not 1 or 2 cells with opposite orientations)
-extern "C" __global__ void boundary_face_flags(const u32* fc_offs, const i32* fc_cols, u64 nf, u32* flags, u32* nhalf) {
+// bit 2 = non-manifold face (not 1 or 2 cells with opposite orientations; also ORed into
+// *nonmanifold)
+extern "C" __global__ void boundary_face_flags(const u32* fc_offs, const i32* fc_cols, u64 nf, u32* flags, u32* nhalf,
+                                               u32* nonmanifold) {
     u64 f = TID;
     if (f >= nf) return;
     u32 plus = 0, minus = 0;
@@ -188,7 +301,10 @@ extern "C" __global__ void boundary_face_flags(const u32* fc_offs, const i32* fc
     }
     u32 fl = (minus == 0 ? 1u : 0u) | (plus == 0 ? 2u : 0u);
     bool manifold = (plus == 1 && minus == 0) || (plus == 0 && minus == 1) || (plus == 1 && minus == 1);
-    if (!manifold) fl |= 4u;
+    if (!manifold) {
+        fl |= 4u;
+        atomicOr(nonmanifold, 1u);
+    }
     flags[f] = fl;
     nhalf[f] = (fl & 1u) + ((fl >> 1) & 1u);
 }
@@ -199,24 +315,46 @@ extern "C" __global__ void boundary_faces_fill(const u32* flags, const u32* pos,
     if (fl & 1u) out[p++] = tenc((u32)f, false);
     if (fl & 2u) out[p] = tenc((u32)f, true);
 }
-extern "C" __global__ void boundary_mark_edges(const u32* flags, const u32* fe_offs, const i32* fe_cols, u64 nf, u32* emark) {
+// edges and vertices of boundary faces (marks are 0 or 1: scanned directly)
+extern "C" __global__ void boundary_mark(const u32* flags, const u32* fe_offs, const i32* fe_cols, const u32* ev, u64 nf,
+                                         u32* emark, u32* vmark) {
     u64 f = TID;
     if (f >= nf || (flags[f] & 3u) == 0) return;
-    for (u32 k = fe_offs[f]; k < fe_offs[f + 1]; k++) emark[tcol(fe_cols[k])] = 1u;
+    for (u32 k = fe_offs[f]; k < fe_offs[f + 1]; k++) {
+        u64 e = tcol(fe_cols[k]);
+        emark[e] = 1u;
+        vmark[ev[2 * e]] = 1u;
+        vmark[ev[2 * e + 1]] = 1u;
+    }
 }
-extern "C" __global__ void boundary_mark_vertices(const u32* bedges, u64 nbe, const u32* ev, u32* vmark) {
+// the three totals (last entries of the scans) and the non-manifold word, for one download
+extern "C" __global__ void boundary_totals(const u32* fpos, u64 nf, const u32* epos, u64 ne, const u32* vpos, u64 nv,
+                                           const u32* nonmanifold, u32* out) {
+    if (TID != 0) return;
+    out[0] = fpos[nf];
+    out[1] = epos[ne];
+    out[2] = vpos[nv];
+    out[3] = *nonmanifold;
+}
+// out[pos[i]] = i where mark[i] != 0 (pos = exclusive scan of the 0/1 marks)
+extern "C" __global__ void mark_scatter(const u32* mark, const u32* pos, u64 n, u32* out) {
     u64 i = TID;
-    if (i >= nbe) return;
-    u64 e = bedges[i];
-    vmark[ev[2 * e]] = 1u;
-    vmark[ev[2 * e + 1]] = 1u;
+    if (i < n && mark[i]) out[pos[i]] = (u32)i;
 }
 
 // ---------------------------------------------------------------- Laplacian smoothing (§3.4.2)
+// The other end of every δ1 entry (+1: the edge ends at the row's vertex, so its start),
+// computed once per smoothing run: the steps then read one index per neighbour.
+extern "C" __global__ void vertex_neighbours(const i32* ve_cols, u64 nnz, const u32* ev, u32* nbr) {
+    u64 j = TID;
+    if (j >= nnz) return;
+    i32 c = ve_cols[j];
+    nbr[j] = ev[2 * (u64)tcol(c) + (c < 0 ? 1 : 0)];
+}
 // One Jacobi step; neighbours over δ1 in row order (edges ascending) as on the CPU, so the
 // sums are formed in the same order. Positions are xyz-interleaved doubles.
-extern "C" __global__ void laplace_step(const u32* ve_offs, const i32* ve_cols, const u32* ev, const u32* fixed,
-                                        const double* pin, double* pout, u64 nv) {
+extern "C" __global__ void laplace_step(const u32* ve_offs, const u32* nbr, const u32* fixed, const double* pin,
+                                        double* pout, u64 nv) {
     u64 v = TID;
     if (v >= nv) return;
     u32 a = ve_offs[v], b = ve_offs[v + 1];
@@ -228,8 +366,7 @@ extern "C" __global__ void laplace_step(const u32* ve_offs, const i32* ve_cols, 
     }
     double sx = 0.0, sy = 0.0, sz = 0.0;
     for (u32 j = a; j < b; j++) {
-        i32 c = ve_cols[j];
-        u64 u = ev[2 * (u64)tcol(c) + (c < 0 ? 1 : 0)];
+        u64 u = nbr[j];
         sx += pin[3 * u];
         sy += pin[3 * u + 1];
         sz += pin[3 * u + 2];

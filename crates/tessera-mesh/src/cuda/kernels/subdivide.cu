@@ -310,27 +310,32 @@ extern "C" __global__ void cc_face_faces(const u32* fe_offs, const i32* fe_cols,
         q[3] = xp >= 0 ? tenc(2 * ep + 1, false) : tenc(2 * ep, true);
     }
 }
-// Per cell, as subdivide::new_faces_and_cells: 1. the cell-faces of the cell's edges
-// (ep(e) -> fp(f_b) -> cp(c) -> fp(f_a)), 2. count the faces of each cell-cell
-// (2 x corners at v), 3. scan in the cell's slice of the new ∂3 offsets and fill: the
-// face-face of each corner (sign of the face in c), then for the use of each edge along
-// the outward orientation its cell-face at the start (+1) and end (-1) vertex. The rows of
-// cell c start at 4 off(∂̂3¹)[c]. err is set for cells that are not closed or whose
-// corners and edges do not pair up.
-extern "C" __global__ void cc_cells(const u32* cf_offs, const i32* cf_cols, const u32* fe_offs, const i32* fe_cols,
-                                    const u32* fv_offs, const i32* fv_cols, const u32* ce_offs, const i32* ce_cols,
-                                    const u32* cv_offs, const i32* cv_cols, u64 nc, u32 e2, u32 e3, u32 nnz2, i32* cols2,
-                                    u32* offsets3, u64 nnz32, i32* cols3, u32* err) {
-    u64 c = TID;
-    if (c >= nc) return;
-    if (c == nc - 1) offsets3[nnz32] = 4 * ce_offs[nc];
-    u32 f0 = cf_offs[c], f1 = cf_offs[c + 1];
-    if (f0 == f1) { flag(err); return; }
-    u32 ce0 = ce_offs[c], nedges = ce_offs[c + 1] - ce0;
-    const i32* edges = ce_cols + ce0;
-    u32 cv0 = cv_offs[c], nverts = cv_offs[c + 1] - cv0;
-    const i32* verts = cv_cols + cv0;
-    i32* cfseg = cols2 + 4 * ((u64)nnz2 + ce0);
+// The same for faces of one length n (offsets n f, known on the host): one thread per ∂2
+// entry, writing its face-face as one 16-byte store.
+extern "C" __global__ void cc_face_faces_uniform(const i32* fe_cols, u64 nnz, u32 n, u32 e2, i32* cols2) {
+    u64 j = TID;
+    if (j >= nnz) return;
+    u32 i = (u32)(j % n);
+    u64 a = j - i;
+    u32 ip = (i + n - 1) % n;
+    i32 xn = fe_cols[j], xp = fe_cols[a + ip];
+    u32 en = tcol(xn), ep = tcol(xp);
+    int4 q;
+    q.x = xn >= 0 ? tenc(2 * en, false) : tenc(2 * en + 1, true);
+    q.y = tenc(e2 + (u32)j, false);
+    q.z = tenc(e2 + (u32)(a + ip), true);
+    q.w = xp >= 0 ? tenc(2 * ep + 1, false) : tenc(2 * ep, true);
+    reinterpret_cast<int4*>(cols2)[j] = q;
+}
+
+#define CC_SMALL_E 12
+#define CC_SMALL_V 8
+// Steps 1-3 for one cell on its rows `edges` (∂̂3¹) and `verts` (∂̂3²), writing the
+// cell-faces to `cfseg`, the row starts of its cell-cells to `cursor` and their entries to
+// `seg` (absolute positions base..base + len). False when err was set.
+__device__ bool cc_cell_body(const i32* cf_cols, u32 f0, u32 f1, const u32* fe_offs, const i32* fe_cols, const u32* fv_offs,
+                             const i32* fv_cols, const i32* edges, u32 nedges, const i32* verts, u32 nverts, u32 e2, u32 e3,
+                             u32 nnz2, u32 ce0, i32* cfseg, u32* cursor, i32* seg, u32* err) {
     // 1. cell-faces
     for (u32 j = 0; j < 4 * nedges; j++) cfseg[j] = UNSET;
     for (u32 k = 0; k < f1 - f0; k++) {
@@ -344,30 +349,29 @@ extern "C" __global__ void cc_cells(const u32* cf_offs, const i32* cf_cols, cons
             u32 e = tcol(y);
             u32 face_edge = e2 + o2 + i;
             int j = bsearch_row(edges, nedges, (i32)e);
-            if (j < 0) { flag(err); return; }
+            if (j < 0) { flag(err); return false; }
             i32* q = cfseg + 4 * j;
             if (sf * tsign(y) < 0) {
-                if (q[0] != UNSET) { flag(err); return; }
+                if (q[0] != UNSET) { flag(err); return false; }
                 q[0] = tenc(face_edge, false);
                 q[1] = tenc(cell_edge, false);
             } else {
-                if (q[2] != UNSET) { flag(err); return; }
+                if (q[2] != UNSET) { flag(err); return false; }
                 q[2] = tenc(cell_edge, true);
                 q[3] = tenc(face_edge, true);
             }
         }
     }
     for (u32 j = 0; j < 4 * nedges; j++)
-        if (cfseg[j] == UNSET) { flag(err); return; }
+        if (cfseg[j] == UNSET) { flag(err); return false; }
     // 2. count
-    u32* cursor = offsets3 + cv0;
     u32 base = 4 * ce0, len = 4 * nedges;
     for (u32 l = 0; l < nverts; l++) cursor[l] = 0;
     for (u32 k = f0; k < f1; k++) {
         u32 f = tcol(cf_cols[k]);
         for (u32 i = fv_offs[f]; i < fv_offs[f + 1]; i++) {
             int l = bsearch_row(verts, nverts, fv_cols[i]);
-            if (l < 0) { flag(err); return; }
+            if (l < 0) { flag(err); return false; }
             cursor[l] += 2;
         }
     }
@@ -378,8 +382,7 @@ extern "C" __global__ void cc_cells(const u32* cf_offs, const i32* cf_cols, cons
         cursor[l] = acc;
         acc += n;
     }
-    if (acc != base + len) { flag(err); return; }
-    i32* seg = cols3 + base;
+    if (acc != base + len) { flag(err); return false; }
     for (u32 k = f0; k < f1; k++) {
         i32 x = cf_cols[k];
         u32 f = tcol(x);
@@ -390,21 +393,21 @@ extern "C" __global__ void cc_cells(const u32* cf_offs, const i32* cf_cols, cons
         for (u32 i = 0; i < n; i++) {
             i32 vi = lp[i];
             int l = bsearch_row(verts, nverts, vi);
-            if (l < 0 || cursor[l] - base >= len) { flag(err); return; }
+            if (l < 0 || cursor[l] - base >= len) { flag(err); return false; }
             seg[cursor[l]++ - base] = tenc(o2 + i, sf < 0);
             i32 y = fe_cols[o2 + i];
             int se = tsign(y);
             if (sf * se > 0) {
                 u32 e = tcol(y);
                 int j = bsearch_row(edges, nedges, (i32)e);
-                if (j < 0) { flag(err); return; }
+                if (j < 0) { flag(err); return false; }
                 u32 face = nnz2 + ce0 + (u32)j;
                 i32 vn = lp[(i + 1) % n];
                 i32 from = se > 0 ? vi : vn, to = se > 0 ? vn : vi;
                 int lf = bsearch_row(verts, nverts, from), lt = bsearch_row(verts, nverts, to);
-                if (lf < 0 || lt < 0 || cursor[lf] - base >= len) { flag(err); return; }
+                if (lf < 0 || lt < 0 || cursor[lf] - base >= len) { flag(err); return false; }
                 seg[cursor[lf]++ - base] = tenc(face, false);
-                if (cursor[lt] - base >= len) { flag(err); return; }
+                if (cursor[lt] - base >= len) { flag(err); return false; }
                 seg[cursor[lt]++ - base] = tenc(face, true);
             }
         }
@@ -412,4 +415,46 @@ extern "C" __global__ void cc_cells(const u32* cf_offs, const i32* cf_cols, cons
     // every cursor sits at the start of the next row: shift back into offsets
     for (u32 l = nverts; l-- > 1;) cursor[l] = cursor[l - 1];
     if (nverts > 0) cursor[0] = base;
+    return true;
+}
+// Per cell, as subdivide::new_faces_and_cells: 1. the cell-faces of the cell's edges
+// (ep(e) -> fp(f_b) -> cp(c) -> fp(f_a)), 2. count the faces of each cell-cell
+// (2 x corners at v), 3. scan in the cell's slice of the new ∂3 offsets and fill: the
+// face-face of each corner (sign of the face in c), then for the use of each edge along
+// the outward orientation its cell-face at the start (+1) and end (-1) vertex. The rows of
+// cell c start at 4 off(∂̂3¹)[c]. err is set for cells that are not closed or whose
+// corners and edges do not pair up. Cells of up to 12 edges and 8 vertices (tetrahedra,
+// hexahedra, ...) work in thread-local arrays (interleaved across the warp, cached) and
+// write their rows once at the end; larger cells work in place in global memory.
+extern "C" __global__ void cc_cells(const u32* cf_offs, const i32* cf_cols, const u32* fe_offs, const i32* fe_cols,
+                                    const u32* fv_offs, const i32* fv_cols, const u32* ce_offs, const i32* ce_cols,
+                                    const u32* cv_offs, const i32* cv_cols, u64 nc, u32 e2, u32 e3, u32 nnz2, i32* cols2,
+                                    u32* offsets3, u64 nnz32, i32* cols3, u32* err) {
+    u64 c = TID;
+    if (c >= nc) return;
+    if (c == nc - 1) offsets3[nnz32] = 4 * ce_offs[nc];
+    u32 f0 = cf_offs[c], f1 = cf_offs[c + 1];
+    if (f0 == f1) { flag(err); return; }
+    u32 ce0 = ce_offs[c], nedges = ce_offs[c + 1] - ce0;
+    u32 cv0 = cv_offs[c], nverts = cv_offs[c + 1] - cv0;
+    i32* cfseg = cols2 + 4 * ((u64)nnz2 + ce0);
+    u32* cursor = offsets3 + cv0;
+    i32* seg = cols3 + 4 * (u64)ce0;
+    if (nedges <= CC_SMALL_E && nverts <= CC_SMALL_V) {
+        i32 le[CC_SMALL_E], lv[CC_SMALL_V], lcf[4 * CC_SMALL_E], lseg[4 * CC_SMALL_E];
+        u32 lcur[CC_SMALL_V];
+        for (u32 i = 0; i < nedges; i++) le[i] = ce_cols[ce0 + i];
+        for (u32 i = 0; i < nverts; i++) lv[i] = cv_cols[cv0 + i];
+        if (!cc_cell_body(cf_cols, f0, f1, fe_offs, fe_cols, fv_offs, fv_cols, le, nedges, lv, nverts, e2, e3, nnz2, ce0,
+                          lcf, lcur, lseg, err))
+            return;
+        for (u32 j = 0; j < 4 * nedges; j++) {
+            cfseg[j] = lcf[j];
+            seg[j] = lseg[j];
+        }
+        for (u32 l = 0; l < nverts; l++) cursor[l] = lcur[l];
+    } else {
+        cc_cell_body(cf_cols, f0, f1, fe_offs, fe_cols, fv_offs, fv_cols, ce_cols + ce0, nedges, cv_cols + cv0, nverts, e2,
+                     e3, nnz2, ce0, cfseg, cursor, seg, err);
+    }
 }
