@@ -12,6 +12,7 @@
 //! the memory available before work starts.
 
 pub mod atomic;
+pub mod bulk;
 pub mod device;
 pub mod error;
 pub mod input;

@@ -264,7 +264,7 @@ impl<'a> Assembler<'a> {
 
     fn aux_bytes<T: Scalar>(&self) -> u64 {
         let elt = if self.summation == Summation::Inline {
-            0
+            (self.mesh.num_cells() * std::mem::size_of::<CellGeometry>()) as u64
         } else {
             (self.mesh.num_cells() * self.tmpl.sym_len() * std::mem::size_of::<T>()) as u64
         };
@@ -277,7 +277,12 @@ impl<'a> Assembler<'a> {
     /// Sum the element matrices of `op` into a new matrix on the shared pattern.
     pub fn assemble<T: Scalar>(&mut self, op: Operator) -> Result<BinBcsr<T>, FemError> {
         let mut stages = std::mem::take(&mut self.stats.stages_ms);
-        for k in ["alloc_element_matrices", "element_matrices", "summation"] {
+        for k in [
+            "alloc_element_matrices",
+            "element_matrices",
+            "cell_geometry",
+            "summation",
+        ] {
             stages.remove(k);
         }
         let res = self.assemble_inner(op, &mut stages);
@@ -296,15 +301,25 @@ impl<'a> Assembler<'a> {
         match self.summation {
             Summation::Inline => {
                 let map = self.positions.as_ref().expect("built with the pattern");
+                let geom = time(stages, "cell_geometry", || cell_geometries(mesh, par))?;
                 time(stages, "summation", || {
-                    sum_per_node(mesh, &self.tmpl, &mut matrix, par, Source::Inline(op), map)
+                    sum_per_node(
+                        mesh,
+                        &self.tmpl,
+                        &mut matrix,
+                        par,
+                        Source::Inline(op, &geom),
+                        map,
+                    )
                 })?;
             }
             Summation::PerNode | Summation::PerEntry => {
                 let sym_len = self.tmpl.sym_len();
                 let ncells = mesh.num_cells();
                 let mut elts: Vec<T> = time(stages, "alloc_element_matrices", || {
-                    vec![T::ZERO; ncells * sym_len]
+                    let mut v = vec![T::ZERO; ncells * sym_len];
+                    tessera_core::bulk::advise_huge_pages(&mut v);
+                    v
                 });
                 time(stages, "element_matrices", || {
                     element_matrices(mesh, &self.tmpl, op, par, &mut elts)
@@ -376,9 +391,39 @@ fn element_matrices<T: Scalar>(
     }
 }
 
+/// The geometry (volume, barycentric gradients) of every cell, computed once per cell for
+/// the inline summation; degenerate cells are reported here.
+fn cell_geometries(mesh: &HoMesh, par: Par) -> Result<Vec<CellGeometry>, FemError> {
+    let n = mesh.num_cells();
+    let mut out = tessera_core::bulk::filled(
+        n,
+        CellGeometry {
+            d: mesh.dim(),
+            volume: 0.0,
+            grads: [[0.0; 3]; 4],
+        },
+        par,
+    );
+    const CELLS: usize = 1024;
+    let chunk = |(k, dst): (usize, &mut [CellGeometry])| -> Result<(), FemError> {
+        for (j, g) in dst.iter_mut().enumerate() {
+            *g = cell_geometry(mesh, k * CELLS + j)?;
+        }
+        Ok(())
+    };
+    if par.is_parallel() {
+        out.par_chunks_mut(CELLS).enumerate().try_for_each(chunk)?;
+    } else {
+        out.chunks_mut(CELLS).enumerate().try_for_each(chunk)?;
+    }
+    Ok(out)
+}
+
 enum Source<'s, T> {
+    /// Precomputed symmetric element matrices.
     Stored(&'s [T]),
-    Inline(Operator),
+    /// Blocks computed inside the summation from each cell's geometry.
+    Inline(Operator, &'s [CellGeometry]),
 }
 
 /// Per-node (and inline) summation: one task per bin, lanes in order (dissertation §4.4.4),
@@ -434,14 +479,6 @@ fn sum_per_node_e<T: Scalar, const E: usize, const E2: usize>(
     let run = |(b, vals, diag): (usize, &mut [T], &mut [T])| -> Result<(), FemError> {
         let base = p.bin_offsets()[b] as usize;
         let w32 = p.bin_offsets()[b + 1] as usize - base;
-        let mut row_buf = vec![
-            0.0f64;
-            if matches!(src, Source::Inline(_)) {
-                m * E2
-            } else {
-                0
-            }
-        ];
         // the row's off-diagonal blocks, contiguous (`E2` scalars per column position):
         // contributions are added here and the row is written to the bin's strided
         // layout once, instead of touching `E2` planes `w32` apart for every contribution
@@ -482,38 +519,9 @@ fn sum_per_node_e<T: Scalar, const E: usize, const E2: usize>(
                 let c = c as usize;
                 let a = map.local[r0 + k] as usize;
                 let ranks = &map.rank[(r0 + k) * m..(r0 + k + 1) * m];
-                if let Source::Inline(op) = src {
-                    let g = cell_geometry(mesh, c)?;
-                    match op {
-                        Operator::Stiffness(l) => tmpl.stiffness_row(&g, l, a, &mut row_buf),
-                        Operator::Mass(rho) => tmpl.mass_row(&g, rho, a, &mut row_buf),
-                    }
-                }
-                for (bl, &rank) in ranks.iter().enumerate() {
-                    // block (a, bl) of the element matrix, e × e row-major
-                    let mut blk = [T::ZERO; E2];
-                    match &src {
-                        Source::Stored(elts) => {
-                            let (si, tr) = sym[a * m + bl];
-                            let s: &[T; E2] = elts[(c * nsym + si) * E2..][..E2]
-                                .try_into()
-                                .expect("E2 scalars");
-                            if tr {
-                                for k in 0..E {
-                                    for l in 0..E {
-                                        blk[k * E + l] = s[l * E + k];
-                                    }
-                                }
-                            } else {
-                                blk = *s;
-                            }
-                        }
-                        Source::Inline(_) => {
-                            for q in 0..E2 {
-                                blk[q] = T::from_f64(row_buf[bl * E2 + q]);
-                            }
-                        }
-                    }
+                // block (a, bl) of the element matrix (e × e row-major) at its position
+                let mut put = |bl: usize, blk: [T; E2]| {
+                    let rank = ranks[bl];
                     if rank == DIAG {
                         for q in 0..E2 {
                             dacc[q] += blk[q];
@@ -522,6 +530,31 @@ fn sum_per_node_e<T: Scalar, const E: usize, const E2: usize>(
                         let dst = &mut acc[rank as usize];
                         for q in 0..E2 {
                             dst[q] += blk[q];
+                        }
+                    }
+                };
+                match src {
+                    Source::Inline(Operator::Stiffness(l), geom) => {
+                        tmpl.stiffness_row_with::<T, E, E2>(&geom[c], l, a, &mut put)
+                    }
+                    Source::Inline(Operator::Mass(rho), geom) => {
+                        tmpl.mass_row_with::<T, E, E2>(&geom[c], rho, a, &mut put)
+                    }
+                    Source::Stored(elts) => {
+                        for bl in 0..m {
+                            let (si, tr) = sym[a * m + bl];
+                            let s: &[T; E2] = elts[(c * nsym + si) * E2..][..E2]
+                                .try_into()
+                                .expect("E2 scalars");
+                            let mut blk = *s;
+                            if tr {
+                                for k in 0..E {
+                                    for l in 0..E {
+                                        blk[k * E + l] = s[l * E + k];
+                                    }
+                                }
+                            }
+                            put(bl, blk);
                         }
                     }
                 }

@@ -191,6 +191,9 @@ pub struct ElementTemplate {
     nz: Vec<(u8, f64)>,
     /// Bit `i (d+1) + j` set when some `W_abij` with `a <= b` is non-zero.
     used_ij: u32,
+    /// Per local node `a`: bit `i (d+1) + j` set when a non-zero `W` of a block of row `a`
+    /// (`W_abij` for `a <= b`, `W_baij` for `b < a`) uses `P_ij` ([`Self::stiffness_row_as`]).
+    row_ij: Vec<u32>,
     /// `mass_w[a m + b] = C(α+β, α) / (C(2p, p) C(2p+d, d))`.
     mass_w: Vec<f64>,
 }
@@ -258,6 +261,18 @@ impl ElementTemplate {
                 }
             }
         }
+        let row_ij = (0..m)
+            .map(|a| {
+                let mut mask = 0u32;
+                for b in 0..m {
+                    let ab = if a <= b { a * m + b } else { b * m + a };
+                    for &(ij, _) in &nz[nz_off[ab] as usize..nz_off[ab + 1] as usize] {
+                        mask |= 1 << ij;
+                    }
+                }
+                mask
+            })
+            .collect();
         let denom_m = binomial(2 * p, p) as f64 * binomial(2 * p + d, d) as f64;
         let mut mass_w = vec![0.0; m * m];
         for a in 0..m {
@@ -273,6 +288,7 @@ impl ElementTemplate {
             nz_off,
             nz,
             used_ij,
+            row_ij,
             mass_w,
         })
     }
@@ -461,6 +477,108 @@ impl ElementTemplate {
                 }
                 s += 1;
             }
+        }
+    }
+
+    /// Row `a` of the element stiffness matrix in `T`: `add(b, K_ab)` for every local node
+    /// `b` in increasing order (`K_ab` an `e × e` row-major block). Each block is computed
+    /// from the cell's geometry with the operations of [`Self::stiffness_sym_as`] in the same
+    /// order (blocks below the diagonal as the transposed upper block), so it equals the
+    /// stored element block bit for bit; only the outer products `P_ij` that row `a` uses
+    /// are formed. The kernel of the inline summation (dissertation §4.4.4, "Inline").
+    #[inline]
+    pub fn stiffness_row_with<T: Scalar, const E: usize, const E2: usize>(
+        &self,
+        g: &CellGeometry,
+        lame: Lame,
+        a: usize,
+        mut add: impl FnMut(usize, [T; E2]),
+    ) {
+        let nv = E + 1;
+        let m = self.m;
+        let mut vb = [[0.0f64; 3]; 4];
+        for (v, gr) in vb.iter_mut().zip(&g.grads).take(nv) {
+            for k in 0..E {
+                v[k] = g.volume * gr[k];
+            }
+        }
+        let used = self.row_ij[a];
+        let mut pij = [[0.0f64; E2]; 16];
+        for (ij, pq) in pij.iter_mut().enumerate().take(nv * nv) {
+            if used & (1 << ij) != 0 {
+                let (i, j) = (ij / nv, ij % nv);
+                for k in 0..E {
+                    for l in 0..E {
+                        pq[k * E + l] = vb[i][k] * g.grads[j][l];
+                    }
+                }
+            }
+        }
+        for b in 0..m {
+            let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+            let ab = lo * m + hi;
+            let mut gm = [0.0f64; E2];
+            for &(ij, wij) in &self.nz[self.nz_off[ab] as usize..self.nz_off[ab + 1] as usize] {
+                let p = &pij[ij as usize];
+                for c in 0..E2 {
+                    gm[c] += wij * p[c];
+                }
+            }
+            if lo == hi {
+                for k in 0..E {
+                    for l in k + 1..E {
+                        let v = 0.5 * (gm[k * E + l] + gm[l * E + k]);
+                        gm[k * E + l] = v;
+                        gm[l * E + k] = v;
+                    }
+                }
+            }
+            let mut tr = 0.0;
+            for k in 0..E {
+                tr += gm[k * E + k];
+            }
+            // stored entry (k, l) = λ G_kl + μ G_lk (+ μ tr G on the diagonal); below the
+            // diagonal of the element matrix the block is the stored one transposed, whose
+            // entry (k, l) = λ G_lk + μ G_kl: the same two products, added in swapped
+            // order (an exact operation)
+            let (x, y) = if a <= b {
+                (lame.lambda, lame.mu)
+            } else {
+                (lame.mu, lame.lambda)
+            };
+            let mut blk = [T::ZERO; E2];
+            for k in 0..E {
+                for l in 0..E {
+                    let mut v = x * gm[k * E + l] + y * gm[l * E + k];
+                    if k == l {
+                        v += lame.mu * tr;
+                    }
+                    blk[k * E + l] = T::from_f64(v);
+                }
+            }
+            add(b, blk);
+        }
+    }
+
+    /// Row `a` of the consistent mass matrix in `T` (`add(b, M_ab)`, `b` increasing), equal
+    /// bit for bit to the blocks of [`Self::mass_sym_as`].
+    #[inline]
+    pub fn mass_row_with<T: Scalar, const E: usize, const E2: usize>(
+        &self,
+        g: &CellGeometry,
+        density: f64,
+        a: usize,
+        mut add: impl FnMut(usize, [T; E2]),
+    ) {
+        let m = self.m;
+        for b in 0..m {
+            let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+            let v = T::from_f64(density * g.volume * self.mass_w[lo * m + hi]);
+            let mut blk = [T::ZERO; E2];
+            for k in 0..E {
+                blk[k * E + k] = v;
+            }
+            add(b, blk);
         }
     }
 

@@ -95,7 +95,7 @@ fn alloc_pattern(
         bin_offsets_from_lengths(&lengths, par)
     })?;
     let pat = time(stages, "alloc_final", || {
-        BinBcsrPattern::with_bin_offsets(e, lengths, offsets)
+        BinBcsrPattern::with_bin_offsets_par(e, lengths, offsets, par)
     })?;
     debug_assert_eq!(pat.num_block_rows(), counts.len());
     Ok(pat)
@@ -138,6 +138,7 @@ impl PositionMap {
 pub fn cell_node_table(ho: &HoMesh, par: Par) -> Vec<u32> {
     let m = ho.nodes_per_cell();
     let mut t = vec![0u32; ho.num_cells() * m];
+    tessera_core::bulk::advise_huge_pages(&mut t);
     if m == 0 {
         return t;
     }
@@ -199,6 +200,7 @@ fn fill_columns_and_positions(
     let total = *row_start.last().unwrap() as usize;
     let mut local = vec![0u8; if positions { total } else { 0 }];
     let mut rank = vec![0u16; if positions { total * m } else { 0 }];
+    tessera_core::bulk::advise_huge_pages(&mut rank);
     // per-bin slices of the map
     let bins = pat.bins_mut();
     let nb = bins.len();

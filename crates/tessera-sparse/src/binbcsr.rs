@@ -159,6 +159,17 @@ impl BinBcsrPattern {
         row_lengths: Vec<u32>,
         bin_offsets: Vec<u32>,
     ) -> Result<Self, BinBcsrError> {
+        Self::with_bin_offsets_par(e, row_lengths, bin_offsets, Par::Seq)
+    }
+
+    /// [`Self::with_bin_offsets`], the column array filled with [`PAD`] by `par`
+    /// ([`tessera_core::bulk::filled`]: huge pages, first touch spread over the pool).
+    pub fn with_bin_offsets_par(
+        e: usize,
+        row_lengths: Vec<u32>,
+        bin_offsets: Vec<u32>,
+        par: Par,
+    ) -> Result<Self, BinBcsrError> {
         if !(1..=3).contains(&e) {
             return Err(BinBcsrError::BlockDim(e));
         }
@@ -189,7 +200,7 @@ impl BinBcsrPattern {
             e,
             bin_offsets,
             row_lengths,
-            col_indices: vec![PAD; total],
+            col_indices: tessera_core::bulk::filled(total, PAD, par),
         })
     }
 
@@ -397,8 +408,12 @@ impl<T: Scalar> BinBcsr<T> {
     /// Zero values on `pattern` (exact allocation: `e²` scalars per slot and per diagonal block).
     pub fn zeros(pattern: Arc<BinBcsrPattern>) -> Self {
         let e2 = pattern.e * pattern.e;
-        let values = vec![T::ZERO; pattern.num_slots() * e2];
-        let diag = vec![T::ZERO; pattern.n * e2];
+        // zeroed pages are mapped lazily: the advice lets the first writes (the summation's,
+        // spread over its threads) fault in huge pages instead of 4 KiB ones
+        let mut values = vec![T::ZERO; pattern.num_slots() * e2];
+        tessera_core::bulk::advise_huge_pages(&mut values);
+        let mut diag = vec![T::ZERO; pattern.n * e2];
+        tessera_core::bulk::advise_huge_pages(&mut diag);
         Self {
             pattern,
             values,
