@@ -228,7 +228,7 @@ fn fill_columns_and_positions(
         MARKS.with(|marks| -> Result<(), FemError> {
             let mut marks = marks.borrow_mut();
             if marks.len() < nn {
-                marks.resize(nn, 0);
+                *marks = tessera_core::bulk::filled(nn, 0, Par::Seq);
             }
             let mut list: Vec<u32> = Vec::with_capacity(64);
             let base = row_start[b * BIN_SIZE] as usize;

@@ -681,6 +681,32 @@ fn print_tables(records: &[Record], orders: &[usize], threads: usize) {
             print!(" {:>9} | {:>8}", fmt_ms(ours), "-");
         }
         println!();
+        print!("{:<14}", "Inline geom.");
+        for (mesh, _) in &meshes {
+            let ours = find(records, mesh, p, Backend::CpuRayon, Summation::Inline)
+                .and_then(|r| r.stages_ms.get("cell_geometry").copied());
+            print!(" {:>9} | {:>8}", fmt_ms(ours), "-");
+        }
+        println!();
+    }
+    println!();
+    println!("Total by summation in ms (pattern included; GP100 = dissertation per-node total)");
+    for &p in orders {
+        for (s, label) in [
+            (Summation::PerNode, "per-node"),
+            (Summation::PerEntry, "per-entry"),
+            (Summation::Inline, "inline"),
+        ] {
+            print!("p = {p} {label:<10}");
+            for (mesh, tets) in &meshes {
+                let ours = find(records, mesh, p, Backend::CpuRayon, s)
+                    .and_then(|r| r.stages_ms.get("total").copied());
+                let g = nearest_gp100(*tets, GP100_STAGES[p - 1][0].len());
+                let refv = GP100_STAGES[p - 1][STAGES.len() - 1].get(g).copied();
+                print!(" {:>9} | {:>8}", fmt_ms(ours), fmt_ms(refv));
+            }
+            println!();
+        }
     }
     println!();
     println!("Memory (bytes): Bin-BCSR* final matrix, bin padding blocks, temporaries (per-node | per-entry)");
