@@ -14,9 +14,11 @@
 //!   bin's strided layout once per row. Element matrices are computed once per cell,
 //!   straight into the value type.
 //! - [`Summation::Inline`]: the same walk, but the element blocks of row `a` are computed inside
-//!   the summation from the cell's vertices (no element matrix array is allocated). The
+//!   the summation from the cell's geometry (volume and barycentric gradients, computed once
+//!   per cell into a small array: no element matrix array is allocated), with the operations
+//!   of the stored element matrices, so the result equals the per-node one bit for bit. The
 //!   dissertation implements this for p = 1 only (register pressure on the GPU); on the CPU
-//!   it works for every `p`.
+//!   it works for every `p`, and moving far fewer bytes it is the faster CPU summation.
 //! - [`Summation::PerEntry`]: per-entry contribution lists are precomputed (an
 //!   `(entries) × (element blocks)` sparse map with `m² |T|` entries in total); summation then
 //!   adds each entry's contributions in registers and writes it once.
