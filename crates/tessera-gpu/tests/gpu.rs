@@ -433,9 +433,10 @@ fn segmented_sort_matches_reference() {
     let Some(g) = gpu() else { return };
     let p = g.primitives().unwrap();
     for nrows in SIZES {
-        for long in [false, true] {
+        for long in [0u32, 1000, 5000] {
             let mut r = Rng(0x5e6 + nrows as u64 + long as u64);
-            // ragged rows: mostly 0..12 entries, a few up to 40, and (long) one of 1000
+            // ragged rows: mostly 0..12 entries, a few up to 40, and (long) one of 1000 with
+            // rows of 65 and 300 (block per row), or one of 5000 (the radix path)
             let mut counts: Vec<u32> = (0..nrows)
                 .map(|_| {
                     if r.below(10) == 0 {
@@ -445,8 +446,10 @@ fn segmented_sort_matches_reference() {
                     }
                 })
                 .collect();
-            if long && nrows > 0 {
-                counts[nrows / 2] = 1000;
+            if long > 0 && nrows > 0 {
+                counts[nrows / 3] = 65;
+                counts[nrows / 5] = 300;
+                counts[nrows / 2] = long;
             }
             let offsets = cpu::offsets_from_counts(&counts).unwrap();
             let nnz = *offsets.last().unwrap() as usize;

@@ -30,8 +30,11 @@ const BLOCK: u32 = 256;
 const TILE: usize = 256 * 8;
 const RTILE: usize = 256 * 16;
 const RADIX: usize = 256;
-/// Rows up to this length are sorted one thread per row; longer rows go through a radix sort.
+/// Rows up to this length are sorted one thread per row.
 pub const SHORT_ROW: u32 = 64;
+/// When no row is longer than this, the rows above [`SHORT_ROW`] are sorted one block per row
+/// in shared memory; otherwise the whole array goes through a radix sort.
+pub const MID_ROW: u32 = 2048;
 
 /// Keys and scan elements: `u32` and `u64`.
 pub trait Key: Element + Ord {
@@ -573,8 +576,9 @@ impl<'g> Primitives<'g> {
     // ------------------------------------------------------------ segmented sort
 
     /// Sort every row `offsets[r]..offsets[r + 1]` of `vals` by `order`. Rows up to
-    /// [`SHORT_ROW`] entries are sorted one thread per row; when a longer row exists the
-    /// whole array is sorted by the composite key `(row, key)` with the radix sort.
+    /// [`SHORT_ROW`] entries are sorted one thread per row, rows up to [`MID_ROW`] one block
+    /// per row (bitonic, in shared memory); when a longer row exists the whole array is
+    /// sorted by the composite key `(row, key)` with the radix sort.
     pub fn segmented_sort<T: Bits32>(
         &self,
         vals: &mut DeviceBuffer<T>,
@@ -611,14 +615,38 @@ impl<'g> Primitives<'g> {
         }
         let nr = nrows as u64;
         let mode = order.mode();
-        if maxlen <= SHORT_ROW {
-            return self
-                .gpu
+        if maxlen <= MID_ROW {
+            let skip_above = if maxlen <= SHORT_ROW {
+                u32::MAX
+            } else {
+                SHORT_ROW
+            };
+            self.gpu
                 .launch(&self.k("segsort_rows")?, items_cfg(nrows)?)
                 .arg(&*vals)
                 .arg(offsets)
                 .arg(&nr)
                 .arg(&mode)
+                .arg(&skip_above)
+                .run()?;
+            if maxlen <= SHORT_ROW {
+                return Ok(());
+            }
+            let grid = nrows
+                .div_ceil(BLOCK as usize)
+                .clamp(1, (self.gpu.sm_count().max(1) * 4) as usize) as u32;
+            let short_row = SHORT_ROW;
+            return self
+                .gpu
+                .launch(
+                    &self.k("segsort_mid_rows")?,
+                    LaunchConfig::blocks(grid, BLOCK),
+                )
+                .arg(&*vals)
+                .arg(offsets)
+                .arg(&nr)
+                .arg(&mode)
+                .arg(&short_row)
                 .run();
         }
         let mut keys = self.gpu.alloc::<u64>(vals.len())?;
@@ -736,6 +764,7 @@ mod tests {
             "histogram_shared",
             "histogram_global",
             "segsort_rows",
+            "segsort_mid_rows",
             "segsort_keys",
             "unique_flags_u32",
             "unique_flags_u64",

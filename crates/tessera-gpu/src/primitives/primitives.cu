@@ -294,11 +294,20 @@ __device__ __forceinline__ u32 seg_key(u32 v, u32 mode) {
     u32 c = v ^ s;
     return (c << 1) | (s == 0u ? 1u : 0u);
 }
-// One thread per row, insertion sort in place (rows of up to a few dozen entries).
-extern "C" __global__ void __launch_bounds__(BLOCK) segsort_rows(u32* vals, const u32* offsets, u64 nrows, u32 mode) {
+__device__ __forceinline__ u32 seg_unkey(u32 k, u32 mode) {
+    if (mode == 0) return k;
+    if (mode == 1) return k ^ 0x80000000u;
+    u32 c = k >> 1;
+    return (k & 1u) ? c : ~c;
+}
+// One thread per row, insertion sort in place (rows of up to a few dozen entries); rows
+// longer than skip_above are left to segsort_mid_rows.
+extern "C" __global__ void __launch_bounds__(BLOCK) segsort_rows(u32* vals, const u32* offsets, u64 nrows, u32 mode,
+                                                                u32 skip_above) {
     u64 r = (u64)blockIdx.x * BLOCK + threadIdx.x;
     if (r >= nrows) return;
     u32 a = offsets[r], b = offsets[r + 1];
+    if (b - a > skip_above) return;
     for (u32 j = a + 1; j < b; j++) {
         u32 x = vals[j];
         u32 kx = seg_key(x, mode);
@@ -316,6 +325,53 @@ extern "C" __global__ void __launch_bounds__(BLOCK) segsort_keys(const u32* vals
     u64 r = (u64)blockIdx.x * BLOCK + threadIdx.x;
     if (r >= nrows) return;
     for (u32 j = offsets[r]; j < offsets[r + 1]; j++) keys[j] = (r << 32) | (u64)seg_key(vals[j], mode);
+}
+
+// Rows of more than short_row and at most MID_ROW entries: each block looks at BLOCK rows at
+// a time, lists the long ones in shared memory and sorts each with a bitonic sort of its keys
+// in shared memory (keys map back to values one to one, so the unstable network gives the
+// stable order).
+#define MID_ROW 2048
+extern "C" __global__ void __launch_bounds__(BLOCK) segsort_mid_rows(u32* vals, const u32* offsets, u64 nrows, u32 mode,
+                                                                    u32 short_row) {
+    __shared__ u32 sh[MID_ROW];
+    __shared__ u32 list[BLOCK];
+    __shared__ u32 nlist;
+    for (u64 r0 = (u64)blockIdx.x * BLOCK; r0 < nrows; r0 += (u64)gridDim.x * BLOCK) {
+        if (threadIdx.x == 0) nlist = 0;
+        __syncthreads();
+        u64 r = r0 + threadIdx.x;
+        if (r < nrows && offsets[r + 1] - offsets[r] > short_row) list[atomicAdd(&nlist, 1u)] = threadIdx.x;
+        __syncthreads();
+        u32 m = nlist;
+        for (u32 q = 0; q < m; q++) {
+            u64 row = r0 + list[q];
+            u32 a = offsets[row], n = offsets[row + 1] - a;
+            u32 p = 1;
+            while (p < n) p <<= 1;
+            for (u32 i = threadIdx.x; i < p; i += BLOCK) sh[i] = i < n ? seg_key(vals[a + i], mode) : 0xffffffffu;
+            __syncthreads();
+            for (u32 k = 2; k <= p; k <<= 1) {
+                for (u32 j = k >> 1; j > 0; j >>= 1) {
+                    for (u32 i = threadIdx.x; i < p; i += BLOCK) {
+                        u32 ixj = i ^ j;
+                        if (ixj > i) {
+                            u32 x = sh[i], y = sh[ixj];
+                            bool up = (i & k) == 0;
+                            if ((x > y) == up) {
+                                sh[i] = y;
+                                sh[ixj] = x;
+                            }
+                        }
+                    }
+                    __syncthreads();
+                }
+            }
+            for (u32 i = threadIdx.x; i < n; i += BLOCK) vals[a + i] = seg_unkey(sh[i], mode);
+            __syncthreads();
+        }
+        __syncthreads();
+    }
 }
 
 // ---------------------------------------------------------------- unique

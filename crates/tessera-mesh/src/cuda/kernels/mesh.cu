@@ -221,9 +221,8 @@ __device__ void uniform_cell_vertices(const i32* cf_cols, const i32* fe_cols, co
         u64 f = tcol(cf_cols[(u64)K * c + j]);
 #pragma unroll
         for (int i = 0; i < M; i++) {
-            u32 s, t;
-            ends(ev, fe_cols[(u64)M * f + i], s, t);
-            v[j * M + i] = (i32)s;
+            i32 y = fe_cols[(u64)M * f + i];
+            v[j * M + i] = (i32)ev[2 * (u64)tcol(y) + (y < 0 ? 1 : 0)];  // start of the signed edge
         }
     }
     sort_net<N>(v);

@@ -417,15 +417,172 @@ __device__ bool cc_cell_body(const i32* cf_cols, u32 f0, u32 f1, const u32* fe_o
     if (nverts > 0) cursor[0] = base;
     return true;
 }
+// cc_cell_body on thread-local copies of the cell's rows (cells of at most E edges and V
+// vertices), then one write of its rows
+template <int E, int V>
+__device__ __forceinline__ void cc_cell_local(const i32* cf_cols, u32 f0, u32 f1, const u32* fe_offs, const i32* fe_cols,
+                                              const u32* fv_offs, const i32* fv_cols, const i32* ce_cols, u32 ce0,
+                                              u32 nedges, const i32* cv_cols, u32 cv0, u32 nverts, u32 e2, u32 e3,
+                                              u32 nnz2, i32* cfseg, u32* cursor, i32* seg, u32* err) {
+    i32 le[E], lv[V], lcf[4 * E], lseg[4 * E];
+    u32 lcur[V];
+    for (u32 i = 0; i < nedges; i++) le[i] = ce_cols[ce0 + i];
+    for (u32 i = 0; i < nverts; i++) lv[i] = cv_cols[cv0 + i];
+    if (!cc_cell_body(cf_cols, f0, f1, fe_offs, fe_cols, fv_offs, fv_cols, le, nedges, lv, nverts, e2, e3, nnz2, ce0, lcf,
+                      lcur, lseg, err))
+        return;
+    for (u32 j = 0; j < 4 * nedges; j++) {
+        cfseg[j] = lcf[j];
+        seg[j] = lseg[j];
+    }
+    for (u32 l = 0; l < nverts; l++) cursor[l] = lcur[l];
+}
+// Register arrays with run-time indices: every access is an unrolled select over the
+// compile-time positions, so the arrays stay in registers (no local memory).
+template <int N, typename T>
+__device__ __forceinline__ T rget(const T (&a)[N], int i) {
+    T r = a[0];
+#pragma unroll
+    for (int t = 1; t < N; t++)
+        if (t == i) r = a[t];
+    return r;
+}
+template <int N, typename T>
+__device__ __forceinline__ void rset(T (&a)[N], int i, T v) {
+#pragma unroll
+    for (int t = 0; t < N; t++)
+        if (t == i) a[t] = v;
+}
+// position of key in a (distinct entries), or -1
+template <int N>
+__device__ __forceinline__ int rfind(const i32 (&a)[N], i32 key) {
+    int r = -1;
+#pragma unroll
+    for (int t = 0; t < N; t++)
+        if (a[t] == key) r = t;
+    return r;
+}
+// cc_cell_body for cells of exactly E edges and V vertices (tetrahedra: 6, 4) with every
+// per-cell array in registers; same steps, checks and results
+template <int E, int V>
+__device__ __forceinline__ void cc_cell_regs(const i32* cf_cols, u32 f0, u32 f1, const u32* fe_offs, const i32* fe_cols,
+                                             const u32* fv_offs, const i32* fv_cols, const i32* ce_cols, u32 ce0,
+                                             const i32* cv_cols, u32 cv0, u32 e2, u32 e3, u32 nnz2, i32* cfseg,
+                                             u32* cursor, i32* seg, u32* err) {
+    i32 le[E], lv[V], lcf[4 * E], lseg[4 * E];
+    u32 lcur[V];
+#pragma unroll
+    for (int i = 0; i < E; i++) le[i] = ce_cols[ce0 + i];
+#pragma unroll
+    for (int i = 0; i < V; i++) lv[i] = cv_cols[cv0 + i];
+#pragma unroll
+    for (int j = 0; j < 4 * E; j++) lcf[j] = UNSET;
+#pragma unroll
+    for (int j = 0; j < 4 * E; j++) lseg[j] = UNSET;
+    // 1. cell-faces
+    for (u32 k = 0; k < f1 - f0; k++) {
+        i32 x = cf_cols[f0 + k];
+        u32 f = tcol(x);
+        int sf = tsign(x);
+        u32 cell_edge = e3 + f0 + k;
+        u32 o2 = fe_offs[f], n2 = fe_offs[f + 1] - o2;
+        for (u32 i = 0; i < n2; i++) {
+            i32 y = fe_cols[o2 + i];
+            u32 face_edge = e2 + o2 + i;
+            int j = rfind<E>(le, (i32)tcol(y));
+            if (j < 0) { flag(err); return; }
+            if (sf * tsign(y) < 0) {
+                if (rget<4 * E>(lcf, 4 * j) != UNSET) { flag(err); return; }
+                rset<4 * E>(lcf, 4 * j, tenc(face_edge, false));
+                rset<4 * E>(lcf, 4 * j + 1, tenc(cell_edge, false));
+            } else {
+                if (rget<4 * E>(lcf, 4 * j + 2) != UNSET) { flag(err); return; }
+                rset<4 * E>(lcf, 4 * j + 2, tenc(cell_edge, true));
+                rset<4 * E>(lcf, 4 * j + 3, tenc(face_edge, true));
+            }
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < 4 * E; j++)
+        if (lcf[j] == UNSET) { flag(err); return; }
+    // 2. count
+    const u32 len = 4 * E;
+#pragma unroll
+    for (int l = 0; l < V; l++) lcur[l] = 0;
+    for (u32 k = f0; k < f1; k++) {
+        u32 f = tcol(cf_cols[k]);
+        for (u32 i = fv_offs[f]; i < fv_offs[f + 1]; i++) {
+            int l = rfind<V>(lv, fv_cols[i]);
+            if (l < 0) { flag(err); return; }
+            rset<V>(lcur, l, rget<V>(lcur, l) + 2u);
+        }
+    }
+    // 3. scan (positions relative to the cell's first entry) and fill
+    u32 acc = 0;
+#pragma unroll
+    for (int l = 0; l < V; l++) {
+        u32 n = lcur[l];
+        lcur[l] = acc;
+        acc += n;
+    }
+    if (acc != len) { flag(err); return; }
+    for (u32 k = f0; k < f1; k++) {
+        i32 x = cf_cols[k];
+        u32 f = tcol(x);
+        int sf = tsign(x);
+        u32 o2 = fe_offs[f];
+        const i32* lp = fv_cols + fv_offs[f];
+        u32 n = fv_offs[f + 1] - fv_offs[f];
+        for (u32 i = 0; i < n; i++) {
+            i32 vi = lp[i];
+            int l = rfind<V>(lv, vi);
+            if (l < 0) { flag(err); return; }
+            u32 p = rget<V>(lcur, l);
+            if (p >= len) { flag(err); return; }
+            rset<4 * E>(lseg, (int)p, tenc(o2 + i, sf < 0));
+            rset<V>(lcur, l, p + 1u);
+            i32 y = fe_cols[o2 + i];
+            int se = tsign(y);
+            if (sf * se > 0) {
+                int j = rfind<E>(le, (i32)tcol(y));
+                if (j < 0) { flag(err); return; }
+                u32 face = nnz2 + ce0 + (u32)j;
+                i32 vn = lp[(i + 1) % n];
+                i32 from = se > 0 ? vi : vn, to = se > 0 ? vn : vi;
+                int lf = rfind<V>(lv, from), lt = rfind<V>(lv, to);
+                if (lf < 0 || lt < 0) { flag(err); return; }
+                u32 pf = rget<V>(lcur, lf);
+                if (pf >= len) { flag(err); return; }
+                rset<4 * E>(lseg, (int)pf, tenc(face, false));
+                rset<V>(lcur, lf, pf + 1u);
+                u32 pt = rget<V>(lcur, lt);
+                if (pt >= len) { flag(err); return; }
+                rset<4 * E>(lseg, (int)pt, tenc(face, true));
+                rset<V>(lcur, lt, pt + 1u);
+            }
+        }
+    }
+    // rows out; the cursor of vertex l ends at the start of row l + 1
+    u32 base = 4 * ce0;
+#pragma unroll
+    for (int j = 0; j < 4 * E; j++) {
+        cfseg[j] = lcf[j];
+        seg[j] = lseg[j];
+    }
+    cursor[0] = base;
+#pragma unroll
+    for (int l = 1; l < V; l++) cursor[l] = base + lcur[l - 1];
+}
 // Per cell, as subdivide::new_faces_and_cells: 1. the cell-faces of the cell's edges
 // (ep(e) -> fp(f_b) -> cp(c) -> fp(f_a)), 2. count the faces of each cell-cell
 // (2 x corners at v), 3. scan in the cell's slice of the new ∂3 offsets and fill: the
 // face-face of each corner (sign of the face in c), then for the use of each edge along
 // the outward orientation its cell-face at the start (+1) and end (-1) vertex. The rows of
 // cell c start at 4 off(∂̂3¹)[c]. err is set for cells that are not closed or whose
-// corners and edges do not pair up. Cells of up to 12 edges and 8 vertices (tetrahedra,
-// hexahedra, ...) work in thread-local arrays (interleaved across the warp, cached) and
-// write their rows once at the end; larger cells work in place in global memory.
+// corners and edges do not pair up. Tetrahedra keep every per-cell array in registers;
+// other cells of up to 12 edges and 8 vertices (hexahedra, ...) work in thread-local arrays
+// (interleaved across the warp, cached); both write their rows once at the end; larger
+// cells work in place in global memory.
 extern "C" __global__ void cc_cells(const u32* cf_offs, const i32* cf_cols, const u32* fe_offs, const i32* fe_cols,
                                     const u32* fv_offs, const i32* fv_cols, const u32* ce_offs, const i32* ce_cols,
                                     const u32* cv_offs, const i32* cv_cols, u64 nc, u32 e2, u32 e3, u32 nnz2, i32* cols2,
@@ -440,19 +597,13 @@ extern "C" __global__ void cc_cells(const u32* cf_offs, const i32* cf_cols, cons
     i32* cfseg = cols2 + 4 * ((u64)nnz2 + ce0);
     u32* cursor = offsets3 + cv0;
     i32* seg = cols3 + 4 * (u64)ce0;
-    if (nedges <= CC_SMALL_E && nverts <= CC_SMALL_V) {
-        i32 le[CC_SMALL_E], lv[CC_SMALL_V], lcf[4 * CC_SMALL_E], lseg[4 * CC_SMALL_E];
-        u32 lcur[CC_SMALL_V];
-        for (u32 i = 0; i < nedges; i++) le[i] = ce_cols[ce0 + i];
-        for (u32 i = 0; i < nverts; i++) lv[i] = cv_cols[cv0 + i];
-        if (!cc_cell_body(cf_cols, f0, f1, fe_offs, fe_cols, fv_offs, fv_cols, le, nedges, lv, nverts, e2, e3, nnz2, ce0,
-                          lcf, lcur, lseg, err))
-            return;
-        for (u32 j = 0; j < 4 * nedges; j++) {
-            cfseg[j] = lcf[j];
-            seg[j] = lseg[j];
-        }
-        for (u32 l = 0; l < nverts; l++) cursor[l] = lcur[l];
+    if (nedges == 6 && nverts == 4) {
+        // tetrahedra: every per-cell array in registers
+        cc_cell_regs<6, 4>(cf_cols, f0, f1, fe_offs, fe_cols, fv_offs, fv_cols, ce_cols, ce0, cv_cols, cv0, e2, e3, nnz2,
+                           cfseg, cursor, seg, err);
+    } else if (nedges <= CC_SMALL_E && nverts <= CC_SMALL_V) {
+        cc_cell_local<CC_SMALL_E, CC_SMALL_V>(cf_cols, f0, f1, fe_offs, fe_cols, fv_offs, fv_cols, ce_cols, ce0, nedges,
+                                              cv_cols, cv0, nverts, e2, e3, nnz2, cfseg, cursor, seg, err);
     } else {
         cc_cell_body(cf_cols, f0, f1, fe_offs, fe_cols, fv_offs, fv_cols, ce_cols + ce0, nedges, cv_cols + cv0, nverts, e2,
                      e3, nnz2, ce0, cfseg, cursor, seg, err);
