@@ -62,6 +62,19 @@ pub enum MeshError {
     /// Input the operation does not support (for example non-manifold input to subdivision).
     #[error("unsupported: {0}")]
     Unsupported(String),
+    /// A domain count the mesh cannot support ([`crate::partition`]).
+    #[error("cannot split {cells} cells into {domains} domains: the domain count must be between 1 and the number of cells")]
+    DomainCount { domains: usize, cells: usize },
+    /// A domain that would hold no cell or own no node ([`crate::partition`]).
+    #[error("domain {domain} of {domains} would own no {what}: use fewer domains for this mesh")]
+    EmptyDomain {
+        domain: usize,
+        domains: usize,
+        what: &'static str,
+    },
+    /// A partitioner failure or an inconsistent partition ([`crate::partition`]).
+    #[error("partition: {0}")]
+    Partition(String),
     /// A CUDA error from the GPU mesh operations ([`crate::cuda`]).
     #[error(transparent)]
     Gpu(#[from] tessera_gpu::GpuError),

@@ -13,6 +13,7 @@ pub mod error;
 pub mod generate;
 pub mod io;
 pub mod mesh_matrix;
+pub mod partition;
 pub mod poly;
 pub mod quality;
 pub mod relations;
