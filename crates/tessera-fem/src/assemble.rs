@@ -35,7 +35,8 @@ use crate::error::FemError;
 use crate::material::{Lame, Material};
 use crate::nodes::HoMesh;
 use crate::pattern::{
-    build_pattern, build_pattern_with_positions, time, zayer_bound, PositionMap, Stages, DIAG,
+    build_pattern, build_pattern_rows_with_positions, build_pattern_with_positions, time,
+    zayer_bound, PositionMap, RowSubset, Stages, DIAG,
 };
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -209,6 +210,7 @@ pub struct Assembler<'a> {
     pattern: Arc<BinBcsrPattern>,
     maps: Option<EntryMaps>,
     positions: Option<PositionMap>,
+    rows: Option<Arc<RowSubset>>,
     stats: AssemblyStats,
 }
 
@@ -250,8 +252,59 @@ impl<'a> Assembler<'a> {
             pattern,
             maps,
             positions,
+            rows: None,
             stats,
         })
+    }
+
+    /// An assembler of the rows of `rows` only (per-node or inline summation): the exact
+    /// pattern of those rows with columns renumbered by the subset, and values summed from
+    /// the cells incident to each row's node (dissertation §4.4.3-§4.4.4 restricted to the
+    /// nodes a domain owns, §7.1.2). Element matrices are still computed for every cell of
+    /// `mesh` (each contributes to some row when `mesh` holds only the cells around the rows).
+    pub fn new_rows(
+        mesh: &'a HoMesh,
+        rows: RowSubset,
+        summation: Summation,
+        par: Par,
+    ) -> Result<Self, FemError> {
+        if summation == Summation::PerEntry {
+            return Err(FemError::InvalidInput(
+                "a row-restricted assembly sums per node or inline, not per entry".into(),
+            ));
+        }
+        let d = mesh.dim();
+        let tmpl = ElementTemplate::new(d, mesh.order())?;
+        let e = tmpl.dof_dim();
+        let mut stages = Stages::new();
+        let (pattern, positions) =
+            build_pattern_rows_with_positions(mesh, e, &rows, par, &mut stages)?;
+        let pattern = Arc::new(pattern);
+        let stats = AssemblyStats {
+            dofs: (pattern.num_block_rows() * e) as u64,
+            block_nonzeros: pattern.block_nonzeros(),
+            zayer_bound: zayer_bound(mesh),
+            bytes_allocated: 0,
+            padding_blocks: pattern.padding_blocks(),
+            aux_bytes: 0,
+            stages_ms: stages,
+        };
+        Ok(Self {
+            mesh,
+            tmpl,
+            summation,
+            par,
+            pattern,
+            maps: None,
+            positions: Some(positions),
+            rows: Some(Arc::new(rows)),
+            stats,
+        })
+    }
+
+    /// The row subset of a row-restricted assembler ([`Self::new_rows`]).
+    pub fn rows(&self) -> Option<&RowSubset> {
+        self.rows.as_deref()
     }
 
     /// The exact pattern.
@@ -312,6 +365,7 @@ impl<'a> Assembler<'a> {
                         par,
                         Source::Inline(op, &geom),
                         map,
+                        self.rows.as_deref(),
                     )
                 })?;
             }
@@ -336,6 +390,7 @@ impl<'a> Assembler<'a> {
                             par,
                             Source::Stored(&elts),
                             map,
+                            self.rows.as_deref(),
                         ),
                         (None, None) => unreachable!("per-node summation has a position map"),
                     }
@@ -437,10 +492,11 @@ fn sum_per_node<T: Scalar>(
     par: Par,
     src: Source<'_, T>,
     map: &PositionMap,
+    rows: Option<&RowSubset>,
 ) -> Result<(), FemError> {
     match tmpl.dof_dim() {
-        3 => sum_per_node_e::<T, 3, 9>(mesh, tmpl, matrix, par, src, map),
-        2 => sum_per_node_e::<T, 2, 4>(mesh, tmpl, matrix, par, src, map),
+        3 => sum_per_node_e::<T, 3, 9>(mesh, tmpl, matrix, par, src, map, rows),
+        2 => sum_per_node_e::<T, 2, 4>(mesh, tmpl, matrix, par, src, map, rows),
         e => Err(FemError::UnsupportedDimension(e)),
     }
 }
@@ -453,7 +509,9 @@ fn sum_per_node_e<T: Scalar, const E: usize, const E2: usize>(
     par: Par,
     src: Source<'_, T>,
     map: &PositionMap,
+    rows: Option<&RowSubset>,
 ) -> Result<(), FemError> {
+    let node = |i: usize| rows.map_or(i, |r| r.rows[i] as usize) as u32;
     let pattern = matrix.pattern_arc().clone();
     let p = &*pattern;
     let n = p.num_block_rows();
@@ -486,7 +544,7 @@ fn sum_per_node_e<T: Scalar, const E: usize, const E2: usize>(
         // layout once, instead of touching `E2` planes `w32` apart for every contribution
         let mut acc = vec![[T::ZERO; E2]; w32 / BIN_SIZE];
         let rows = BIN_SIZE.min(n - b * BIN_SIZE);
-        let mut next_cells = nc.row((b * BIN_SIZE) as u32);
+        let mut next_cells = nc.row(node(b * BIN_SIZE));
         for lane in 0..rows {
             let i = b * BIN_SIZE + lane;
             let r0 = map.row_start[i] as usize;
@@ -496,7 +554,7 @@ fn sum_per_node_e<T: Scalar, const E: usize, const E2: usize>(
             let mut dacc = [T::ZERO; E2];
             let cells = next_cells;
             if lane + 1 < rows {
-                next_cells = nc.row(i as u32 + 1);
+                next_cells = nc.row(node(i + 1));
             }
             for (k, &c) in cells.iter().enumerate() {
                 if let Source::Stored(elts) = src {

@@ -33,6 +33,10 @@ pub enum FemError {
     /// The requested device cannot run this operation.
     #[error("device {device}: {reason}")]
     Device { device: String, reason: String },
+    /// Inconsistent input to an assembly step (for example a row subset that is not a
+    /// permutation of the mesh's nodes).
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
     /// Bin-BCSR* errors.
     #[error(transparent)]
     Sparse(#[from] tessera_sparse::binbcsr::BinBcsrError),

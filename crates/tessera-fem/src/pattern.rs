@@ -60,9 +60,70 @@ pub fn build_pattern(
     par: Par,
     stages: &mut Stages,
 ) -> Result<BinBcsrPattern, FemError> {
-    let mut pat = alloc_pattern(ho, e, par, stages)?;
+    let mut pat = alloc_pattern(ho, e, par, stages, None)?;
     time(stages, "column_indices", || fill_columns(ho, &mut pat, par))?;
     Ok(pat)
+}
+
+/// The block rows of a row-restricted assembly (dissertation §7.1.2: per-domain assembly of
+/// the rows of the nodes a domain owns): block row `r` is the row of mesh node `rows[r]`, and
+/// mesh node `j` is stored in column `column[j]`. `node_of_column` inverts `column` (every
+/// node of the mesh has a column; the rows are a subset of the nodes, each of whose incident
+/// cells must be in the mesh for the row to be complete).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RowSubset {
+    /// Mesh node of each block row.
+    pub rows: Vec<u32>,
+    /// Column of each mesh node.
+    pub column: Vec<u32>,
+    /// Mesh node of each column (the inverse permutation of `column`).
+    pub node_of_column: Vec<u32>,
+}
+
+impl RowSubset {
+    /// Checks that `column` is a permutation of the mesh's nodes with inverse
+    /// `node_of_column` and that every row is a node.
+    pub fn validate(&self, num_nodes: usize) -> Result<(), FemError> {
+        let bad = |what: String| FemError::InvalidInput(format!("row subset: {what}"));
+        if self.column.len() != num_nodes || self.node_of_column.len() != num_nodes {
+            return Err(bad(format!(
+                "{} columns and {} inverse entries for {num_nodes} nodes",
+                self.column.len(),
+                self.node_of_column.len()
+            )));
+        }
+        for (j, &c) in self.column.iter().enumerate() {
+            if c as usize >= num_nodes || self.node_of_column[c as usize] as usize != j {
+                return Err(bad(format!("column {c} of node {j} is not inverted")));
+            }
+        }
+        if let Some(&r) = self.rows.iter().find(|&&r| r as usize >= num_nodes) {
+            return Err(bad(format!("row node {r} out of range")));
+        }
+        Ok(())
+    }
+    #[inline(always)]
+    fn node(rs: Option<&RowSubset>, i: usize) -> usize {
+        rs.map_or(i, |r| r.rows[i] as usize)
+    }
+}
+
+/// [`build_pattern_with_positions`] for the rows of a [`RowSubset`] only, columns renumbered
+/// by the subset: the exact counts (Eq. 4.6) of the subset's rows, bins over those rows,
+/// exact allocation, then columns and positions. No row outside the subset is built.
+pub fn build_pattern_rows_with_positions(
+    ho: &HoMesh,
+    e: usize,
+    rows: &RowSubset,
+    par: Par,
+    stages: &mut Stages,
+) -> Result<(BinBcsrPattern, PositionMap), FemError> {
+    rows.validate(ho.num_nodes())?;
+    let mut pat = alloc_pattern(ho, e, par, stages, Some(rows))?;
+    let map = time(stages, "column_indices", || {
+        fill_columns_and_positions(ho, &mut pat, par, true, Some(rows))
+    })?;
+    Ok((pat, map.expect("requested")))
 }
 
 /// [`build_pattern`] and the [`PositionMap`] of its contributions, filled in one pass
@@ -73,9 +134,9 @@ pub fn build_pattern_with_positions(
     par: Par,
     stages: &mut Stages,
 ) -> Result<(BinBcsrPattern, PositionMap), FemError> {
-    let mut pat = alloc_pattern(ho, e, par, stages)?;
+    let mut pat = alloc_pattern(ho, e, par, stages, None)?;
     let map = time(stages, "column_indices", || {
-        fill_columns_and_positions(ho, &mut pat, par, true)
+        fill_columns_and_positions(ho, &mut pat, par, true, None)
     })?;
     Ok((pat, map.expect("requested")))
 }
@@ -86,9 +147,14 @@ fn alloc_pattern(
     e: usize,
     par: Par,
     stages: &mut Stages,
+    rows: Option<&RowSubset>,
 ) -> Result<BinBcsrPattern, FemError> {
     let counts = time(stages, "count_contributions", || {
-        crate::count::row_counts(ho, par)
+        let all = crate::count::row_counts(ho, par);
+        match rows {
+            None => all,
+            Some(rs) => rs.rows.iter().map(|&i| all[i as usize]).collect(),
+        }
     });
     let lengths: Vec<u32> = counts.iter().map(|&c| c.saturating_sub(1)).collect();
     let offsets = time(stages, "bin_offsets", || {
@@ -103,7 +169,7 @@ fn alloc_pattern(
 
 /// Fill the column indices of an allocated pattern (step 4 above).
 pub fn fill_columns(ho: &HoMesh, pat: &mut BinBcsrPattern, par: Par) -> Result<(), FemError> {
-    fill_columns_and_positions(ho, pat, par, false).map(drop)
+    fill_columns_and_positions(ho, pat, par, false, None).map(drop)
 }
 
 /// Marks a contribution of a row's own node (the diagonal block) in a [`PositionMap`].
@@ -168,6 +234,7 @@ fn fill_columns_and_positions(
     pat: &mut BinBcsrPattern,
     par: Par,
     positions: bool,
+    rs: Option<&RowSubset>,
 ) -> Result<Option<PositionMap>, FemError> {
     let n = pat.num_block_rows();
     let nn = ho.num_nodes();
@@ -190,10 +257,12 @@ fn fill_columns_and_positions(
         (0..n)
             .into_par_iter()
             .with_min_len(4096)
-            .map(|i| nc.row(i as u32).len() as u32)
+            .map(|i| nc.row(RowSubset::node(rs, i) as u32).len() as u32)
             .collect()
     } else {
-        (0..n).map(|i| nc.row(i as u32).len() as u32).collect()
+        (0..n)
+            .map(|i| nc.row(RowSubset::node(rs, i) as u32).len() as u32)
+            .collect()
     };
     let row_start = tessera_core::scan::offsets_from_counts(par, &row_len)
         .ok_or_else(|| FemError::TooLarge("more than 2^32 node-cell pairs".into()))?;
@@ -235,11 +304,12 @@ fn fill_columns_and_positions(
             let rows = BIN_SIZE.min(n - b * BIN_SIZE);
             for lane in 0..rows {
                 let i = b * BIN_SIZE + lane;
-                let cells = nc.row(i as u32);
+                let node = RowSubset::node(rs, i);
+                let cells = nc.row(node as u32);
                 list.clear();
                 for &c in cells {
                     for &j in &table[c as usize * m..(c as usize + 1) * m] {
-                        if j as usize != i && marks[j as usize] == 0 {
+                        if j as usize != node && marks[j as usize] == 0 {
                             marks[j as usize] = 1;
                             list.push(j);
                         }
@@ -255,10 +325,17 @@ fn fill_columns_and_positions(
                         found: list.len() as u32 + 1,
                     });
                 }
+                // columns in the subset's numbering (the identity without one)
+                if let Some(rs) = rs {
+                    for j in list.iter_mut() {
+                        *j = rs.column[*j as usize];
+                    }
+                }
                 list.sort_unstable();
                 for (k, &j) in list.iter().enumerate() {
                     cols[k * BIN_SIZE + lane] = j;
-                    marks[j as usize] = k as u32 + 1;
+                    let jn = rs.map_or(j, |r| r.node_of_column[j as usize]);
+                    marks[jn as usize] = k as u32 + 1;
                 }
                 if positions {
                     let r0 = row_start[i] as usize - base;
@@ -267,7 +344,7 @@ fn fill_columns_and_positions(
                         let dst = &mut rp[(r0 + k) * m..(r0 + k + 1) * m];
                         let mut a = usize::MAX;
                         for (bl, &j) in nodes.iter().enumerate() {
-                            if j as usize == i {
+                            if j as usize == node {
                                 a = bl;
                                 dst[bl] = DIAG;
                             } else {
@@ -276,7 +353,7 @@ fn fill_columns_and_positions(
                         }
                         if a == usize::MAX {
                             for &j in &list {
-                                marks[j as usize] = 0;
+                                marks[rs.map_or(j, |r| r.node_of_column[j as usize]) as usize] = 0;
                             }
                             return Err(FemError::PatternMismatch {
                                 row: i,
@@ -288,7 +365,7 @@ fn fill_columns_and_positions(
                     }
                 }
                 for &j in &list {
-                    marks[j as usize] = 0;
+                    marks[rs.map_or(j, |r| r.node_of_column[j as usize]) as usize] = 0;
                 }
             }
             Ok(())
