@@ -47,6 +47,7 @@ pub mod matrix_market;
 pub mod monitor;
 pub mod nullspace;
 pub mod operator;
+pub mod partitioned;
 pub mod pcg;
 pub mod pmg;
 pub mod smoother;
@@ -58,6 +59,9 @@ pub use error::SolveError;
 pub use jacobi::{invert_small, BlockJacobi};
 pub use nullspace::NearNullSpace;
 pub use operator::{dot, BlockOperator, Preconditioner};
+pub use partitioned::{
+    Communicator, DomainAmg, DomainMatrix, HaloPlan, InProcess, PartitionedOperator,
+};
 pub use pcg::{pcg, pcg_with, relative_residual, PcgParams, SolveReport};
 pub use pmg::{PMultigrid, PmgParams};
 pub use smoother::Smoother;
