@@ -4,6 +4,8 @@
 pub mod assemble;
 pub mod count;
 pub mod cuda;
+pub mod domain;
+pub mod domain_solve;
 pub mod element;
 pub mod error;
 pub mod estimate;

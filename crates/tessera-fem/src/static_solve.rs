@@ -263,6 +263,9 @@ pub struct StaticOptions {
     /// Solve even when the mesh file has inverted (folded-over) cells (for experiments; the
     /// results of a tangled mesh are not those of the body).
     pub allow_inverted: bool,
+    /// Split the mesh into domains, each assembling its owned rows, and solve with the
+    /// partitioned operator ([`crate::domain_solve`]); `None`: one matrix.
+    pub domains: Option<crate::domain_solve::DomainOptions>,
 }
 
 impl Default for StaticOptions {
@@ -273,6 +276,7 @@ impl Default for StaticOptions {
             summation: Summation::PerNode,
             gpu: None,
             allow_inverted: false,
+            domains: None,
         }
     }
 }
@@ -301,6 +305,8 @@ pub struct StaticSolution {
     pub nonzeros: u64,
     /// The preconditioner that ran and its hierarchy.
     pub solver: SolverInfo,
+    /// Domains, halo and per-domain times of a domain-decomposed run.
+    pub domains: Option<crate::domain_solve::DomainSolveInfo>,
 }
 
 /// Check that the fixed DOFs remove every rigid-body motion of a 3D body (3 translations,
@@ -1196,6 +1202,9 @@ pub fn solve_problem(
     opts: &StaticOptions,
     progress: &mut dyn FnMut(&str),
 ) -> Result<StaticSolution, StaticError> {
+    if let Some(dd) = &opts.domains {
+        return crate::domain_solve::solve_domains(problem, opts, dd, progress);
+    }
     problem.material.validate()?;
     let mut st = StageRunner {
         list: Vec::new(),
@@ -1283,6 +1292,7 @@ pub fn solve_problem(
         stages_ms: st.list,
         nonzeros,
         solver: info,
+        domains: None,
     })
 }
 
