@@ -42,6 +42,14 @@ pub struct SolveArgs {
     /// such a mesh is refused with the cells named.
     #[arg(long)]
     pub allow_inverted: bool,
+    /// Split the mesh into K domains: each assembles the rows of the nodes it owns and the
+    /// PCG runs on the partitioned operator (halo exchange + local SpMV), in this process on
+    /// the CPU. Results are gathered into the same single .vtu.
+    #[arg(long, value_name = "K")]
+    pub domains: Option<usize>,
+    /// Partitioner for --domains: metis or rcb.
+    #[arg(long, default_value = "metis", requires = "domains")]
+    pub partitioner: tessera_mesh::partition::Partitioner,
 }
 
 pub fn run(a: SolveArgs) -> anyhow::Result<()> {
@@ -59,6 +67,13 @@ pub fn run(a: SolveArgs) -> anyhow::Result<()> {
     }
     if a.allow_inverted {
         ALLOW_INVERTED.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    if let Some(k) = a.domains {
+        *DOMAINS.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some(tessera_fem::domain_solve::DomainOptions {
+                domains: k,
+                partitioner: a.partitioner,
+            });
     }
     // generated meshes (`cells`, `bracket = N`) are sized before any work
     tessera_fem::estimate::check_problem(&problem)?;
@@ -110,6 +125,10 @@ static VERBOSE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::n
 /// `--allow-inverted`: solve tangled meshes.
 static ALLOW_INVERTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// `--domains K --partitioner P`: a domain-decomposed solve.
+static DOMAINS: std::sync::Mutex<Option<tessera_fem::domain_solve::DomainOptions>> =
+    std::sync::Mutex::new(None);
+
 /// `--ascii`: the result .vtu in ASCII.
 static ASCII: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -129,6 +148,7 @@ pub fn run_problem(
         device,
         gpu,
         allow_inverted: ALLOW_INVERTED.load(std::sync::atomic::Ordering::Relaxed),
+        domains: *DOMAINS.lock().unwrap_or_else(|e| e.into_inner()),
         ..Default::default()
     };
     let pb = if quiet {
@@ -196,7 +216,7 @@ pub fn run_problem(
     }
     let mut stages = sol.stages_ms.clone();
     stages.push(("results".into(), results_ms));
-    let extra = serde_json::json!({
+    let mut extra = serde_json::json!({
         "device": sol.device,
         "solver": match problem.solver.method { tessera_fem::problem::SolverMethod::Pcg => "pcg (filtered constraints)", tessera_fem::problem::SolverMethod::Cholesky => "cholesky (faer sparse LLT, constraints eliminated)" },
         "preconditioner": sol.solver.preconditioner,
@@ -215,6 +235,9 @@ pub fn run_problem(
         "vtu": vtu.display().to_string(),
         "run_id": run_id,
     });
+    if let Some(dd) = &sol.domains {
+        extra["domains"] = dd.to_json();
+    }
     let summary = summary_json(
         &problem.title,
         &sol.ho,
@@ -282,5 +305,54 @@ pub fn print_summary(s: &serde_json::Value) {
             );
         }
     }
+    if let Some(dd) = s.get("domains") {
+        print_domains(dd);
+    }
     println!("wrote            {}", g("vtu").as_str().unwrap_or(""));
+}
+
+/// The per-domain part of the summary of a `--domains` run.
+fn print_domains(dd: &serde_json::Value) {
+    let f = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
+    let applies = dd["applies"].as_u64().unwrap_or(0);
+    println!(
+        "domains          {} ({}, {}): edge cut {} facets, imbalance {:.2} %, halo {} bytes per iteration, exchange {:.1} ms in {} applications",
+        dd["domains"],
+        dd["partitioner"].as_str().unwrap_or(""),
+        dd["communicator"].as_str().unwrap_or(""),
+        dd["edge_cut"],
+        100.0 * f(&dd["imbalance"]),
+        dd["halo_bytes_per_iteration"],
+        f(&dd["exchange_ms"]),
+        applies
+    );
+    let mut t = tessera_core::table::Table::new(&[
+        "domain",
+        "owned nodes",
+        "halo nodes",
+        "neighbours",
+        "assemble ms",
+        "solve spmv ms",
+        "pack ms",
+    ]);
+    for (d, x) in dd["per_domain"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        t.row(vec![
+            d.to_string(),
+            x["owned_nodes"].to_string(),
+            x["halo_nodes"].to_string(),
+            x["neighbours"].to_string(),
+            format!("{:.1}", f(&x["assemble_ms"])),
+            format!("{:.1}", f(&x["spmv_ms"])),
+            format!("{:.2}", f(&x["pack_ms"])),
+        ])
+        .expect("seven columns");
+    }
+    for line in t.markdown().lines() {
+        println!("  {line}");
+    }
 }

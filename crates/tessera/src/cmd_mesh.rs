@@ -62,6 +62,9 @@ enum MeshCmd {
     Reorder(crate::cmd_mesh_matrix::ReorderArgs),
     /// Batched edge collapses, face collapses or vertex removals (K-matrix products, seed 004 §8).
     Collapse(crate::cmd_mesh_matrix::CollapseArgs),
+    /// Split the cells into K domains (METIS or recursive coordinate bisection); report the
+    /// edge cut, the owned-node balance and the halo per domain at order P.
+    Partition(crate::cmd_mesh_partition::PartitionArgs),
 }
 
 #[derive(Args, Debug)]
@@ -314,6 +317,7 @@ pub fn run(a: MeshArgs) -> anyhow::Result<()> {
         MeshCmd::SubdivideSurface(a) => crate::cmd_mesh_matrix::subdivide_surface(a),
         MeshCmd::Reorder(a) => crate::cmd_mesh_matrix::reorder(a),
         MeshCmd::Collapse(a) => crate::cmd_mesh_matrix::collapse(a),
+        MeshCmd::Partition(a) => crate::cmd_mesh_partition::partition(a),
     }
 }
 

@@ -15,6 +15,7 @@ mod cmd_fem;
 mod cmd_flow;
 mod cmd_mesh;
 mod cmd_mesh_matrix;
+mod cmd_mesh_partition;
 mod cmd_query;
 mod cmd_render;
 mod cmd_serve;
