@@ -616,6 +616,111 @@ impl PartitionReport {
     }
 }
 
+/// One row of a partition-quality sweep ([`sweep`]): a mesh split into `domains` domains
+/// balancing the nodes of order `order`, with `dofs_per_node` DOFs per node.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SweepRow {
+    pub mesh: String,
+    pub cells: u64,
+    pub partitioner: Partitioner,
+    pub domains: usize,
+    pub order: usize,
+    pub dofs: u64,
+    pub edge_cut: u64,
+    pub imbalance: f64,
+    /// Halo DOFs per domain: mean and largest.
+    pub halo_dofs_mean: f64,
+    pub halo_dofs_max: u64,
+    /// Halo DOFs of all domains over all DOFs: the values one exchange moves per DOF solved.
+    pub halo_ratio: f64,
+    /// Wall time of the partition (without the report), ms.
+    pub partition_ms: f64,
+}
+
+/// Partition `mesh` for every combination of `partitioners`, `domains` and `orders` and report
+/// each ([`Partition::report`]); `on_row` sees each row as it is done.
+pub fn sweep(
+    mesh: &SimplexMesh,
+    name: &str,
+    partitioners: &[Partitioner],
+    domains: &[usize],
+    orders: &[usize],
+    on_row: &mut dyn FnMut(&SweepRow),
+) -> Result<Vec<SweepRow>, MeshError> {
+    let e = mesh.dim() as u64;
+    let mut rows = Vec::new();
+    for &partitioner in partitioners {
+        for &k in domains {
+            for &p in orders {
+                let t = std::time::Instant::now();
+                let part = partition_cells(
+                    mesh,
+                    &PartitionParams {
+                        domains: k,
+                        order: p,
+                        partitioner,
+                    },
+                )?;
+                let partition_ms = t.elapsed().as_secs_f64() * 1e3;
+                let r = part.report(mesh, p);
+                let row = SweepRow {
+                    mesh: name.to_string(),
+                    cells: r.cells,
+                    partitioner,
+                    domains: k,
+                    order: p,
+                    dofs: r.nodes * e,
+                    edge_cut: r.edge_cut,
+                    imbalance: r.imbalance,
+                    halo_dofs_mean: (r.total_halo() * e) as f64 / k as f64,
+                    halo_dofs_max: r.max_halo() * e,
+                    halo_ratio: r.total_halo() as f64 / r.nodes.max(1) as f64,
+                    partition_ms,
+                };
+                on_row(&row);
+                rows.push(row);
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// The rows of a [`sweep`] as a Markdown table.
+pub fn sweep_markdown(rows: &[SweepRow]) -> String {
+    let mut t = tessera_core::table::Table::new(&[
+        "mesh",
+        "cells",
+        "partitioner",
+        "k",
+        "p",
+        "DOFs",
+        "edge cut",
+        "imbalance %",
+        "halo DOFs / domain (mean)",
+        "halo DOFs (max)",
+        "halo / DOFs",
+        "partition ms",
+    ]);
+    for r in rows {
+        t.row(vec![
+            r.mesh.clone(),
+            r.cells.to_string(),
+            r.partitioner.name().to_string(),
+            r.domains.to_string(),
+            r.order.to_string(),
+            r.dofs.to_string(),
+            r.edge_cut.to_string(),
+            format!("{:.2}", 100.0 * r.imbalance),
+            format!("{:.0}", r.halo_dofs_mean),
+            r.halo_dofs_max.to_string(),
+            format!("{:.4}", r.halo_ratio),
+            format!("{:.0}", r.partition_ms),
+        ])
+        .expect("twelve columns");
+    }
+    t.markdown()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

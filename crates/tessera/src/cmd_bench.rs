@@ -22,6 +22,8 @@ enum BenchCmd {
     ShallowWater(crate::bench_shallow_water::BenchSwArgs),
     /// Cut-cell fluid: time per step (2D/3D) and the multigrid pressure solve vs its floor.
     Flow(crate::bench_flow::BenchFlowArgs),
+    /// Domain decomposition: edge cut, imbalance and halo DOFs per domain (§7.1.2).
+    Partition(crate::bench_partition::BenchPartitionArgs),
 }
 
 pub fn run(a: BenchArgs) -> anyhow::Result<()> {
@@ -32,5 +34,6 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
         BenchCmd::ShallowWater(a) => crate::bench_shallow_water::run(a),
         BenchCmd::Meshmatrix(a) => crate::bench_meshmatrix::run(a),
         BenchCmd::Flow(a) => crate::bench_flow::run(a),
+        BenchCmd::Partition(a) => crate::bench_partition::run(a),
     }
 }

@@ -8,6 +8,7 @@ mod bench_fem_solve;
 mod bench_flow;
 mod bench_mesh;
 mod bench_meshmatrix;
+mod bench_partition;
 mod bench_shallow_water;
 mod cmd_bench;
 mod cmd_demo;

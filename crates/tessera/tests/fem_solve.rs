@@ -159,3 +159,60 @@ fn fem_solve_verbose_prints_the_residual_history() {
     );
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// `--domains K`: the partitioned solve gives the single-domain displacement, reports the
+/// domains, and refuses what it cannot do with one clear line.
+#[test]
+fn fem_solve_domains_matches_one_domain() {
+    let root = if std::path::Path::new(env!("CARGO_MANIFEST_DIR")).exists() {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../..")
+    } else {
+        "."
+    };
+    let problem = format!("{root}/examples/cantilever.toml");
+    let run = |extra: &[&str], tag: &str| {
+        let out =
+            std::env::temp_dir().join(format!("tessera-fem-domains-{}-{tag}", std::process::id()));
+        let o = tessera()
+            .args(["fem", "solve", &problem, "--device", "cpu", "--json", "-o"])
+            .arg(&out)
+            .args(extra)
+            .output()
+            .unwrap();
+        (o, out)
+    };
+    let (o1, _) = run(&[], "one");
+    assert!(
+        o1.status.success(),
+        "{}",
+        String::from_utf8_lossy(&o1.stderr)
+    );
+    let j1: serde_json::Value = serde_json::from_slice(&o1.stdout).unwrap();
+    let d1 = j1["max_displacement"].as_f64().unwrap();
+    for (k, part) in [("3", "metis"), ("4", "rcb")] {
+        let (o, out) = run(&["--domains", k, "--partitioner", part], part);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let d = j["max_displacement"].as_f64().unwrap();
+        // both solves stop at a relative residual of 1e-10
+        assert!((d - d1).abs() <= 1e-7 * d1, "{d} vs {d1}");
+        let dd = &j["domains"];
+        assert_eq!(dd["domains"].to_string(), k, "{dd}");
+        assert_eq!(dd["partitioner"], part);
+        assert_eq!(dd["per_domain"].as_array().unwrap().len().to_string(), k);
+        assert!(dd["halo_bytes_per_iteration"].as_u64().unwrap() > 0, "{dd}");
+        assert!(j["stages_ms"].get("partition").is_some(), "{j}");
+        assert!(out.join("cantilever.vtu").exists());
+        let _ = std::fs::remove_dir_all(&out);
+    }
+    for (args, want) in [
+        (vec!["--domains", "0"], "0 domains"),
+        (vec!["--domains", "100000"], "100000 domains"),
+    ] {
+        let (o, _) = run(&args, "bad");
+        assert!(!o.status.success());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(want), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}

@@ -111,6 +111,7 @@ const COVERED: &[&str] = &[
     "mesh subdivide-surface",
     "mesh reorder",
     "mesh collapse",
+    "mesh partition",
     "render rixels",
     "render bench",
     "fem assemble",
@@ -132,6 +133,7 @@ const COVERED: &[&str] = &[
     "bench fem-solve",
     "bench flow",
     "bench meshmatrix",
+    "bench partition",
     "bench shallow-water",
 ];
 
@@ -212,6 +214,22 @@ fn tour_mesh_and_fem() {
         "sm.vtu",
     ]);
     ok(&["mesh", "info", "sm.vtu"]);
+    let part: serde_json::Value = serde_json::from_str(&ok(&[
+        "mesh",
+        "partition",
+        "b.msh",
+        "--domains",
+        "4",
+        "--order",
+        "2",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(
+        part["owned_nodes"].as_array().map(Vec::len),
+        Some(4),
+        "{part}"
+    );
     ok(&[
         "mesh",
         "subdivide",
@@ -398,6 +416,19 @@ fn tour_benchmarks() {
         "0",
         "--json",
     ]);
+    let rows = ok(&[
+        "bench",
+        "partition",
+        "gen:bracket:12",
+        "--domains",
+        "2,3",
+        "--orders",
+        "1,2",
+        "--partitioners",
+        "metis,rcb",
+        "--json",
+    ]);
+    assert_eq!(rows.lines().count(), 8, "{rows}");
     ok(&[
         "bench",
         "fem",
