@@ -23,7 +23,7 @@ pub mod runtime;
 
 pub use compile::{cache_key, CompileOptions};
 pub use error::{GpuError, GpuResult};
-pub use nccl::{NcclComm, NcclGroup, NcclLibrary};
+pub use nccl::{NcclComm, NcclLibrary, Transfer};
 pub use primitives::{Primitives, SegOrder};
 pub use runtime::{
     median, DeviceBuffer, Element, Event, EventTimer, Gpu, Kernel, KernelArg, Launch, LaunchConfig,

@@ -6,9 +6,8 @@
 //!   ([`crate::probe`]); a missing library is [`GpuError::NoNccl`], never a panic or an abort.
 //! - [`NcclComm::new`]: one communicator over several devices of this process
 //!   (`ncclCommInitAll`), one rank per [`Gpu`], each rank working on that `Gpu`'s stream.
-//! - [`NcclComm::group`]: grouped point-to-point sends and receives ([`NcclGroup`]), the halo
-//!   exchange of a partitioned operator; [`NcclComm::all_reduce_sum`]: the global sums of its
-//!   dot products.
+//! - [`NcclComm::exchange`]: grouped point-to-point sends and receives, the halo exchange of a
+//!   partitioned operator; [`NcclComm::all_reduce_sum`]: the global sums of its dot products.
 //!
 //! **Why not cudarc's `Comm` directly.** cudarc 0.19 (feature `nccl`, which this module uses for
 //! the ABI types) looks the library up only under its own candidate names (`libnccl.so`,
@@ -387,17 +386,116 @@ impl NcclComm {
         self.lib
     }
 
-    /// Start a group of sends and receives (`ncclGroupStart`); they are issued together by
-    /// [`NcclGroup::end`]. Within a group, the sends from rank `a` to rank `b` are matched with
-    /// the receives of `b` from `a` in the order they were posted.
-    pub fn group(&self) -> GpuResult<NcclGroup<'_>> {
-        // SAFETY: ncclGroupStart takes no arguments; the group is ended by `end` or on drop.
+    /// Point-to-point transfers in one NCCL group (`ncclGroupStart`, one `ncclSend` and one
+    /// `ncclRecv` per transfer, `ncclGroupEnd`): `transfers[i]` moves
+    /// `sends[from_buf].1[from]` into `recvs[to_buf].1[to_at ..]`. Each buffer is given with the
+    /// rank whose device holds it, and the operations run on the ranks' streams. Sends and
+    /// receives are posted in the order of `transfers`, so between any two ranks they match in
+    /// that order. A transfer within one rank is an NCCL self send/receive.
+    pub fn exchange(
+        &self,
+        sends: &[(usize, &DeviceBuffer<f64>)],
+        recvs: &mut [(usize, &mut DeviceBuffer<f64>)],
+        transfers: &[Transfer],
+    ) -> GpuResult<()> {
+        let n = self.ranks();
+        let bad = |m: String| Err(GpuError::InvalidArgument(m));
+        for (r, _) in sends.iter() {
+            if *r >= n {
+                return bad(format!("send buffer on rank {r} of {n}"));
+            }
+        }
+        for (r, _) in recvs.iter() {
+            if *r >= n {
+                return bad(format!("receive buffer on rank {r} of {n}"));
+            }
+        }
+        for t in transfers {
+            let (Some(s), Some(r)) = (sends.get(t.from_buf), recvs.get(t.to_buf)) else {
+                return bad(format!("transfer {t:?} names a buffer that is not given"));
+            };
+            if t.from.start > t.from.end
+                || t.from.end > s.1.len()
+                || t.to_at + t.from.len() > r.1.len()
+            {
+                return bad(format!(
+                    "transfer {t:?} outside its buffers ({} and {} elements)",
+                    s.1.len(),
+                    r.1.len()
+                ));
+            }
+        }
+        // Device addresses first; the usage records (cudarc's stream-ordering events) are kept
+        // until the group has been issued, so they cover the NCCL operations.
+        let mut keep = Vec::with_capacity(sends.len() + recvs.len());
+        let mut src = Vec::with_capacity(sends.len());
+        for (r, b) in sends.iter() {
+            let (p, sync) = b.cuda_slice().device_ptr(&self.streams[*r]);
+            src.push((*r, p));
+            keep.push(sync);
+        }
+        let mut dst = Vec::with_capacity(recvs.len());
+        for (r, b) in recvs.iter_mut() {
+            let (p, sync) = b.cuda_slice_mut().device_ptr_mut(&self.streams[*r]);
+            dst.push((*r, p));
+            keep.push(sync);
+        }
+        self.group_start()?;
+        let mut posted = Ok(());
+        for t in transfers {
+            let (sr, sp) = src[t.from_buf];
+            let (rr, rp) = dst[t.to_buf];
+            let count = t.from.len();
+            if count == 0 {
+                continue;
+            }
+            // SAFETY: the ranges were checked against the buffers above; each pointer is a
+            // device allocation on its rank's device and the stream is that rank's; NCCL reads
+            // (send) and writes (recv) them on those streams once the group is issued.
+            let rc = unsafe {
+                (self.lib.send)(
+                    (sp + (t.from.start * 8) as u64) as *const c_void,
+                    count,
+                    ncclDataType_t::ncclFloat64,
+                    rr as c_int,
+                    self.comms[sr],
+                    self.streams[sr].cu_stream() as *mut c_void,
+                )
+            };
+            posted = self.lib.check("ncclSend", rc);
+            if posted.is_err() {
+                break;
+            }
+            // SAFETY: as above.
+            let rc = unsafe {
+                (self.lib.recv)(
+                    (rp + (t.to_at * 8) as u64) as *mut c_void,
+                    count,
+                    ncclDataType_t::ncclFloat64,
+                    sr as c_int,
+                    self.comms[rr],
+                    self.streams[rr].cu_stream() as *mut c_void,
+                )
+            };
+            posted = self.lib.check("ncclRecv", rc);
+            if posted.is_err() {
+                break;
+            }
+        }
+        let ended = self.group_end();
+        drop(keep);
+        posted.and(ended)
+    }
+
+    fn group_start(&self) -> GpuResult<()> {
+        // SAFETY: ncclGroupStart takes no arguments; every caller ends the group.
         let rc = unsafe { (self.lib.group_start)() };
-        self.lib.check("ncclGroupStart", rc)?;
-        Ok(NcclGroup {
-            comm: self,
-            open: true,
-        })
+        self.lib.check("ncclGroupStart", rc)
+    }
+    fn group_end(&self) -> GpuResult<()> {
+        // SAFETY: closes the group opened by `group_start`.
+        let rc = unsafe { (self.lib.group_end)() };
+        self.lib.check("ncclGroupEnd", rc)
     }
 
     /// `recv[r] = Σ_ranks send[rank]` elementwise for every rank `r` (`ncclAllReduce` with
@@ -421,28 +519,50 @@ impl NcclComm {
                 "all-reduce buffers of different lengths".into(),
             ));
         }
-        let mut g = self.group()?;
-        for r in 0..n {
-            let stream = &self.streams[r];
-            let (src, _s) = send[r].cuda_slice().device_ptr(stream);
-            let (dst, _d) = recv[r].cuda_slice_mut().device_ptr_mut(stream);
-            // SAFETY: both pointers are device allocations of at least `len` doubles on
-            // rank r's device; the stream is that device's; NCCL enqueues the reduction on it.
+        let mut keep = Vec::with_capacity(2 * n);
+        let mut ptrs = Vec::with_capacity(n);
+        for (r, (s, d)) in send.iter().zip(recv.iter_mut()).enumerate() {
+            let (sp, s1) = s.cuda_slice().device_ptr(&self.streams[r]);
+            let (dp, s2) = d.cuda_slice_mut().device_ptr_mut(&self.streams[r]);
+            ptrs.push((sp, dp));
+            keep.push(s1);
+            keep.push(s2);
+        }
+        self.group_start()?;
+        let mut posted = Ok(());
+        for (r, &(sp, dp)) in ptrs.iter().enumerate() {
+            // SAFETY: both pointers are device allocations of `len` doubles on rank r's
+            // device; the stream is that device's; NCCL enqueues the reduction on it.
             let rc = unsafe {
                 (self.lib.all_reduce)(
-                    src as *const c_void,
-                    dst as *mut c_void,
+                    sp as *const c_void,
+                    dp as *mut c_void,
                     len,
                     ncclDataType_t::ncclFloat64,
                     ncclRedOp_t::ncclSum,
                     self.comms[r],
-                    stream.cu_stream() as *mut c_void,
+                    self.streams[r].cu_stream() as *mut c_void,
                 )
             };
-            self.lib.check("ncclAllReduce", rc)?;
+            posted = self.lib.check("ncclAllReduce", rc);
+            if posted.is_err() {
+                break;
+            }
         }
-        g.end()
+        let ended = self.group_end();
+        drop(keep);
+        posted.and(ended)
     }
+}
+
+/// One point-to-point transfer of [`NcclComm::exchange`]: elements `from` of send buffer
+/// `from_buf` into receive buffer `to_buf` from element `to_at` on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transfer {
+    pub from_buf: usize,
+    pub from: Range<usize>,
+    pub to_buf: usize,
+    pub to_at: usize,
 }
 
 impl Drop for NcclComm {
@@ -454,114 +574,6 @@ impl Drop for NcclComm {
                 let _ = unsafe { (self.lib.destroy)(c) };
             }
         }
-    }
-}
-
-/// A group of NCCL point-to-point operations ([`NcclComm::group`]); ended by
-/// [`NcclGroup::end`] (or, discarding errors, on drop).
-pub struct NcclGroup<'a> {
-    comm: &'a NcclComm,
-    open: bool,
-}
-
-impl NcclGroup<'_> {
-    fn rank_check(&self, rank: usize, peer: usize) -> GpuResult<()> {
-        let n = self.comm.ranks();
-        if rank >= n || peer >= n {
-            return Err(GpuError::InvalidArgument(format!(
-                "rank {rank} / peer {peer} of a communicator of {n}"
-            )));
-        }
-        Ok(())
-    }
-    fn range_check(len: usize, range: &Range<usize>) -> GpuResult<()> {
-        if range.start > range.end || range.end > len {
-            return Err(GpuError::InvalidArgument(format!(
-                "range {range:?} of a buffer of {len}"
-            )));
-        }
-        Ok(())
-    }
-
-    /// Rank `rank` sends elements `range` of `buf` (on its device) to rank `peer`.
-    pub fn send(
-        &mut self,
-        rank: usize,
-        buf: &DeviceBuffer<f64>,
-        range: Range<usize>,
-        peer: usize,
-    ) -> GpuResult<()> {
-        self.rank_check(rank, peer)?;
-        Self::range_check(buf.len(), &range)?;
-        if range.is_empty() {
-            return Ok(());
-        }
-        let c = self.comm;
-        let stream = &c.streams[rank];
-        let (p, _sync) = buf.cuda_slice().device_ptr(stream);
-        let ptr = p + (range.start * 8) as u64;
-        // SAFETY: `ptr .. ptr + 8 len` lies inside `buf`'s allocation on rank's device (range
-        // checked); NCCL reads it on rank's stream after the group ends, before any later work
-        // on that stream.
-        let rc = unsafe {
-            (c.lib.send)(
-                ptr as *const c_void,
-                range.len(),
-                ncclDataType_t::ncclFloat64,
-                peer as c_int,
-                c.comms[rank],
-                stream.cu_stream() as *mut c_void,
-            )
-        };
-        c.lib.check("ncclSend", rc)
-    }
-
-    /// Rank `rank` receives elements `range` of `buf` (on its device) from rank `peer`.
-    pub fn recv(
-        &mut self,
-        rank: usize,
-        buf: &mut DeviceBuffer<f64>,
-        range: Range<usize>,
-        peer: usize,
-    ) -> GpuResult<()> {
-        self.rank_check(rank, peer)?;
-        Self::range_check(buf.len(), &range)?;
-        if range.is_empty() {
-            return Ok(());
-        }
-        let c = self.comm;
-        let stream = &c.streams[rank];
-        let (p, _sync) = buf.cuda_slice_mut().device_ptr_mut(stream);
-        let ptr = p + (range.start * 8) as u64;
-        // SAFETY: as in `send`; NCCL writes the range on rank's stream.
-        let rc = unsafe {
-            (c.lib.recv)(
-                ptr as *mut c_void,
-                range.len(),
-                ncclDataType_t::ncclFloat64,
-                peer as c_int,
-                c.comms[rank],
-                stream.cu_stream() as *mut c_void,
-            )
-        };
-        c.lib.check("ncclRecv", rc)
-    }
-
-    /// Issue the group's operations (`ncclGroupEnd`); they run on the ranks' streams.
-    pub fn end(&mut self) -> GpuResult<()> {
-        if !self.open {
-            return Ok(());
-        }
-        self.open = false;
-        // SAFETY: closes the group opened by `NcclComm::group`.
-        let rc = unsafe { (self.comm.lib.group_end)() };
-        self.comm.lib.check("ncclGroupEnd", rc)
-    }
-}
-
-impl Drop for NcclGroup<'_> {
-    fn drop(&mut self) {
-        let _ = self.end();
     }
 }
 

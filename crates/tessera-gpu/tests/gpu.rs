@@ -546,17 +546,25 @@ fn nccl_one_rank_all_reduce_and_self_send_recv() {
     assert_eq!(g.download(&recv).unwrap(), host, "all-reduce over one rank");
     // self send/receive of two segments, received swapped: [a | b] -> [b | a]
     let mut out = g.zeros::<f64>(n).unwrap();
-    {
-        let mut grp = comm.group().unwrap();
-        grp.send(0, &send, 0..300, 0).unwrap();
-        grp.send(0, &send, 300..n, 0).unwrap();
-        grp.recv(0, &mut out, n - 300..n, 0).unwrap();
-        grp.recv(0, &mut out, 0..n - 300, 0).unwrap();
-        grp.end().unwrap();
-    }
+    let tr = |from: std::ops::Range<usize>, to_at| tessera_gpu::Transfer {
+        from_buf: 0,
+        from,
+        to_buf: 0,
+        to_at,
+    };
+    comm.exchange(
+        &[(0, &send)],
+        &mut [(0, &mut out)],
+        &[tr(0..300, n - 300), tr(300..n, 0)],
+    )
+    .unwrap();
     let got = g.download(&out).unwrap();
     assert_eq!(&got[n - 300..], &host[..300]);
     assert_eq!(&got[..n - 300], &host[300..]);
+    // a transfer beyond its buffer is an error before anything is posted
+    assert!(comm
+        .exchange(&[(0, &send)], &mut [(0, &mut out)], &[tr(0..300, n - 299)])
+        .is_err());
     // a duplicated device is refused before NCCL sees it
     let e = NcclComm::new(&[&g, &g]).unwrap_err().to_string();
     assert!(e.contains("appears twice"), "{e}");
