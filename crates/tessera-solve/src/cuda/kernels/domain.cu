@@ -21,37 +21,57 @@ extern "C" __global__ void halo_unpack(u32 count, u32 e, const u32* idx, const d
     x[(u64)idx[i] * e + c] = buf[t];
 }
 
-// y[rows[i]] += Σ_b vals[b] x[cols[b]] over the blocks b of boundary row i (block CSR, E×E
-// blocks row-major, columns in local numbering): the halo columns of the owned rows, added after
-// the exchange. One thread per boundary row; blocks summed in stored (column) order.
+// y = A x for the block rows of bins first .. first + nb of a domain's Bin-BCSR* matrix
+// (Listing 4.1, dynamic warp scheduling over the bin range): columns j < n are owned nodes,
+// read from xo; the others are halo nodes j - n, read from xh. The interior bins (rows with
+// owned columns only) run before the halo exchange has delivered xh, the boundary bins after.
+// Same summation order as spmv<double, E>.
 template <int E>
-__device__ void halo_spmv_add(u32 nrows, const u32* rows, const u32* ptr, const u32* cols, const double* vals, const double* x,
-                              double* y) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= nrows) return;
-    double acc[E];
-    for (int k = 0; k < E; ++k) acc[k] = 0.0;
-    for (u32 b = ptr[i]; b < ptr[i + 1]; ++b) {
-        const double* v = vals + (u64)b * E * E;
-        u64 j = (u64)cols[b] * E;
-        for (int k = 0; k < E; ++k)
-            for (int l = 0; l < E; ++l) acc[k] += v[k * E + l] * x[j + l];
+__device__ void dd_spmv(u32 n, u32 first, u32 nb, const u32* bin_offsets, const u32* len, const u32* cols, const double* vals,
+                        const double* diag, const double* xo, const double* xh, double* y, u32* bin_counter) {
+    const int E2 = E * E;
+    u32 lane = threadIdx.x % 32;
+    for (;;) {
+        u32 k = 0;
+        if (lane == 0) k = atomicAdd(bin_counter, 1u);
+        k = __shfl_sync(0xffffffffu, k, 0);
+        if (k >= nb) return;
+        u32 b = first + k;
+        u32 i = b * BIN + lane;
+        if (i < n) {
+            u32 base = bin_offsets[b];
+            u32 w32 = bin_offsets[b + 1] - base;
+            double acc[E];
+            const double* d = diag + (u64)i * E2;
+            for (int r = 0; r < E; ++r) {
+                acc[r] = 0.0;
+                for (int l = 0; l < E; ++l) acc[r] += d[r * E + l] * xo[(u64)i * E + l];
+            }
+            const u32* gcol = cols + base + lane;
+            const double* gval = vals + (u64)base * E2 + lane;
+            u32 rl = len[i];
+            for (u32 kk = 0; kk < rl; ++kk) {
+                u32 s = kk * BIN;
+                u32 j = __ldg(gcol + s);
+                const double* xs = j < n ? xo + (u64)j * E : xh + (u64)(j - n) * E;
+                double xj[E];
+                for (int l = 0; l < E; ++l) xj[l] = __ldg(xs + l);
+                for (int r = 0; r < E; ++r)
+                    for (int l = 0; l < E; ++l) acc[r] += __ldg(gval + (u64)(r * E + l) * w32 + s) * xj[l];
+            }
+            for (int r = 0; r < E; ++r) y[(u64)i * E + r] = acc[r];
+        }
     }
-    u64 r = (u64)rows[i] * E;
-    for (int k = 0; k < E; ++k) y[r + k] += acc[k];
 }
-extern "C" __global__ void halo_spmv_add_1(u32 n, const u32* rows, const u32* ptr, const u32* cols, const double* vals,
-                                           const double* x, double* y) {
-    halo_spmv_add<1>(n, rows, ptr, cols, vals, x, y);
-}
-extern "C" __global__ void halo_spmv_add_2(u32 n, const u32* rows, const u32* ptr, const u32* cols, const double* vals,
-                                           const double* x, double* y) {
-    halo_spmv_add<2>(n, rows, ptr, cols, vals, x, y);
-}
-extern "C" __global__ void halo_spmv_add_3(u32 n, const u32* rows, const u32* ptr, const u32* cols, const double* vals,
-                                           const double* x, double* y) {
-    halo_spmv_add<3>(n, rows, ptr, cols, vals, x, y);
-}
+#define DD_SPMV_WRAPPER(E)                                                                                                          \
+    extern "C" __global__ void dd_spmv_##E(u32 n, u32 first, u32 nb, const u32* bin_offsets, const u32* len, const u32* cols,     \
+                                           const double* vals, const double* diag, const double* xo, const double* xh, double* y,  \
+                                           u32* bin_counter) {                                                                     \
+        dd_spmv<E>(n, first, nb, bin_offsets, len, cols, vals, diag, xo, xh, y, bin_counter);                                       \
+    }
+DD_SPMV_WRAPPER(1)
+DD_SPMV_WRAPPER(2)
+DD_SPMV_WRAPPER(3)
 
 // Partitioned PCG, one domain's owned part: scalars come from the host (global sums in a fixed
 // domain order), partial sums go to fixed grids as in the one-domain kernels.
