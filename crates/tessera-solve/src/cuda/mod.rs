@@ -9,6 +9,7 @@
 //! | AMG / p-multigrid cycle | block CSR SpMV (a lane group per block row), Chebyshev / Jacobi smoother steps, dense coarse inverse | [`crate::Amg::cycle`], [`crate::PMultigrid::cycle`] |
 //! | AMG setup | [`DeviceAmg::setup`]: block norms, diagonal blocks, `λ_max` estimate, smoothed prolongator, transpose and Galerkin product on the device (block SpGEMM: expand, sort, compress; bit-identical to the host products); strength graph, MIS(2) aggregation and tentative prolongator on the host from the downloaded block norms | [`crate::Amg::setup`] |
 //! | p-multigrid setup | [`DevicePmg::setup`]: the same, the Galerkin product to order 1 on the device | [`crate::PMultigrid::setup`] |
+//! | partitioned SpMV and block-Jacobi PCG | [`DeviceDomains`]: pack, exchange (device copies; NCCL between devices) overlapped with the interior bins, boundary bins; per-domain partial sums reduced in domain order | [`crate::PartitionedOperator`], [`crate::pcg::pcg`] |
 //! | halo pack / unpack | [`halo::halo_pack`], [`halo::halo_unpack`]: one thread per value | [`halo::halo_pack_reference`], [`halo::halo_unpack_reference`] |
 //! | filtered copy `S A S + (I − S)` | [`device_filtered_copy`], one thread per block row | [`crate::blockcsr::BlockCsr::from_binbcsr_filtered`] |
 //!
@@ -18,11 +19,13 @@
 pub mod halo;
 mod matrix;
 mod multigrid;
+pub mod partitioned;
 mod pcg;
 mod setup;
 
 pub use matrix::{DeviceBinBcsr, DeviceBinBcsrPattern, DeviceOperator};
 pub use multigrid::{DeviceAmg, DeviceBlockCsr, DevicePmg, DevicePreconditioner};
+pub use partitioned::{DeviceApplyTimes, DeviceDomains, DeviceDomainsOptions};
 pub use pcg::{pcg_gpu, pcg_gpu_with};
 pub use setup::{
     block_spgemm, block_transpose, device_filtered_copy, device_galerkin, device_smooth_prolongator,

@@ -1,0 +1,880 @@
+//! The domain-decomposed operator and block-Jacobi PCG on one or several GPUs (dissertation
+//! §7.1.2: per-domain assembly "in distributed or multi-GPU simulations using domain
+//! decomposition"); the device counterpart of [`crate::partitioned`].
+//!
+//! Every domain lives on one device (several domains may share one): its owned rows as a
+//! device Bin-BCSR* matrix with local columns (owned nodes, then halo nodes), its halo send
+//! list, and its parts of the solver vectors (owned values; the input of an `apply` also has
+//! a halo part, a separate buffer). `y = A x` ([`DeviceDomains::apply`]) is, per device:
+//!
+//! 1. **pack** ([`super::halo::halo_pack`]) the owned values every neighbour needs into the
+//!    domain's send buffer (main stream);
+//! 2. **exchange** on a second stream of the device: between domains of one device a device
+//!    copy, between devices NCCL send/receive in one group ([`tessera_gpu::NcclComm`]). The
+//!    halo of a domain is laid out neighbour by neighbour in the order of that neighbour's
+//!    send list, so each segment lands directly in its place: the unpack is the identity
+//!    and is skipped ([`super::halo::halo_unpack`] serves other layouts);
+//! 3. meanwhile, the **interior bins** (rows with owned columns only) are multiplied on the
+//!    main stream;
+//! 4. the main stream waits for the exchange and multiplies the **boundary bins**.
+//!
+//! Dot products are per-domain partial sums by the fixed-grid kernels of the one-domain PCG,
+//! written to slot `d` of a small per-device buffer; across devices an NCCL all-reduce of these
+//! buffers (every domain's slot is zero on the other devices, so the sum is exact) gives every
+//! device all partials; the host adds them in domain order. The iterates therefore do not
+//! depend on how the domains are placed on devices: one device with `k` domains is the
+//! reference of `k` domains on several devices.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+use rayon::prelude::*;
+use tessera_gpu::{DeviceBuffer, Event, Gpu, LaunchConfig, NcclComm, Transfer};
+
+use super::halo::halo_pack;
+use super::{cfg, to_u32, up, DeviceBinBcsr, SolveKernels, BLOCK, DOT_BLOCKS};
+use crate::constraints::Constraints;
+use crate::error::SolveError;
+use crate::jacobi::{identity_on_fixed, invert_small};
+use crate::partitioned::DomainMatrix;
+use crate::pcg::{check_system, PcgParams, SolveReport};
+
+/// Blocks of the fused update pass (fixed: deterministic sums).
+const UPDATE_BLOCKS: u32 = 1024;
+
+/// How [`DeviceDomains`] runs.
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceDomainsOptions {
+    /// Exchange on a second stream per device while the interior bins are multiplied.
+    pub overlap: bool,
+    /// Use NCCL also when all domains are on one device (a communicator of one rank: the
+    /// all-reduce path of several devices, checked on one); with several devices NCCL is
+    /// always used.
+    pub force_nccl: bool,
+}
+
+impl Default for DeviceDomainsOptions {
+    fn default() -> Self {
+        DeviceDomainsOptions {
+            overlap: true,
+            force_nccl: false,
+        }
+    }
+}
+
+/// One device of the placement.
+struct Device<'g> {
+    gpu: &'g Gpu,
+    /// The exchange stream ([`Gpu::fork_stream`]), when overlapping.
+    side: Option<Gpu>,
+    k: SolveKernels<'g>,
+    packed: Event,
+    delivered: Event,
+    /// `3 k` partial sums (slot `s k + d`), only this device's domains written.
+    red: DeviceBuffer<f64>,
+    partials_done: Event,
+}
+
+impl Device<'_> {
+    fn side(&self) -> &Gpu {
+        self.side.as_ref().unwrap_or(self.gpu)
+    }
+}
+
+/// One domain on its device.
+struct Domain {
+    dev: usize,
+    n_owned: usize,
+    interior_bins: usize,
+    nbins: usize,
+    matrix: DeviceBinBcsr<f64>,
+    n_send: usize,
+    send_idx: DeviceBuffer<u32>,
+    partial: DeviceBuffer<f64>,
+    partial2: DeviceBuffer<f64>,
+}
+
+/// Buffers written by every `apply`.
+struct Scratch {
+    send: Vec<DeviceBuffer<f64>>,
+    halo: Vec<DeviceBuffer<f64>>,
+    /// Bin counters of the interior and the boundary SpMV of every domain.
+    counters: Vec<[DeviceBuffer<u32>; 2]>,
+    /// The all-reduced partial sums per device (NCCL only).
+    red_all: Vec<DeviceBuffer<f64>>,
+}
+
+/// Cumulative host-side times of [`DeviceDomains::apply`] calls, each measured to completion
+/// of the device work ([`DeviceDomains::timed_apply`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DeviceApplyTimes {
+    /// Pack kernels of all domains, ms.
+    pub pack_ms: f64,
+    /// The exchange (copies and NCCL), ms.
+    pub exchange_ms: f64,
+    /// Local SpMV per domain (interior and boundary bins), ms.
+    pub spmv_ms: Vec<f64>,
+    /// The whole `apply` with overlap, ms.
+    pub apply_ms: f64,
+}
+
+/// A domain-decomposed operator on one or several GPUs (see the [module docs](self)).
+pub struct DeviceDomains<'g> {
+    e: usize,
+    devices: Vec<Device<'g>>,
+    domains: Vec<Domain>,
+    /// Block-row offsets of the domains in concatenated vectors.
+    offsets: Vec<usize>,
+    /// Same-device transfers (device copies), per device.
+    copies: Vec<Vec<Transfer>>,
+    /// Transfers between devices (NCCL), buffers indexed by domain.
+    remote: Vec<Transfer>,
+    nccl: Option<NcclComm>,
+    scratch: Mutex<Scratch>,
+    halo_values: u64,
+    remote_values: u64,
+}
+
+impl<'g> DeviceDomains<'g> {
+    /// Upload `domains` (see [`DomainMatrix`]); domain `d` goes to `placement[d]`. Devices are
+    /// told apart by ordinal; several domains on one device exchange by device copies, domains
+    /// on different devices by NCCL (a missing NCCL library is then an error).
+    pub fn new(
+        domains: &[DomainMatrix],
+        placement: &[&'g Gpu],
+        opts: DeviceDomainsOptions,
+    ) -> Result<Self, SolveError> {
+        let k = domains.len();
+        if k == 0 || placement.len() != k {
+            return Err(SolveError::InvalidInput {
+                what: "device domains",
+                message: format!("{k} domains placed on {} devices", placement.len()),
+            });
+        }
+        let e = domains[0].matrix.pattern().block_dim();
+        if let Some(d) = domains
+            .iter()
+            .position(|d| d.matrix.pattern().block_dim() != e)
+        {
+            return Err(SolveError::InvalidInput {
+                what: "device domains",
+                message: format!("domain {d} has another block size than domain 0"),
+            });
+        }
+        // distinct devices in order of first use
+        let mut gpus: Vec<&'g Gpu> = Vec::new();
+        let mut dev_of = Vec::with_capacity(k);
+        for g in placement {
+            let at = match gpus.iter().position(|h| h.ordinal() == g.ordinal()) {
+                Some(i) => i,
+                None => {
+                    gpus.push(g);
+                    gpus.len() - 1
+                }
+            };
+            dev_of.push(at);
+        }
+        let mut devices = Vec::with_capacity(gpus.len());
+        for g in &gpus {
+            let side = if opts.overlap {
+                Some(g.fork_stream()?)
+            } else {
+                None
+            };
+            devices.push(Device {
+                gpu: g,
+                side,
+                k: SolveKernels::new(g)?,
+                packed: g.new_event()?,
+                delivered: g.new_event()?,
+                red: g.zeros::<f64>(3 * k)?,
+                partials_done: g.new_event()?,
+            });
+        }
+        // transfers: for every domain d and neighbour t, d's send segment t into the halo of
+        // the neighbour j at j's receive segment for d (checked to have equal lengths)
+        let mut copies = vec![Vec::new(); devices.len()];
+        let mut remote = Vec::new();
+        let (mut halo_values, mut remote_values) = (0u64, 0u64);
+        for (d, dm) in domains.iter().enumerate() {
+            for (t, &j) in dm.halo.neighbours.iter().enumerate() {
+                let j = j as usize;
+                let other = domains.get(j).ok_or_else(|| SolveError::InvalidInput {
+                    what: "device domains",
+                    message: format!("domain {d} names neighbour {j} of {k}"),
+                })?;
+                let s = other
+                    .halo
+                    .neighbours
+                    .binary_search(&(d as u32))
+                    .map_err(|_| SolveError::InvalidInput {
+                        what: "device domains",
+                        message: format!("domain {j} does not list its neighbour {d}"),
+                    })?;
+                let src = dm.halo.send_offsets[t] as usize..dm.halo.send_offsets[t + 1] as usize;
+                let dst = other.halo.recv_offsets[s] as usize;
+                let dst_end = other.halo.recv_offsets[s + 1] as usize;
+                if dst_end - dst != src.len() {
+                    return Err(SolveError::InvalidInput {
+                        what: "device domains",
+                        message: format!("domains {d} -> {j}: send and receive counts differ"),
+                    });
+                }
+                let tr = Transfer {
+                    from_buf: d,
+                    from: src.start * e..src.end * e,
+                    to_buf: j,
+                    to_at: dst * e,
+                };
+                halo_values += (src.len() * e) as u64;
+                if dev_of[d] == dev_of[j] {
+                    copies[dev_of[d]].push(tr);
+                } else {
+                    remote_values += (src.len() * e) as u64;
+                    remote.push(tr);
+                }
+            }
+        }
+        let nccl = if devices.len() > 1 || opts.force_nccl {
+            let sides: Vec<&Gpu> = devices.iter().map(|d| d.side()).collect();
+            Some(NcclComm::new(&sides)?)
+        } else {
+            None
+        };
+        let mut out = Vec::with_capacity(k);
+        let mut send = Vec::with_capacity(k);
+        let mut halo = Vec::with_capacity(k);
+        let mut counters = Vec::with_capacity(k);
+        let mut offsets = vec![0usize];
+        for (d, dm) in domains.iter().enumerate() {
+            let g = gpus[dev_of[d]];
+            let n_owned = dm.num_owned();
+            offsets.push(offsets[d] + n_owned);
+            send.push(g.zeros::<f64>(dm.halo.num_send() * e)?);
+            halo.push(g.zeros::<f64>(dm.num_halo * e)?);
+            counters.push([g.zeros::<u32>(1)?, g.zeros::<u32>(1)?]);
+            out.push(Domain {
+                dev: dev_of[d],
+                n_owned,
+                interior_bins: dm.interior_bins(),
+                nbins: dm.num_bins(),
+                matrix: DeviceBinBcsr::upload(g, &dm.matrix)?,
+                n_send: dm.halo.num_send(),
+                send_idx: up(g, &dm.halo.send_nodes)?,
+                partial: g.zeros::<f64>(DOT_BLOCKS as usize)?,
+                partial2: g.zeros::<f64>(2 * UPDATE_BLOCKS as usize)?,
+            });
+        }
+        Ok(DeviceDomains {
+            e,
+            devices,
+            domains: out,
+            offsets,
+            copies,
+            remote,
+            nccl,
+            scratch: Mutex::new(Scratch {
+                send,
+                halo,
+                counters,
+                red_all: gpus
+                    .iter()
+                    .map(|g| g.zeros::<f64>(3 * k))
+                    .collect::<Result<_, _>>()?,
+            }),
+            halo_values,
+            remote_values,
+        })
+    }
+
+    /// Number of domains.
+    pub fn num_domains(&self) -> usize {
+        self.domains.len()
+    }
+    /// Number of distinct devices.
+    pub fn num_devices(&self) -> usize {
+        self.devices.len()
+    }
+    /// Device ordinal of every domain.
+    pub fn placement(&self) -> Vec<usize> {
+        self.domains
+            .iter()
+            .map(|d| self.devices[d.dev].gpu.ordinal())
+            .collect()
+    }
+    /// Whether an NCCL communicator is used.
+    pub fn uses_nccl(&self) -> bool {
+        self.nccl.is_some()
+    }
+    /// Block size `e`.
+    pub fn block_size(&self) -> usize {
+        self.e
+    }
+    /// Block-row offsets of the domains in concatenated vectors (`k + 1` entries).
+    pub fn offsets(&self) -> &[usize] {
+        &self.offsets
+    }
+    /// Bytes one halo exchange moves (all domains; `f64`).
+    pub fn halo_bytes_per_apply(&self) -> u64 {
+        8 * self.halo_values
+    }
+    /// Bytes one halo exchange moves between devices (NCCL).
+    pub fn remote_bytes_per_apply(&self) -> u64 {
+        8 * self.remote_values
+    }
+    /// The device of domain `d`.
+    pub fn gpu_of(&self, d: usize) -> &'g Gpu {
+        self.devices[self.domains[d].dev].gpu
+    }
+
+    fn check_parts(&self, what: &str, v: &[DeviceBuffer<f64>]) -> Result<(), SolveError> {
+        if v.len() != self.domains.len() {
+            return Err(SolveError::InvalidInput {
+                what: "device domains",
+                message: format!(
+                    "{what}: {} parts for {} domains",
+                    v.len(),
+                    self.domains.len()
+                ),
+            });
+        }
+        for (d, (b, dm)) in v.iter().zip(&self.domains).enumerate() {
+            if b.len() < dm.n_owned * self.e {
+                return Err(SolveError::InvalidInput {
+                    what: "device domains",
+                    message: format!(
+                        "{what}, domain {d}: {} values for {} owned DOFs",
+                        b.len(),
+                        dm.n_owned * self.e
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// New per-domain vectors (owned parts) of zeros, each on its domain's device.
+    pub fn zeros(&self) -> Result<Vec<DeviceBuffer<f64>>, SolveError> {
+        self.domains
+            .iter()
+            .map(|d| Ok(self.devices[d.dev].gpu.zeros::<f64>(d.n_owned * self.e)?))
+            .collect()
+    }
+    /// Upload a concatenated vector (domain 0's owned values, then domain 1's, ...).
+    pub fn upload(&self, v: &[f64]) -> Result<Vec<DeviceBuffer<f64>>, SolveError> {
+        let n = self.offsets[self.domains.len()] * self.e;
+        if v.len() != n {
+            return Err(SolveError::Dimension {
+                expected: n,
+                found: v.len(),
+            });
+        }
+        self.domains
+            .iter()
+            .enumerate()
+            .map(|(d, dm)| {
+                let r = self.offsets[d] * self.e..self.offsets[d + 1] * self.e;
+                up(self.devices[dm.dev].gpu, &v[r])
+            })
+            .collect()
+    }
+    /// Download per-domain vectors into one concatenated vector.
+    pub fn download(&self, v: &[DeviceBuffer<f64>]) -> Result<Vec<f64>, SolveError> {
+        self.check_parts("download", v)?;
+        let mut out = Vec::with_capacity(self.offsets[self.domains.len()] * self.e);
+        for (b, dm) in v.iter().zip(&self.domains) {
+            out.extend(
+                self.devices[dm.dev]
+                    .gpu
+                    .download_range(b, 0..dm.n_owned * self.e)?,
+            );
+        }
+        Ok(out)
+    }
+
+    /// `y = A x` on per-domain vectors (see the [module docs](self)); enqueued, not waited for.
+    pub fn apply(
+        &self,
+        x: &[DeviceBuffer<f64>],
+        y: &mut [DeviceBuffer<f64>],
+    ) -> Result<(), SolveError> {
+        self.check_parts("x", x)?;
+        self.check_parts("y", y)?;
+        let mut guard = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        let sc = &mut *guard;
+        self.pack(x, sc)?;
+        self.exchange(sc)?;
+        self.spmv(x, sc, y, true)?;
+        for dev in &self.devices {
+            if let Some(side) = &dev.side {
+                dev.delivered.record(side)?;
+                dev.gpu.wait_event(&dev.delivered)?;
+            }
+        }
+        self.spmv(x, sc, y, false)
+    }
+
+    fn pack(&self, x: &[DeviceBuffer<f64>], sc: &mut Scratch) -> Result<(), SolveError> {
+        for (d, dm) in self.domains.iter().enumerate() {
+            let dev = &self.devices[dm.dev];
+            halo_pack(
+                &dev.k,
+                dev.gpu,
+                dm.n_send,
+                self.e,
+                &dm.send_idx,
+                &x[d],
+                &mut sc.send[d],
+            )?;
+        }
+        for dev in &self.devices {
+            if let Some(side) = &dev.side {
+                dev.packed.record(dev.gpu)?;
+                side.wait_event(&dev.packed)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn exchange(&self, sc: &mut Scratch) -> Result<(), SolveError> {
+        for (dev, list) in self.devices.iter().zip(&self.copies) {
+            for t in list {
+                dev.side().copy_device_range(
+                    &sc.send[t.from_buf],
+                    t.from.start,
+                    &mut sc.halo[t.to_buf],
+                    t.to_at,
+                    t.from.len(),
+                )?;
+            }
+        }
+        if let Some(comm) = &self.nccl {
+            if !self.remote.is_empty() {
+                let sends: Vec<(usize, &DeviceBuffer<f64>)> = self
+                    .domains
+                    .iter()
+                    .zip(&sc.send)
+                    .map(|(dm, b)| (dm.dev, b))
+                    .collect();
+                let mut recvs: Vec<(usize, &mut DeviceBuffer<f64>)> = self
+                    .domains
+                    .iter()
+                    .zip(sc.halo.iter_mut())
+                    .map(|(dm, b)| (dm.dev, b))
+                    .collect();
+                comm.exchange(&sends, &mut recvs, &self.remote)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The interior (`interior`) or boundary (`!interior`) bins of every domain.
+    fn spmv(
+        &self,
+        x: &[DeviceBuffer<f64>],
+        sc: &mut Scratch,
+        y: &mut [DeviceBuffer<f64>],
+        interior: bool,
+    ) -> Result<(), SolveError> {
+        self.spmv_filtered(x, sc, y, interior, &DomainFilter(usize::MAX))
+    }
+
+    fn spmv_filtered(
+        &self,
+        x: &[DeviceBuffer<f64>],
+        sc: &mut Scratch,
+        y: &mut [DeviceBuffer<f64>],
+        interior: bool,
+        only: &DomainFilter,
+    ) -> Result<(), SolveError> {
+        let e = self.e;
+        for (d, dm) in self.domains.iter().enumerate() {
+            if only.0 != usize::MAX && only.0 != d {
+                continue;
+            }
+            let dev = &self.devices[dm.dev];
+            let g = dev.gpu;
+            let (first, nb) = if interior {
+                (0, dm.interior_bins)
+            } else {
+                (dm.interior_bins, dm.nbins - dm.interior_bins)
+            };
+            if nb == 0 {
+                continue;
+            }
+            let p = dm.matrix.pattern();
+            let counter = &mut sc.counters[d][usize::from(!interior)];
+            g.memset_zero(counter)?;
+            let warps_per_block = (BLOCK / 32) as usize;
+            let blocks = nb
+                .div_ceil(warps_per_block)
+                .min(g.sm_count().max(1) as usize * 8)
+                .max(1) as u32;
+            let kern = dev.k.k(&format!("dd_spmv_{e}"))?;
+            let (n, first32, nb32) = (to_u32(dm.n_owned, "owned nodes")?, first as u32, nb as u32);
+            // the interior bins read no halo value: they get the owned part as a placeholder,
+            // so they do not wait for the exchange that writes the halo part
+            let xh = if interior { &x[d] } else { &sc.halo[d] };
+            g.launch(&kern, LaunchConfig::blocks(blocks, BLOCK))
+                .arg(&n)
+                .arg(&first32)
+                .arg(&nb32)
+                .arg(&p.bin_offsets)
+                .arg(&p.row_lengths)
+                .arg(&p.col_indices)
+                .arg(&dm.matrix.values)
+                .arg(&dm.matrix.diag)
+                .arg(&x[d])
+                .arg(xh)
+                .arg(&y[d])
+                .arg(&*counter)
+                .run()?;
+        }
+        Ok(())
+    }
+}
+
+impl DeviceDomains<'_> {
+    /// The global sums of partial-sum slots `slots` (slot `s` of domain `d` is element
+    /// `s k + d` of its device's buffer): across devices an NCCL all-reduce, then the host adds
+    /// the domains' partials in domain order.
+    fn reduce(&self, slots: &[usize]) -> Result<Vec<f64>, SolveError> {
+        let k = self.domains.len();
+        let vals = if let Some(comm) = &self.nccl {
+            let mut guard = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+            for dev in &self.devices {
+                if let Some(side) = &dev.side {
+                    dev.partials_done.record(dev.gpu)?;
+                    side.wait_event(&dev.partials_done)?;
+                }
+            }
+            let send: Vec<&DeviceBuffer<f64>> = self.devices.iter().map(|d| &d.red).collect();
+            let mut recv: Vec<&mut DeviceBuffer<f64>> = guard.red_all.iter_mut().collect();
+            comm.all_reduce_sum(&send, &mut recv)?;
+            self.devices[0].side().download(&guard.red_all[0])?
+        } else {
+            self.devices[0].gpu.download(&self.devices[0].red)?
+        };
+        Ok(slots
+            .iter()
+            .map(|&s| vals[s * k..(s + 1) * k].iter().sum())
+            .collect())
+    }
+
+    /// Solve `A x = b` with Dirichlet constraints by the filtered block-Jacobi PCG of
+    /// [`crate::pcg::pcg`] on the domains (see the [module docs](self)): `b`, `cons` and `x` are
+    /// concatenated over the domains' owned nodes, like the vectors of
+    /// [`crate::PartitionedOperator`]. Same iteration, checks, report and errors as the CPU
+    /// solver; the scalars of the iteration are global sums formed on the host.
+    pub fn pcg(
+        &self,
+        b: &[f64],
+        cons: &Constraints,
+        params: &PcgParams,
+        x: &mut Vec<f64>,
+    ) -> Result<SolveReport, SolveError> {
+        let e = self.e;
+        let k = self.domains.len();
+        let n = self.offsets[k] * e;
+        check_system(n, b, cons)?;
+        let e32 = to_u32(e, "block size")?;
+        // per domain: inverted diagonal blocks, constraint mask
+        let mut inv = Vec::with_capacity(k);
+        let mut fixed = Vec::with_capacity(k);
+        for (d, dm) in self.domains.iter().enumerate() {
+            let g = self.devices[dm.dev].gpu;
+            let lo = self.offsets[d];
+            let diag = g.download_range(&dm.matrix.diag, 0..dm.n_owned * e * e)?;
+            let fx = &cons.fixed[lo * e..self.offsets[d + 1] * e];
+            let blocks: Vec<Result<Vec<f64>, SolveError>> = (0..dm.n_owned)
+                .into_par_iter()
+                .with_min_len(1024)
+                .map(|i| {
+                    let mut blk = diag[i * e * e..(i + 1) * e * e].to_vec();
+                    identity_on_fixed(&mut blk, e, &fx[i * e..(i + 1) * e]);
+                    invert_small(&blk, e).ok_or(SolveError::SingularBlock { node: lo + i })
+                })
+                .collect();
+            let mut flat = Vec::with_capacity(dm.n_owned * e * e);
+            for r in blocks {
+                flat.extend(r?);
+            }
+            inv.push(up(g, &flat)?);
+            let f: Vec<u32> = fx.iter().map(|&f| u32::from(f)).collect();
+            fixed.push(up(g, &f)?);
+        }
+        let mut xd = self.upload(&cons.start_vector())?;
+        let bd = self.upload(b)?;
+        let mut r = self.zeros()?;
+        let c = self.zeros()?;
+        let mut q = self.zeros()?;
+        let s = self.zeros()?;
+        let lens: Vec<u32> = self
+            .domains
+            .iter()
+            .map(|dm| to_u32(dm.n_owned * e, "DOFs"))
+            .collect::<Result<_, _>>()?;
+        let nodes: Vec<u32> = self.domains.iter().map(|dm| dm.n_owned as u32).collect();
+        // r = S(b - A x0), ‖r‖, c = S P⁻¹ r, δ = rᵀc
+        self.apply(&xd, &mut r)?;
+        for (d, dm) in self.domains.iter().enumerate() {
+            let dev = &self.devices[dm.dev];
+            let g = dev.gpu;
+            let kk = &dev.k;
+            g.launch(&kk.k("pcg_residual")?, cfg(lens[d] as usize, BLOCK)?)
+                .arg(&lens[d])
+                .arg(&bd[d])
+                .arg(&fixed[d])
+                .arg(&r[d])
+                .run()?;
+            g.launch(&kk.k("pcg_jacobi")?, cfg(dm.n_owned, BLOCK)?)
+                .arg(&nodes[d])
+                .arg(&e32)
+                .arg(&inv[d])
+                .arg(&fixed[d])
+                .arg(&r[d])
+                .arg(&c[d])
+                .run()?;
+            self.dot(d, &r[d], &r[d], 1)?;
+            self.dot(d, &r[d], &c[d], 2)?;
+        }
+        let sums = self.reduce(&[1, 2])?;
+        let r0 = sums[0].sqrt();
+        let mut delta = sums[1];
+        let mut history = vec![1.0];
+        if !r0.is_finite() {
+            return Err(SolveError::NonFinite {
+                what: "initial residual",
+                iteration: 0,
+            });
+        }
+        if r0 == 0.0 {
+            *x = self.download(&xd)?;
+            return Ok(SolveReport {
+                iterations: 0,
+                final_residual: 0.0,
+                history,
+            });
+        }
+        for it in 1..=params.max_iterations {
+            self.apply(&c, &mut q)?;
+            for (d, dm) in self.domains.iter().enumerate() {
+                let dev = &self.devices[dm.dev];
+                let g = dev.gpu;
+                g.launch(
+                    &dev.k.k("dd_filter_dot_partial")?,
+                    LaunchConfig::blocks(DOT_BLOCKS, 256),
+                )
+                .arg(&lens[d])
+                .arg(&fixed[d])
+                .arg(&q[d])
+                .arg(&c[d])
+                .arg(&dm.partial)
+                .run()?;
+                let slot = d as u32;
+                g.launch(&dev.k.k("dot_final")?, LaunchConfig::blocks(1, 256))
+                    .arg(&DOT_BLOCKS)
+                    .arg(&dm.partial)
+                    .arg(&dev.red)
+                    .arg(&slot)
+                    .run()?;
+            }
+            let cq = self.reduce(&[0])?[0];
+            if !cq.is_finite() {
+                return Err(SolveError::NonFinite {
+                    what: "search direction",
+                    iteration: it,
+                });
+            }
+            if cq <= 0.0 {
+                return Err(SolveError::Singular {
+                    iteration: it,
+                    value: cq,
+                });
+            }
+            let alpha = delta / cq;
+            for (d, dm) in self.domains.iter().enumerate() {
+                let dev = &self.devices[dm.dev];
+                let g = dev.gpu;
+                g.launch(
+                    &dev.k.k("dd_update_precond_partial")?,
+                    LaunchConfig::blocks(UPDATE_BLOCKS, 256),
+                )
+                .arg(&nodes[d])
+                .arg(&e32)
+                .arg(&alpha)
+                .arg(&inv[d])
+                .arg(&fixed[d])
+                .arg(&c[d])
+                .arg(&q[d])
+                .arg(&xd[d])
+                .arg(&r[d])
+                .arg(&s[d])
+                .arg(&dm.partial2)
+                .run()?;
+                let (sa, sb) = ((k + d) as u32, (2 * k + d) as u32);
+                g.launch(&dev.k.k("dd_dot_final2")?, LaunchConfig::blocks(1, 256))
+                    .arg(&UPDATE_BLOCKS)
+                    .arg(&dm.partial2)
+                    .arg(&dev.red)
+                    .arg(&sa)
+                    .arg(&sb)
+                    .run()?;
+            }
+            let sums = self.reduce(&[1, 2])?;
+            let rel = sums[0].sqrt() / r0;
+            history.push(rel);
+            crate::monitor::report(it, rel);
+            if !rel.is_finite() {
+                return Err(SolveError::NonFinite {
+                    what: "residual",
+                    iteration: it,
+                });
+            }
+            if rel <= params.tolerance {
+                *x = self.download(&xd)?;
+                return Ok(SolveReport {
+                    iterations: it,
+                    final_residual: rel,
+                    history,
+                });
+            }
+            if rel > params.divergence_factor {
+                return Err(SolveError::Diverged {
+                    iteration: it,
+                    residual: rel,
+                });
+            }
+            let beta = sums[1] / delta;
+            delta = sums[1];
+            for (d, dm) in self.domains.iter().enumerate() {
+                let g = self.devices[dm.dev].gpu;
+                g.launch(
+                    &self.devices[dm.dev].k.k("dd_direction")?,
+                    cfg(lens[d] as usize, BLOCK)?,
+                )
+                .arg(&lens[d])
+                .arg(&beta)
+                .arg(&s[d])
+                .arg(&c[d])
+                .run()?;
+            }
+        }
+        let _ = &mut xd;
+        Err(SolveError::NotConverged {
+            iterations: params.max_iterations,
+            residual: *history.last().unwrap_or(&f64::NAN),
+            tolerance: params.tolerance,
+        })
+    }
+
+    /// `a · b` of domain `d` into its slot `slot k + d` (deterministic two-pass sum).
+    fn dot(
+        &self,
+        d: usize,
+        a: &DeviceBuffer<f64>,
+        b: &DeviceBuffer<f64>,
+        slot: usize,
+    ) -> Result<(), SolveError> {
+        let dm = &self.domains[d];
+        let dev = &self.devices[dm.dev];
+        let g = dev.gpu;
+        let len = to_u32(dm.n_owned * self.e, "DOFs")?;
+        g.launch(
+            &dev.k.k("dot_partial")?,
+            LaunchConfig::blocks(DOT_BLOCKS, 256),
+        )
+        .arg(&len)
+        .arg(a)
+        .arg(b)
+        .arg(&dm.partial)
+        .run()?;
+        let at = (slot * self.domains.len() + d) as u32;
+        g.launch(&dev.k.k("dot_final")?, LaunchConfig::blocks(1, 256))
+            .arg(&DOT_BLOCKS)
+            .arg(&dm.partial)
+            .arg(&dev.red)
+            .arg(&at)
+            .run()?;
+        Ok(())
+    }
+
+    /// Wait for all devices' streams.
+    pub fn synchronize(&self) -> Result<(), SolveError> {
+        for d in &self.devices {
+            d.gpu.synchronize()?;
+            if let Some(s) = &d.side {
+                s.synchronize()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Times of the stages of one `apply` on `x` (each stage run alone and waited for, then
+    /// the whole overlapped `apply`), medians of `runs` after one warm-up.
+    pub fn timed_apply(
+        &self,
+        x: &[DeviceBuffer<f64>],
+        y: &mut [DeviceBuffer<f64>],
+        runs: usize,
+    ) -> Result<DeviceApplyTimes, SolveError> {
+        let runs = runs.max(1);
+        self.apply(x, y)?;
+        self.synchronize()?;
+        let med = |mut v: Vec<f64>| tessera_gpu::median(&mut v);
+        let mut t = DeviceApplyTimes::default();
+        let mut pack = Vec::new();
+        let mut exch = Vec::new();
+        let mut whole = Vec::new();
+        let mut guard = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        for _ in 0..runs {
+            let t0 = Instant::now();
+            self.pack(x, &mut guard)?;
+            self.synchronize()?;
+            pack.push(t0.elapsed().as_secs_f64() * 1e3);
+            let t0 = Instant::now();
+            self.exchange(&mut guard)?;
+            self.synchronize()?;
+            exch.push(t0.elapsed().as_secs_f64() * 1e3);
+        }
+        t.pack_ms = med(pack);
+        t.exchange_ms = med(exch);
+        // per-domain SpMV: a domain's interior and boundary bins alone
+        for d in 0..self.domains.len() {
+            let mut v = Vec::new();
+            for _ in 0..runs {
+                let g = self.gpu_of(d);
+                let t0 = Instant::now();
+                self.spmv_one(d, x, &mut guard, y)?;
+                g.synchronize()?;
+                v.push(t0.elapsed().as_secs_f64() * 1e3);
+            }
+            t.spmv_ms.push(med(v));
+        }
+        drop(guard);
+        for _ in 0..runs {
+            let t0 = Instant::now();
+            self.apply(x, y)?;
+            self.synchronize()?;
+            whole.push(t0.elapsed().as_secs_f64() * 1e3);
+        }
+        t.apply_ms = med(whole);
+        Ok(t)
+    }
+
+    fn spmv_one(
+        &self,
+        d: usize,
+        x: &[DeviceBuffer<f64>],
+        sc: &mut Scratch,
+        y: &mut [DeviceBuffer<f64>],
+    ) -> Result<(), SolveError> {
+        // the SpMV of every domain is launched per domain; run only `d`'s by a filtered view
+        let only = DomainFilter(d);
+        self.spmv_filtered(x, sc, y, true, &only)?;
+        self.spmv_filtered(x, sc, y, false, &only)
+    }
+}
+
+/// Restricts an SpMV pass to one domain (for per-domain timings).
+struct DomainFilter(usize);
