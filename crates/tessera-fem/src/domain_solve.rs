@@ -15,7 +15,9 @@
 //!    displacement gathered into global node order, so the results and the `.vtu` are those
 //!    of a single-domain run.
 //!
-//! The domains run in this process on the CPU ([`InProcess`] communicator).
+//! The domains run in this process on the CPU ([`InProcess`] communicator), or, with
+//! [`StaticOptions::devices`], on CUDA devices ([`crate::domain_gpu`]: block-Jacobi PCG on
+//! device copies of the domains' matrices, NCCL between devices).
 
 use std::time::Instant;
 
@@ -92,6 +94,8 @@ pub struct DomainSolveInfo {
     /// Halo exchanges during the solve, ms (all domains).
     pub exchange_ms: f64,
     pub per_domain: Vec<DomainStats>,
+    /// The device solve's placement, communication and stage times (`--devices`).
+    pub device: Option<crate::domain_gpu::DeviceDomainsReport>,
 }
 
 impl DomainSolveInfo {
@@ -119,6 +123,7 @@ impl DomainSolveInfo {
                 "spmv_ms": d.spmv_ms,
                 "pack_ms": d.pack_ms,
             })).collect::<Vec<_>>(),
+            "device": self.device.as_ref().map(|d| d.to_json()),
         })
     }
 }
@@ -147,9 +152,9 @@ pub fn solve_domains(
     progress: &mut dyn FnMut(&str),
 ) -> Result<StaticSolution, StaticError> {
     problem.material.validate()?;
-    if let DeviceChoice::Cuda(_) = opts.device {
+    if let (DeviceChoice::Cuda(_), true) = (opts.device, opts.devices.is_empty()) {
         return Err(StaticError::Unsupported(format!(
-            "--domains runs the {} domains in this process on the CPU; use --device cpu (the multi-GPU solve over NCCL is not part of this build)",
+            "--domains runs the {} domains in this process on the CPU; use --device cpu, or --devices cuda:N[,cuda:M...] to run them on GPUs",
             dd.domains
         )));
     }
@@ -164,6 +169,13 @@ pub fn solve_domains(
         ..opts.clone()
     };
     let mut st: Vec<(String, f64)> = Vec::new();
+    let gpus = if opts.devices.is_empty() {
+        Vec::new()
+    } else {
+        stage(&mut st, progress, "gpu_init", || {
+            crate::domain_gpu::open_devices(&opts.devices)
+        })?
+    };
     let loaded = stage(&mut st, progress, "load", || load_stage(problem, &cpu))?;
     let mut mesh = loaded.mesh;
     if let Some((file, _)) = &mesh.source {
@@ -234,6 +246,72 @@ pub fn solve_domains(
         values: layout.scatter(&prep.constraints.values, 3),
     };
     let f = layout.scatter(&prep.f, 3);
+    if !gpus.is_empty() {
+        // block Jacobi on the devices (the domain-local AMG runs on the CPU only)
+        let params = PcgParams {
+            tolerance: problem.solver.tolerance,
+            max_iterations: problem.solver.max_iterations,
+            ..Default::default()
+        };
+        let (us, report_pcg, dev) = stage(&mut st, progress, "solve", || {
+            crate::domain_gpu::solve_on_devices(
+                &gpus,
+                &opts.devices,
+                op.domains(),
+                &f,
+                &cons,
+                &params,
+            )
+        })?;
+        // the same acceptance as a single-domain run: the true residual (CPU operator)
+        let true_res = relative_residual(&op, &f, &cons, &us);
+        let limit = (100.0 * problem.solver.tolerance).max(1e-10);
+        if true_res.is_nan() || true_res > limit || us.iter().any(|x| !x.is_finite()) {
+            return Err(StaticError::Solve(SolveError::InvalidInput {
+                what: "solve",
+                message: format!(
+                    "the device PCG reported convergence (relative residual {:.3e}) but the returned displacement has a true relative residual of {true_res:.3e} (> {limit:.1e})",
+                    report_pcg.final_residual
+                ),
+            }));
+        }
+        for (d, s) in per_domain.iter_mut().enumerate() {
+            s.spmv_ms = dev.spmv_ms[d];
+        }
+        let info = single(match problem.solver.preconditioner_for(ho.order()) {
+            PreconditionerKind::BlockJacobi => "block-jacobi",
+            _ => "block-jacobi (the domain-local AMG runs on the CPU only)",
+        });
+        let u = layout.gather(&us, 3);
+        let nonzeros = assembly.block_nonzeros * 9;
+        let info_dd = DomainSolveInfo {
+            domains: layout.num_domains(),
+            partitioner: dd.partitioner,
+            communicator: dev.communicator.clone(),
+            edge_cut: report.edge_cut,
+            imbalance: report.imbalance,
+            halo_bytes_per_iteration: dev.halo_bytes_per_iteration,
+            applies: report_pcg.iterations as u64 + 1,
+            exchange_ms: dev.exchange_ms * (report_pcg.iterations as f64 + 1.0),
+            per_domain,
+            device: Some(dev.clone()),
+        };
+        return Ok(StaticSolution {
+            ho: prep.ho,
+            u,
+            f: prep.f,
+            constraints: prep.constraints,
+            report: report_pcg,
+            assembly,
+            matrix: None,
+            device_matrix: None,
+            device: crate::domain_gpu::list(&opts.devices),
+            stages_ms: st,
+            nonzeros,
+            solver: info,
+            domains: Some(info_dd),
+        });
+    }
     let kind = problem.solver.preconditioner_for(ho.order());
     let (prec, info): (Box<dyn Preconditioner>, SolverInfo) =
         stage(&mut st, progress, "setup", || -> Result<_, StaticError> {
@@ -311,6 +389,7 @@ pub fn solve_domains(
         applies: times.applies,
         exchange_ms: times.exchange_ms,
         per_domain,
+        device: None,
     };
     Ok(StaticSolution {
         ho: prep.ho,

@@ -5,6 +5,7 @@ pub mod assemble;
 pub mod count;
 pub mod cuda;
 pub mod domain;
+pub mod domain_gpu;
 pub mod domain_solve;
 pub mod element;
 pub mod error;

@@ -266,6 +266,9 @@ pub struct StaticOptions {
     /// Split the mesh into domains, each assembling its owned rows, and solve with the
     /// partitioned operator ([`crate::domain_solve`]); `None`: one matrix.
     pub domains: Option<crate::domain_solve::DomainOptions>,
+    /// CUDA devices of a domain-decomposed solve ([`crate::domain_gpu`]; domains placed
+    /// round-robin); empty: the domains run on the CPU.
+    pub devices: Vec<usize>,
 }
 
 impl Default for StaticOptions {
@@ -277,6 +280,7 @@ impl Default for StaticOptions {
             gpu: None,
             allow_inverted: false,
             domains: None,
+            devices: Vec::new(),
         }
     }
 }

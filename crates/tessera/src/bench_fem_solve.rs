@@ -65,6 +65,14 @@ pub struct BenchFemSolveArgs {
     /// Print one JSON object per case instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Domain-decomposed solve on these CUDA devices (`cuda:0,cuda:1`; block-Jacobi PCG):
+    /// prints per-domain stage times, communication time and bytes per iteration.
+    #[arg(long, value_delimiter = ',', value_name = "cuda:N,...")]
+    pub devices: Vec<DeviceChoice>,
+    /// Domains (with --devices: placed round-robin; default one per device; without
+    /// --devices: the in-process CPU domains).
+    #[arg(long, value_name = "K")]
+    pub domains: Option<usize>,
 }
 
 /// One case of the benchmark.
@@ -175,6 +183,9 @@ struct Row {
     /// solve time per PCG iteration (ms) and its floor: SpMV bytes + 10 vector passes at the copy bandwidth
     iteration_ms: f64,
     iteration_floor_ms: Option<f64>,
+    /// a domain-decomposed run: partition, per-domain sizes and times, device placement,
+    /// communication (see `tessera fem solve --domains/--devices --json`)
+    domains: Option<serde_json::Value>,
 }
 
 fn max_displacement(sol: &StaticSolution) -> f64 {
@@ -189,9 +200,26 @@ fn run_case(
     a: &BenchFemSolveArgs,
     pb: &indicatif::ProgressBar,
 ) -> anyhow::Result<Row> {
+    let mut devices = Vec::new();
+    for d in &a.devices {
+        match d {
+            DeviceChoice::Cuda(n) => devices.push(*n),
+            other => anyhow::bail!("--devices takes CUDA devices (cuda:N), not `{other}`"),
+        }
+    }
+    let domains = a.domains.or((!devices.is_empty()).then_some(devices.len()));
     let opts = StaticOptions {
         par: Par::auto(),
-        device: a.device,
+        device: if domains.is_some() && devices.is_empty() {
+            DeviceChoice::Cpu
+        } else {
+            a.device
+        },
+        domains: domains.map(|k| tessera_fem::domain_solve::DomainOptions {
+            domains: k,
+            ..Default::default()
+        }),
+        devices,
         ..Default::default()
     };
     // warm-up: fills the kernel caches and the page cache of the file
@@ -279,6 +307,7 @@ fn run_case(
         spmv_fraction: spmv_gbs.map(|g| g * 1e9 / COPY_BANDWIDTH),
         iteration_ms: solve_ms / iterations.max(1) as f64,
         iteration_floor_ms: floor,
+        domains: sol.domains.as_ref().map(|d| d.to_json()),
     })
 }
 
@@ -451,5 +480,84 @@ pub fn run(a: BenchFemSolveArgs) -> anyhow::Result<()> {
             r.runs_ms.iter().map(|v| (v * 10.0).round() / 10.0).collect::<Vec<_>>()
         );
     }
+    for r in rows.iter().filter(|r| r.domains.is_some()) {
+        print_domains(r);
+    }
     Ok(())
+}
+
+/// Per-domain stage times, communication time and bytes of a domain-decomposed case.
+fn print_domains(r: &Row) {
+    let Some(dd) = &r.domains else { return };
+    let f = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
+    println!();
+    println!(
+        "Domains of {} ({} domains, {}, {}): edge cut {} facets, imbalance {:.2} %",
+        r.case,
+        dd["domains"],
+        dd["partitioner"].as_str().unwrap_or(""),
+        dd["communicator"].as_str().unwrap_or(""),
+        dd["edge_cut"],
+        100.0 * f(&dd["imbalance"])
+    );
+    let dev = dd.get("device").filter(|v| !v.is_null());
+    let spmv = |d: usize| {
+        dev.and_then(|v| v["spmv_ms"].get(d))
+            .map_or("-".to_string(), |v| format!("{:.3}", f(v)))
+    };
+    let place = |d: usize| {
+        dev.and_then(|v| v["placement"].get(d))
+            .and_then(|v| v.as_str())
+            .unwrap_or("cpu")
+            .to_string()
+    };
+    let mut t = tessera_core::table::Table::new(&[
+        "domain",
+        "device",
+        "owned nodes",
+        "halo nodes",
+        "neighbours",
+        "assemble ms",
+        "SpMV ms / apply",
+    ]);
+    for (d, x) in dd["per_domain"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let _ = t.row(vec![
+            d.to_string(),
+            place(d),
+            x["owned_nodes"].to_string(),
+            x["halo_nodes"].to_string(),
+            x["neighbours"].to_string(),
+            format!("{:.1}", f(&x["assemble_ms"])),
+            spmv(d),
+        ]);
+    }
+    print!("{}", t.markdown());
+    match dev {
+        Some(v) => {
+            let apply = f(&v["apply_ms"]);
+            let exch = f(&v["exchange_ms"]);
+            println!(
+                "per PCG iteration: {:.3} ms ({:.3} ms the operator: pack {:.3} ms, exchange {:.3} ms alone = {:.1} % of the iteration, overlapped with the interior bins); halo {} bytes, {} of them between devices (NCCL), reductions {} bytes",
+                f(&v["iteration_ms"]),
+                apply,
+                f(&v["pack_ms"]),
+                exch,
+                100.0 * exch / f(&v["iteration_ms"]),
+                v["halo_bytes_per_iteration"],
+                v["remote_bytes_per_iteration"],
+                v["reduction_bytes_per_iteration"]
+            );
+        }
+        None => println!(
+            "halo {} bytes per iteration; exchange {:.1} ms in {} applications",
+            dd["halo_bytes_per_iteration"],
+            f(&dd["exchange_ms"]),
+            dd["applies"]
+        ),
+    }
 }
