@@ -76,72 +76,83 @@ fn face_flags(plus: u32, minus: u32) -> u8 {
     fl
 }
 
+/// Faces per parallel task of the boundary passes.
+const FACE_CHUNK: usize = 1 << 14;
+
 /// Extract the boundary of `mesh` (dissertation §3.4.2), using the cached δ3
 /// ([`PolyMesh::face_cells`]) and `mesh.par()`. Results are identical for `Par::Seq` and
 /// `Par::Rayon`.
+///
+/// Every pass is a count -> scan -> fill over chunks of whole rows: the face flags and the
+/// number of boundary half-faces of each chunk of faces in one pass over δ3, the
+/// half-faces written from each chunk's offset, the edges of the boundary half-faces (not
+/// of all faces) marked, and the marked edges and vertices compacted the same way.
 pub fn extract_boundary(mesh: &PolyMesh) -> Boundary {
     let par = mesh.par();
     let fc = mesh.face_cells();
     let nf = mesh.num_faces();
-    let flag = |f: usize| {
-        let (mut plus, mut minus) = (0u32, 0u32);
-        for &c in fc.row(f) {
-            if c < 0 {
-                minus += 1;
-            } else {
-                plus += 1;
-            }
+    let (offs, cells) = (fc.offsets(), fc.columns());
+    // flags, boundary half-faces and manifoldness of each chunk of faces (one pass)
+    let mut flags = vec![0u8; nf];
+    let flag_chunk = |(k, fl): (usize, &mut [u8])| -> (u32, bool) {
+        let f0 = k * FACE_CHUNK;
+        let (mut n, mut manifold) = (0u32, true);
+        for (j, x) in fl.iter_mut().enumerate() {
+            let row = &cells[offs[f0 + j] as usize..offs[f0 + j + 1] as usize];
+            let minus = row.iter().filter(|&&c| c < 0).count() as u32;
+            let v = face_flags(row.len() as u32 - minus, minus);
+            *x = v;
+            n += (v & 1) as u32 + ((v >> 1) & 1) as u32;
+            manifold &= v & 4 == 0;
         }
-        face_flags(plus, minus)
+        (n, manifold)
     };
-    let flags: Vec<u8> = match par {
-        Par::Seq => (0..nf).map(flag).collect(),
-        Par::Rayon => (0..nf)
-            .into_par_iter()
-            .with_min_len(4096)
-            .map(flag)
+    let chunk_counts: Vec<(u32, bool)> = match par {
+        Par::Seq => flags
+            .chunks_mut(FACE_CHUNK)
+            .enumerate()
+            .map(flag_chunk)
+            .collect(),
+        Par::Rayon => flags
+            .par_chunks_mut(FACE_CHUNK)
+            .enumerate()
+            .map(flag_chunk)
             .collect(),
     };
-    let emit = |f: usize| {
-        let fl = flags[f];
-        let a = (fl & 1 != 0).then_some(encode(f as u32, false));
-        let b = (fl & 2 != 0).then_some(encode(f as u32, true));
-        a.into_iter().chain(b)
-    };
-    let (faces, manifold): (Vec<i32>, bool) = match par {
-        Par::Seq => (
-            (0..nf).flat_map(emit).collect(),
-            flags.iter().all(|&f| f & 4 == 0),
-        ),
-        Par::Rayon => (
-            (0..nf)
-                .into_par_iter()
-                .with_min_len(4096)
-                .flat_map_iter(emit)
-                .collect(),
-            flags.par_iter().all(|&f| f & 4 == 0),
-        ),
-    };
+    let manifold = chunk_counts.iter().all(|c| c.1);
+    // boundary half-faces, `+f` before `-f`, each chunk from its offset
+    let counts: Vec<u32> = chunk_counts.iter().map(|c| c.0).collect();
+    let faces = fill_chunks(par, &counts, |k, out| {
+        let f0 = k * FACE_CHUNK;
+        let mut w = 0;
+        for (j, &fl) in flags[f0..(f0 + FACE_CHUNK).min(nf)].iter().enumerate() {
+            let f = (f0 + j) as u32;
+            if fl & 1 != 0 {
+                out[w] = encode(f, false);
+                w += 1;
+            }
+            if fl & 2 != 0 {
+                out[w] = encode(f, true);
+                w += 1;
+            }
+        }
+    });
 
-    // mark edges of boundary faces (a pass over ∂2), then vertices of boundary edges (∂1)
+    // mark the edges of the boundary half-faces (a pass over their ∂2 rows), then the
+    // vertices of the boundary edges (∂1)
     let fe = mesh.face_edges();
     let ev = mesh.edge_vertices();
     let edge_mark: Vec<AtomicBool> = (0..mesh.num_edges())
         .map(|_| AtomicBool::new(false))
         .collect();
-    let mark_face = |f: usize| {
-        if flags[f] & 3 != 0 {
-            for &e in fe.row(f) {
-                edge_mark[decode(e).0 as usize].store(true, Ordering::Relaxed);
-            }
+    let mark_face = |hf: &i32| {
+        for &e in fe.row(decode(*hf).0 as usize) {
+            edge_mark[decode(e).0 as usize].store(true, Ordering::Relaxed);
         }
     };
     match par {
-        Par::Seq => (0..nf).for_each(mark_face),
-        Par::Rayon => (0..nf)
-            .into_par_iter()
-            .with_min_len(4096)
-            .for_each(mark_face),
+        Par::Seq => faces.iter().for_each(mark_face),
+        Par::Rayon => faces.par_iter().with_min_len(4096).for_each(mark_face),
     }
     let edges = compact_marked(par, &edge_mark);
     let vertex_mark: Vec<AtomicBool> = (0..mesh.num_vertices())
@@ -165,17 +176,50 @@ pub fn extract_boundary(mesh: &PolyMesh) -> Boundary {
     }
 }
 
-/// Indices of the set markers, in increasing order.
-fn compact_marked(par: Par, mark: &[AtomicBool]) -> Vec<u32> {
-    let keep = |i: usize| mark[i].load(Ordering::Relaxed).then_some(i as u32);
-    match par {
-        Par::Seq => (0..mark.len()).filter_map(keep).collect(),
-        Par::Rayon => (0..mark.len())
-            .into_par_iter()
-            .with_min_len(4096)
-            .filter_map(keep)
-            .collect(),
+/// The entries of chunks with `counts[k]` entries each, chunk `k` written by `fill(k,
+/// out)` into its own slice (count -> scan -> fill; the chunks in parallel with
+/// `Par::Rayon`).
+fn fill_chunks<T, F>(par: Par, counts: &[u32], fill: F) -> Vec<T>
+where
+    T: Copy + Default + Send + Sync,
+    F: Fn(usize, &mut [T]) + Sync,
+{
+    let total: usize = counts.iter().map(|&c| c as usize).sum();
+    let mut out = tessera_core::par::filled_vec(par, total, T::default());
+    let mut pieces: Vec<&mut [T]> = Vec::with_capacity(counts.len());
+    let mut rest: &mut [T] = &mut out;
+    for &c in counts {
+        let (h, t) = std::mem::take(&mut rest).split_at_mut(c as usize);
+        pieces.push(h);
+        rest = t;
     }
+    match par {
+        Par::Seq => pieces.into_iter().enumerate().for_each(|(k, p)| fill(k, p)),
+        Par::Rayon => pieces
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(k, p)| fill(k, p)),
+    }
+    out
+}
+
+/// Indices of the set markers, in increasing order (count -> scan -> fill over chunks).
+fn compact_marked(par: Par, mark: &[AtomicBool]) -> Vec<u32> {
+    let chunks: Vec<&[AtomicBool]> = mark.chunks(FACE_CHUNK).collect();
+    let count = |c: &&[AtomicBool]| c.iter().filter(|m| m.load(Ordering::Relaxed)).count() as u32;
+    let counts: Vec<u32> = match par {
+        Par::Seq => chunks.iter().map(count).collect(),
+        Par::Rayon => chunks.par_iter().map(count).collect(),
+    };
+    fill_chunks(par, &counts, |k, out| {
+        let mut w = 0;
+        for (j, m) in chunks[k].iter().enumerate() {
+            if m.load(Ordering::Relaxed) {
+                out[w] = (k * FACE_CHUNK + j) as u32;
+                w += 1;
+            }
+        }
+    })
 }
 
 impl Boundary {

@@ -32,6 +32,7 @@
 
 use crate::PolyMesh;
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 use std::sync::OnceLock;
 use tessera_core::scan::offsets_from_counts;
 use tessera_core::Par;
@@ -186,13 +187,24 @@ fn split_rows<'a, T>(offsets: &[u32], mut data: &'a mut [T], chunk: usize) -> Ve
 }
 
 /// Fill rows of one fixed length `k` (implicit offsets) with `f(row, out) -> ok`; rows are
-/// processed in chunks on the rayon pool with `Par::Rayon`. Returns `(entries, all ok)`.
-fn fill_fixed_rows<F>(par: Par, nrows: usize, k: usize, f: F) -> (Vec<i32>, bool)
+/// processed in chunks on the rayon pool with `Par::Rayon`. Returns the entries if every
+/// row was ok, `None` otherwise. Each chunk zeroes its own part of the entries right before
+/// filling it (while it is in the cache), so no serial zeroing pass precedes the parallel
+/// fill.
+fn fill_fixed_rows<F>(par: Par, nrows: usize, k: usize, f: F) -> Option<Vec<i32>>
 where
     F: Fn(usize, &mut [i32]) -> bool + Sync,
 {
-    let mut out = vec![0i32; nrows * k];
-    let run = |(c, chunk): (usize, &mut [i32])| -> bool {
+    let n = nrows * k;
+    if n == 0 {
+        return Some(Vec::new());
+    }
+    let mut out: Vec<i32> = Vec::with_capacity(n);
+    let run = |(c, chunk): (usize, &mut [MaybeUninit<i32>])| -> bool {
+        chunk.fill(MaybeUninit::new(0));
+        // SAFETY: every element of `chunk` was initialized on the line above, and
+        // `MaybeUninit<i32>` has the size, alignment and layout of `i32`.
+        let chunk: &mut [i32] = unsafe { &mut *(chunk as *mut [MaybeUninit<i32>] as *mut [i32]) };
         let r0 = c * ROW_CHUNK;
         let mut ok = true;
         for (j, row) in chunk.chunks_exact_mut(k).enumerate() {
@@ -200,18 +212,23 @@ where
         }
         ok
     };
-    if nrows == 0 || k == 0 {
-        return (out, true);
-    }
+    let spare = &mut out.spare_capacity_mut()[..n];
     let ok = match par {
-        Par::Seq => out.chunks_mut(ROW_CHUNK * k).enumerate().all(run),
-        Par::Rayon => out
+        Par::Seq => spare.chunks_mut(ROW_CHUNK * k).enumerate().all(run),
+        Par::Rayon => spare
             .par_chunks_mut(ROW_CHUNK * k)
             .enumerate()
             .map(run)
             .reduce(|| true, |a, b| a & b),
     };
-    (out, ok)
+    if !ok {
+        return None;
+    }
+    // SAFETY: `ok` means every chunk ran (the sequential `all` stops only at a chunk that
+    // fails; the parallel reduce runs them all) and each initialized all of its elements;
+    // the chunks cover the first `n` elements of the capacity.
+    unsafe { out.set_len(n) };
+    Some(out)
 }
 
 /// Offsets `0, k, 2k, ..., nrows * k` of rows of one fixed length (Eqs. 3.11-3.13 made
@@ -500,7 +517,7 @@ pub fn compute_face_vertices(mesh: &PolyMesh, par: Par) -> Tcsr {
     if nf > 0 && rows_of_len(fe, 3, par) {
         let cols = fe.columns();
         let ev = &mesh.edge_vertices;
-        let (out, ok) = fill_fixed_rows(par, nf, 3, |f, out| {
+        let out = fill_fixed_rows(par, nf, 3, |f, out| {
             if f + AHEAD < nf {
                 for &e in &cols[3 * (f + AHEAD)..3 * (f + AHEAD) + 3] {
                     prefetch(&ev[col(e) as usize]);
@@ -523,7 +540,7 @@ pub fn compute_face_vertices(mesh: &PolyMesh, par: Par) -> Tcsr {
                 face_loop(mesh, f, out) == 3
             }
         });
-        if ok {
+        if let Some(out) = out {
             return Tcsr::from_raw_unchecked(mesh.nvertices, fixed_offsets(par, nf, 3), out);
         }
     }
@@ -556,7 +573,7 @@ pub fn compute_cell_edges(mesh: &PolyMesh, par: Par) -> Tcsr {
     let nc = cf.nrows();
     if tet_operators(mesh, par) {
         let (cfc, fec) = (cf.columns(), fe.columns());
-        let (out, ok) = fill_fixed_rows(par, nc, 6, |c, out| {
+        let out = fill_fixed_rows(par, nc, 6, |c, out| {
             if c + AHEAD < nc {
                 for &fv in &cfc[4 * (c + AHEAD)..4 * (c + AHEAD) + 4] {
                     prefetch(&fec[3 * col(fv) as usize]);
@@ -586,7 +603,7 @@ pub fn compute_cell_edges(mesh: &PolyMesh, par: Par) -> Tcsr {
             }
             v[0] < v[1] && v[1] < v[2] && v[2] < v[3] && v[3] < v[4] && v[4] < v[5]
         });
-        if ok {
+        if let Some(out) = out {
             return Tcsr::from_raw_unchecked(mesh.num_edges(), fixed_offsets(par, nc, 6), out);
         }
     }
@@ -643,7 +660,7 @@ pub fn compute_cell_vertices(mesh: &PolyMesh, par: Par) -> Tcsr {
     let nc = cf.nrows();
     if tet_operators(mesh, par) {
         let (cfc, fec) = (cf.columns(), fe.columns());
-        let (out, ok) = fill_fixed_rows(par, nc, 4, |c, out| {
+        let out = fill_fixed_rows(par, nc, 4, |c, out| {
             // two-stage prefetch: the face rows of a cell 2 * AHEAD ahead, the edges of the
             // faces of a cell AHEAD ahead (whose face rows were fetched AHEAD rows ago)
             if c + 2 * AHEAD < nc {
@@ -693,7 +710,7 @@ pub fn compute_cell_vertices(mesh: &PolyMesh, par: Par) -> Tcsr {
             }
             true
         });
-        if ok {
+        if let Some(out) = out {
             return Tcsr::from_raw_unchecked(mesh.nvertices, fixed_offsets(par, nc, 4), out);
         }
     }

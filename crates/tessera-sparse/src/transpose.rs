@@ -39,6 +39,8 @@
 
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicI32, Ordering};
+use tessera_core::par::filled_vec;
+use tessera_core::Par;
 
 /// A source of entries for [`transpose_entries`]: rows of entries, each entry with the
 /// output row it goes to (its decoded column) and its sign.
@@ -384,8 +386,9 @@ fn transpose_counters<E: Entries>(src: &E, ncols: usize, chunks: usize) -> (Vec<
         .next_power_of_two()
         .trailing_zeros();
     let nranges = ncols.div_ceil(1 << range_bits);
-    let mut offsets = vec![0u32; ncols + 1];
-    let mut extra = vec![0u32; (chunks - 1) * ncols];
+    // zeroed by the threads (calloc zeroes reused memory on the calling thread alone)
+    let mut offsets = filled_vec(Par::Rayon, ncols + 1, 0u32);
+    let mut extra = filled_vec(Par::Rayon, (chunks - 1) * ncols, 0u32);
     let mut counters: Vec<&mut [u32]> = extra.chunks_mut(ncols).collect();
     counters.push(&mut offsets[1..]);
     counters
@@ -443,7 +446,7 @@ fn transpose_counters<E: Entries>(src: &E, ncols: usize, chunks: usize) -> (Vec<
                 }
             });
     }
-    let mut out = vec![0i32; nnz];
+    let mut out = filled_vec(Par::Rayon, nnz, 0i32);
     {
         // SAFETY: `AtomicI32` has the same size and alignment as `i32` (documented), so a
         // slice of one is a valid slice of the other; `out` is borrowed mutably for the
