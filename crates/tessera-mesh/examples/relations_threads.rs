@@ -1,0 +1,147 @@
+//! Thread scaling of the CPU relations (dissertation §3.4.1-§3.4.2): every relation of
+//! `tessera bench mesh`'s Table 3.2/3.3 rows except smoothing, timed with 1 thread (the
+//! sequential path) and in rayon pools of the given thread counts (the parallel path),
+//! median of `runs` runs after one warm-up, and the results checked bit-identical between
+//! every thread count.
+//!
+//! ```text
+//! cargo run --release -p tessera-mesh --example relations_threads -- MESH... [--threads 1,2,16] [--runs 7]
+//! ```
+
+use std::time::Instant;
+use tessera_core::Par;
+use tessera_mesh::boundary::extract_boundary;
+use tessera_mesh::relations::{
+    compute_cell_edges, compute_cell_vertices, compute_face_vertices, transpose_edge_vertices,
+};
+use tessera_mesh::PolyMesh;
+use tessera_sparse::Tcsr;
+
+/// A relation's result, compared between thread counts.
+#[derive(PartialEq)]
+enum Out {
+    Tcsr(Tcsr),
+    Boundary(tessera_mesh::boundary::Boundary),
+}
+
+type Run = fn(&PolyMesh, Par) -> Out;
+
+const OPS: &[(&str, Run)] = &[
+    ("Transpose Cells (d3)", |m, p| {
+        Out::Tcsr(m.cell_faces().transpose(p))
+    }),
+    ("Transpose Faces (d2)", |m, p| {
+        Out::Tcsr(m.face_edges().transpose(p))
+    }),
+    ("Transpose Edges (d1)", |m, p| {
+        Out::Tcsr(transpose_edge_vertices(
+            m.edge_vertices(),
+            m.num_vertices(),
+            p,
+        ))
+    }),
+    ("Cell Edges", |m, p| Out::Tcsr(compute_cell_edges(m, p))),
+    ("Cell Vertices", |m, p| {
+        Out::Tcsr(compute_cell_vertices(m, p))
+    }),
+    ("Face Vertices", |m, p| {
+        Out::Tcsr(compute_face_vertices(m, p))
+    }),
+    ("Surface Extraction", |m, _| {
+        Out::Boundary(extract_boundary(m))
+    }),
+];
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut files = Vec::new();
+    let mut threads = vec![1usize, 2, 16];
+    let mut runs = 7usize;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--threads" => {
+                threads = args
+                    .next()
+                    .ok_or("--threads needs a list")?
+                    .split(',')
+                    .map(|t| t.parse())
+                    .collect::<Result<_, _>>()?
+            }
+            "--runs" => runs = args.next().ok_or("--runs needs a number")?.parse()?,
+            f => files.push(f.to_string()),
+        }
+    }
+    let pools: Vec<(rayon::ThreadPool, Par)> = threads
+        .iter()
+        .map(|&t| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(t).build()?;
+            let par = if t == 1 { Par::Seq } else { Par::Rayon };
+            Ok((pool, par))
+        })
+        .collect::<Result<_, rayon::ThreadPoolBuildError>>()?;
+    for f in &files {
+        let mesh = tessera_mesh::io::read_mesh(std::path::Path::new(f))?.mesh;
+        println!(
+            "== {f}: V {} E {} F {} C {} (ms, median of {runs} runs after a warm-up)",
+            mesh.num_vertices(),
+            mesh.num_edges(),
+            mesh.num_faces(),
+            mesh.num_cells()
+        );
+        let mut head = format!("{:<22}", "operation");
+        for t in &threads {
+            head += &format!(" {:>9}", format!("{t} thr."));
+        }
+        for t in &threads[1..] {
+            head += &format!(" {:>8}", format!("1/{t}"));
+        }
+        println!("{head}  identical");
+        for (name, run) in OPS {
+            let mut ms = Vec::new();
+            let mut first: Option<Out> = None;
+            let mut same = true;
+            for (pool, par) in &pools {
+                // the surface extraction reads the cached δ3 of a mesh set to this path
+                let mut m = mesh.clone();
+                m.purge_caches();
+                m.set_par(*par);
+                let (t, out) = pool.install(|| {
+                    m.face_cells();
+                    let out = run(&m, *par);
+                    let t: Vec<f64> = (0..runs)
+                        .map(|_| {
+                            let s = Instant::now();
+                            std::hint::black_box(run(&m, *par));
+                            s.elapsed().as_secs_f64() * 1e3
+                        })
+                        .collect();
+                    (median(t), out)
+                });
+                ms.push(t);
+                match &first {
+                    None => first = Some(out),
+                    Some(o) => same &= *o == out,
+                }
+            }
+            let mut line = format!("{name:<22}");
+            for t in &ms {
+                line += &format!(" {t:>9.3}");
+            }
+            for t in &ms[1..] {
+                line += &format!(" {:>7.2}x", ms[0] / t);
+            }
+            println!("{line}  {}", if same { "yes" } else { "NO" });
+        }
+    }
+    Ok(())
+}
