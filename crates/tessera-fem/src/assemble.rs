@@ -122,6 +122,21 @@ pub struct AssemblyStats {
     pub stages_ms: Stages,
 }
 
+impl AssemblyStats {
+    /// The counts known once the pattern is built (the byte counts are filled by the refill).
+    fn of_pattern(pattern: &BinBcsrPattern, e: usize, mesh: &HoMesh, stages: Stages) -> Self {
+        Self {
+            dofs: (pattern.num_block_rows() * e) as u64,
+            block_nonzeros: pattern.block_nonzeros(),
+            zayer_bound: zayer_bound(mesh),
+            bytes_allocated: 0,
+            padding_blocks: pattern.padding_blocks(),
+            aux_bytes: 0,
+            stages_ms: stages,
+        }
+    }
+}
+
 /// An assembled matrix and its statistics.
 #[derive(Clone, Debug)]
 pub struct Assembly<T: Scalar> {
@@ -235,15 +250,7 @@ impl<'a> Assembler<'a> {
         } else {
             None
         };
-        let stats = AssemblyStats {
-            dofs: (pattern.num_block_rows() * e) as u64,
-            block_nonzeros: pattern.block_nonzeros(),
-            zayer_bound: zayer_bound(mesh),
-            bytes_allocated: 0,
-            padding_blocks: pattern.padding_blocks(),
-            aux_bytes: 0,
-            stages_ms: stages,
-        };
+        let stats = AssemblyStats::of_pattern(&pattern, e, mesh, stages);
         Ok(Self {
             mesh,
             tmpl,
@@ -280,15 +287,7 @@ impl<'a> Assembler<'a> {
         let (pattern, positions) =
             build_pattern_rows_with_positions(mesh, e, &rows, par, &mut stages)?;
         let pattern = Arc::new(pattern);
-        let stats = AssemblyStats {
-            dofs: (pattern.num_block_rows() * e) as u64,
-            block_nonzeros: pattern.block_nonzeros(),
-            zayer_bound: zayer_bound(mesh),
-            bytes_allocated: 0,
-            padding_blocks: pattern.padding_blocks(),
-            aux_bytes: 0,
-            stages_ms: stages,
-        };
+        let stats = AssemblyStats::of_pattern(&pattern, e, mesh, stages);
         Ok(Self {
             mesh,
             tmpl,

@@ -2,55 +2,21 @@
 //! assembly against the global Bin-BCSR* matrix, the partitioned SpMV and the partitioned
 //! PCG against the single-domain solve.
 
+mod domain_common;
+use domain_common::{global, layout, stiffness_op, tets};
 use std::collections::BTreeSet;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tessera_core::Par;
-use tessera_fem::assemble::{Assembler, Operator, Summation};
 use tessera_fem::domain::{assemble_domains, DomainLayout};
-use tessera_fem::material::Material;
 use tessera_fem::nodes::HoMesh;
-use tessera_mesh::generate::{box_mesh, BoxKind};
 use tessera_mesh::partition::{partition_cells, PartitionParams, Partitioner};
-use tessera_mesh::simplex::SimplexMesh;
 use tessera_mesh::MeshError;
 use tessera_solve::{
     pcg, pcg_with, AmgParams, BlockJacobi, BlockOperator, Constraints, DomainAmg, InProcess,
     PartitionedOperator, PcgParams,
 };
-use tessera_sparse::binbcsr::BinBcsr;
-
-fn tets(n: [usize; 3]) -> SimplexMesh {
-    SimplexMesh::from_poly(&box_mesh(
-        BoxKind::Tet,
-        n,
-        [n[0] as f64, n[1] as f64, n[2] as f64],
-    ))
-    .unwrap()
-}
-
-fn stiffness_op() -> Operator {
-    Operator::Stiffness(Material::new(200e3, 0.3, 7.8e-9).lame().unwrap())
-}
-
-fn global(ho: &HoMesh) -> BinBcsr<f64> {
-    let mut asm = Assembler::new(ho, Summation::PerNode, Par::Rayon).unwrap();
-    asm.assemble::<f64>(stiffness_op()).unwrap()
-}
-
-fn layout(ho: &HoMesh, k: usize, partitioner: Partitioner) -> DomainLayout {
-    let part = partition_cells(
-        ho.mesh(),
-        &PartitionParams {
-            domains: k,
-            order: ho.order(),
-            partitioner,
-        },
-    )
-    .unwrap();
-    DomainLayout::new(ho, &part).unwrap()
-}
 
 fn operator(ho: &HoMesh, lay: &DomainLayout) -> PartitionedOperator<InProcess> {
     let doms = assemble_domains(ho, lay, stiffness_op(), Par::Rayon).unwrap();

@@ -3,22 +3,19 @@
 //! against the global one, NCCL's one-rank path, and the errors of a device placement. All
 //! tests need a CUDA GPU (`#[ignore]`d) and skip with a message without one.
 
+mod domain_common;
+use domain_common::{global, layout, stiffness_op, tets};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tessera_core::Par;
-use tessera_fem::assemble::{Assembler, Operator, Summation};
 use tessera_fem::domain::{assemble_domains, DomainLayout};
-use tessera_fem::material::Material;
 use tessera_fem::nodes::HoMesh;
 use tessera_gpu::Gpu;
-use tessera_mesh::generate::{box_mesh, BoxKind};
-use tessera_mesh::partition::{partition_cells, PartitionParams, Partitioner};
-use tessera_mesh::simplex::SimplexMesh;
+use tessera_mesh::partition::Partitioner;
 use tessera_solve::cuda::{
     pcg_gpu, DeviceBinBcsr, DeviceDomains, DeviceDomainsOptions, SolveKernels,
 };
 use tessera_solve::{pcg, BlockOperator, Constraints, DomainMatrix, PcgParams};
-use tessera_sparse::binbcsr::BinBcsr;
 
 fn gpu() -> Option<Gpu> {
     match Gpu::probe() {
@@ -34,37 +31,6 @@ fn gpu() -> Option<Gpu> {
             None
         }
     }
-}
-
-fn tets(n: [usize; 3]) -> SimplexMesh {
-    SimplexMesh::from_poly(&box_mesh(
-        BoxKind::Tet,
-        n,
-        [n[0] as f64, n[1] as f64, n[2] as f64],
-    ))
-    .unwrap()
-}
-
-fn stiffness_op() -> Operator {
-    Operator::Stiffness(Material::new(200e3, 0.3, 7.8e-9).lame().unwrap())
-}
-
-fn global(ho: &HoMesh) -> BinBcsr<f64> {
-    let mut asm = Assembler::new(ho, Summation::PerNode, Par::Rayon).unwrap();
-    asm.assemble::<f64>(stiffness_op()).unwrap()
-}
-
-fn layout(ho: &HoMesh, k: usize, partitioner: Partitioner) -> DomainLayout {
-    let part = partition_cells(
-        ho.mesh(),
-        &PartitionParams {
-            domains: k,
-            order: ho.order(),
-            partitioner,
-        },
-    )
-    .unwrap();
-    DomainLayout::new(ho, &part).unwrap()
 }
 
 fn domains(ho: &HoMesh, lay: &DomainLayout) -> Vec<DomainMatrix> {
