@@ -1,5 +1,6 @@
 //! Simplex-mesh derivation on the GPU (dissertation §3.4.4): edges and faces by sort +
-//! unique of sorted vertex tuples (radix sort of packed keys, [`Primitives::unique_with_ids`]),
+//! unique of sorted vertex tuples (radix sort of keys packed in as few bits as the vertex
+//! count needs, [`Primitives::unique_with_ids`], then widened to the stored layout),
 //! the cell operators with implicit offsets by scattering the unique ids back to the cell
 //! slots (no binary search), facet orientation by Eq. 3.14, and ∂2 of the faces.
 //! Results equal [`SimplexMesh::edges`], [`SimplexMesh::faces`],
@@ -41,19 +42,31 @@ fn bits_for(n: usize) -> u32 {
     }
 }
 
-/// Sort `keys` (with slots) on `bits` bits, unique them, and scatter the unique ids back
+/// Sort `keys` (with slots) on `bits` bits, unique them, widen the unique keys from `b` bits
+/// per vertex to the stored layout (`what`: 0 edges, 1 faces), and scatter the unique ids back
 /// to the slots. Returns (unique keys, id per slot).
+#[allow(clippy::too_many_arguments)]
 fn sort_unique_scatter(
     gpu: &Gpu,
     prims: &Primitives<'_>,
     scatter: &tessera_gpu::Kernel,
+    widen: &tessera_gpu::Kernel,
     mut keys: DeviceBuffer<u64>,
     mut slots: DeviceBuffer<u32>,
-    bits: u32,
+    b: u32,
+    what: u32,
 ) -> Result<(DeviceBuffer<u64>, DeviceBuffer<u32>), MeshError> {
     let n = keys.len();
+    let bits = if what == 0 { 2 * b } else { 3 * b };
     prims.radix_sort(&mut keys, Some(&mut slots), Some(bits))?;
     let (uniq, ids) = prims.unique_with_ids(&keys)?;
+    let nu = uniq.len() as u64;
+    gpu.launch(widen, LaunchConfig::for_items(uniq.len(), 256)?)
+        .arg(&uniq)
+        .arg(&nu)
+        .arg(&b)
+        .arg(&what)
+        .run()?;
     let per_slot = gpu.alloc::<u32>(n)?;
     let nn = n as u64;
     gpu.launch(scatter, LaunchConfig::for_items(n, 256)?)
@@ -100,6 +113,9 @@ pub fn derive_device(
     let module = gpu.compile(SOURCE, &CompileOptions::named("tessera_simplex.cu"))?;
     let prims = gpu.primitives()?;
     let scatter = module.function("scatter_ids")?;
+    let widen = module.function("simplex_widen_keys")?;
+    // keys hold b bits per vertex (radix passes: 2b / 8 for edges, 3b / 8 for faces)
+    let b = bits_for(nv);
     let ncu = nc as u64;
     let d32 = dim as u32;
     let cfg = LaunchConfig::for_items(nc, 256)?;
@@ -110,11 +126,12 @@ pub fn derive_device(
         .arg(cv)
         .arg(&ncu)
         .arg(&d32)
+        .arg(&b)
         .arg(&keys)
         .arg(&slots)
         .run()?;
     let (edges, cell_edges) =
-        sort_unique_scatter(gpu, &prims, &scatter, keys, slots, 32 + bits_for(nv))?;
+        sort_unique_scatter(gpu, &prims, &scatter, &widen, keys, slots, b, 0)?;
     // faces (d = 3)
     let (faces, cell_faces) = if dim == 3 {
         let keys = gpu.alloc::<u64>(nc * 4)?;
@@ -122,17 +139,11 @@ pub fn derive_device(
         gpu.launch(&module.function("simplex_face_keys")?, cfg)
             .arg(cv)
             .arg(&ncu)
+            .arg(&b)
             .arg(&keys)
             .arg(&slots)
             .run()?;
-        sort_unique_scatter(
-            gpu,
-            &prims,
-            &scatter,
-            keys,
-            slots,
-            2 * FACE_BITS + bits_for(nv),
-        )?
+        sort_unique_scatter(gpu, &prims, &scatter, &widen, keys, slots, b, 1)?
     } else {
         (gpu.alloc::<u64>(0)?, gpu.alloc::<u32>(0)?)
     };

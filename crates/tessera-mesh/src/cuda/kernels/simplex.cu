@@ -14,8 +14,9 @@ __constant__ u32 TET_E[6][2] = {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}};
 __constant__ u32 TRI_E[3][2] = {{0, 1}, {0, 2}, {1, 2}};
 __constant__ u32 TET_F[4][3] = {{0, 1, 2}, {0, 1, 3}, {0, 2, 3}, {1, 2, 3}};
 
-// one key (lo << 32 | hi) and one slot per local edge of every cell
-extern "C" __global__ void simplex_edge_keys(const u32* cv, u64 ncells, u32 dim, u64* keys, u32* slots) {
+// one key (lo << vb | hi, vb = bits of the vertex count: 2 vb bits to sort) and one slot per
+// local edge of every cell
+extern "C" __global__ void simplex_edge_keys(const u32* cv, u64 ncells, u32 dim, u32 vb, u64* keys, u32* slots) {
     u64 c = TID;
     if (c >= ncells) return;
     u32 m = dim + 1, ne = dim == 3 ? 6 : 3;
@@ -24,12 +25,12 @@ extern "C" __global__ void simplex_edge_keys(const u32* cv, u64 ncells, u32 dim,
         u32 j = dim == 3 ? TET_E[k][1] : TRI_E[k][1];
         u32 a = cv[c * m + i], b = cv[c * m + j];
         u32 lo = min(a, b), hi = max(a, b);
-        keys[c * ne + k] = ((u64)lo << 32) | hi;
+        keys[c * ne + k] = ((u64)lo << vb) | hi;
         slots[c * ne + k] = (u32)(c * ne + k);
     }
 }
-// sorted triple packed in 3 x 21 bits
-extern "C" __global__ void simplex_face_keys(const u32* cv, u64 ncells, u64* keys, u32* slots) {
+// sorted triple packed in 3 x vb bits (vb = bits of the vertex count, at most FACE_BITS)
+extern "C" __global__ void simplex_face_keys(const u32* cv, u64 ncells, u32 vb, u64* keys, u32* slots) {
     u64 c = TID;
     if (c >= ncells) return;
     for (u32 k = 0; k < 4; k++) {
@@ -38,8 +39,21 @@ extern "C" __global__ void simplex_face_keys(const u32* cv, u64 ncells, u64* key
         if (x > y) { t = x; x = y; y = t; }
         if (y > z) { t = y; y = z; z = t; }
         if (x > y) { t = x; x = y; y = t; }
-        keys[c * 4 + k] = ((u64)x << (2 * FACE_BITS)) | ((u64)y << FACE_BITS) | (u64)z;
+        keys[c * 4 + k] = ((u64)x << (2 * vb)) | ((u64)y << vb) | (u64)z;
         slots[c * 4 + k] = (u32)(c * 4 + k);
+    }
+}
+// unique keys from the sort width (vb bits per vertex) to the stored layout: edges
+// a << 32 | b, faces in 3 x FACE_BITS (in place; what = 0 edges, 1 faces)
+extern "C" __global__ void simplex_widen_keys(u64* keys, u64 n, u32 vb, u32 what) {
+    u64 i = TID;
+    if (i >= n) return;
+    u64 k = keys[i], m = (1ull << vb) - 1;
+    if (what == 0) {
+        keys[i] = ((k >> vb) << 32) | (k & m);
+    } else {
+        u64 x = k >> (2 * vb), y = (k >> vb) & m, z = k & m;
+        keys[i] = (x << (2 * FACE_BITS)) | (y << FACE_BITS) | z;
     }
 }
 extern "C" __global__ void scatter_ids(const u32* slots, const u32* ids, u64 n, u32* out) {
