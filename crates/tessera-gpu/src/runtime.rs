@@ -28,6 +28,39 @@ impl Element for i64 {}
 impl Element for f32 {}
 impl Element for f64 {}
 
+/// Let the device's default memory pool (which serves every [`Gpu::alloc`] through
+/// `cuMemAllocAsync`) keep up to an eighth of the device memory after a synchronisation
+/// instead of unmapping it (the pool's default release threshold is 0): a chain of
+/// launches called again, as a solver step or a benchmark run is, then reuses its buffers'
+/// memory without mapping new pages. `TESSERA_GPU_POOL_KEEP=BYTES` sets another threshold
+/// (`0`: the driver's default, memory unmapped at every synchronisation). Best effort: a
+/// device without memory pools keeps the driver's defaults.
+fn keep_pool_memory(ctx: &CudaContext, total_mem: usize) {
+    use cudarc::driver::sys;
+    if !ctx.has_async_alloc() {
+        return;
+    }
+    let mut keep = std::env::var("TESSERA_GPU_POOL_KEEP")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or((total_mem / 8) as u64);
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: `pool` is a valid out-pointer and the device handle comes from a live context.
+    let r = unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device()) };
+    if r != sys::CUresult::CUDA_SUCCESS || pool.is_null() {
+        return;
+    }
+    // SAFETY: the release threshold attribute takes a pointer to a `cuuint64_t`, which
+    // `keep` is and outlives the call; `pool` is the device's default pool from above.
+    let _ = unsafe {
+        sys::cuMemPoolSetAttribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            &mut keep as *mut u64 as *mut std::ffi::c_void,
+        )
+    };
+}
+
 /// A CUDA device with its context, stream and loaded-module cache.
 pub struct Gpu {
     ctx: Arc<CudaContext>,
@@ -86,6 +119,7 @@ impl Gpu {
                 .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
                 .map_err(|e| GpuError::driver("cuDeviceGetAttribute", e))? as u32;
             let stream = ctx.default_stream();
+            keep_pool_memory(&ctx, total_mem);
             Ok(Gpu {
                 ctx,
                 stream,
