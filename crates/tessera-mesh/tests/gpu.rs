@@ -321,6 +321,79 @@ fn transpose_matches_reference() {
     }
 }
 
+/// The transpose without the longest-row read (δ3 of a 3-manifold: rows of at most two
+/// cells) equals the general transpose and the CPU reference on every test mesh, on the
+/// duplicated cell's faces (three cells), and on random matrices of uniform rows whose
+/// transposes have rows of 40 entries and more (long rows are sorted by their one thread).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn transpose_short_rows_matches_reference() {
+    let Some(g) = gpu() else { return };
+    let mut long_face = false;
+    for (name, m) in meshes() {
+        let dm = DeviceMesh::upload(&g, &m).unwrap();
+        let got = dm
+            .kernels()
+            .transpose_short_rows(dm.cell_faces())
+            .unwrap()
+            .download(&g)
+            .unwrap();
+        same_tcsr(
+            "δ3 without the longest-row read",
+            name,
+            &got,
+            m.face_cells(),
+        );
+        long_face |= (0..got.nrows()).any(|f| got.row_len(f) > 2);
+    }
+    assert!(
+        long_face,
+        "some test mesh must have a face of more than two cells"
+    );
+    let mut r = Rng(2025);
+    for (nrows, k, ncols) in [(500usize, 4u32, 50usize), (3000, 6, 997), (257, 3, 5)] {
+        let mut cols = Vec::with_capacity(nrows * k as usize);
+        for _ in 0..nrows {
+            // distinct columns within a row (as the faces of a cell): no ties in a row of
+            // the transpose
+            let mut row: Vec<i32> = Vec::new();
+            while row.len() < k as usize {
+                let c = (r.next() % ncols as u64) as i32;
+                if !row.contains(&c) {
+                    row.push(c);
+                }
+            }
+            cols.extend(
+                row.into_iter()
+                    .map(|c| if r.next() & 1 == 0 { c } else { !c }),
+            );
+        }
+        let offs: Vec<u32> = (0..=nrows as u32).map(|i| i * k).collect();
+        let m = Tcsr::new(ncols, offs, cols).unwrap();
+        let dm = tessera_mesh::cuda::DeviceTcsr::upload(&g, &m).unwrap();
+        assert_eq!(dm.uniform, Some(k));
+        let kern = tessera_mesh::cuda::MeshKernels::new(&g).unwrap();
+        let name = format!("random {nrows} x {k} over {ncols} columns");
+        let want = m.transpose(Par::Seq);
+        same_tcsr(
+            "short-row transpose",
+            &name,
+            &kern
+                .transpose_short_rows(&dm)
+                .unwrap()
+                .download(&g)
+                .unwrap(),
+            &want,
+        );
+        same_tcsr(
+            "transpose",
+            &name,
+            &kern.transpose(&dm).unwrap().download(&g).unwrap(),
+            &want,
+        );
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn face_vertices_matches_reference() {

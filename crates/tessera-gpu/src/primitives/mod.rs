@@ -600,6 +600,31 @@ impl<'g> Primitives<'g> {
         self.segmented_sort_known(vals, offsets, order, maxlen)
     }
 
+    /// Sort every row of `vals` by `order` one thread per row (insertion sort), whatever the
+    /// row lengths: no host synchronisation, for rows the caller expects to be short (faces
+    /// of a 3-manifold bound at most two cells). Correct for any row; a long row costs its
+    /// thread time quadratic in its length.
+    pub fn segmented_sort_short<T: Bits32>(
+        &self,
+        vals: &mut DeviceBuffer<T>,
+        offsets: &DeviceBuffer<u32>,
+        order: SegOrder,
+    ) -> GpuResult<()> {
+        let nrows = offsets.len().saturating_sub(1);
+        if nrows == 0 || vals.is_empty() {
+            return Ok(());
+        }
+        let (nr, mode, skip_above) = (nrows as u64, order.mode(), u32::MAX);
+        self.gpu
+            .launch(&self.k("segsort_rows")?, items_cfg(nrows)?)
+            .arg(&*vals)
+            .arg(offsets)
+            .arg(&nr)
+            .arg(&mode)
+            .arg(&skip_above)
+            .run()
+    }
+
     /// [`Primitives::segmented_sort`] for a caller that knows the longest row (`max_len`, at
     /// least the true one) and that `offsets` end at `vals.len()`: no host synchronisation.
     pub fn segmented_sort_known<T: Bits32>(

@@ -162,6 +162,40 @@ impl<'g> MeshKernels<'g> {
     /// host synchronisation is the read of the longest row (which picks the row sort), after
     /// the fill has been enqueued.
     pub fn transpose(&self, m: &DeviceTcsr) -> Result<DeviceTcsr, MeshError> {
+        let (offsets, mut out) = self.transpose_unsorted(m)?;
+        let longest = self.prims.max_row_len(&offsets)?;
+        self.prims
+            .segmented_sort_known(&mut out, &offsets, SegOrder::TcsrColumn, longest)?;
+        Ok(DeviceTcsr {
+            offsets,
+            columns: out,
+            ncols: m.nrows(),
+            uniform: None,
+        })
+    }
+
+    /// δ3 = ∂3ᵀ (face -> cells) with no host synchronisation: a face of a 3-manifold mesh
+    /// bounds at most two cells, so every row is sorted by one thread without first reading
+    /// the longest row. The result is identical to [`MeshKernels::transpose`] for any input
+    /// (a longer row, at a non-manifold face, is sorted too, by the same thread: correct,
+    /// only slower).
+    pub fn transpose_short_rows(&self, m: &DeviceTcsr) -> Result<DeviceTcsr, MeshError> {
+        let (offsets, mut out) = self.transpose_unsorted(m)?;
+        self.prims
+            .segmented_sort_short(&mut out, &offsets, SegOrder::TcsrColumn)?;
+        Ok(DeviceTcsr {
+            offsets,
+            columns: out,
+            ncols: m.nrows(),
+            uniform: None,
+        })
+    }
+
+    /// Count, scan and fill of a transpose (rows in slot order, not yet sorted).
+    fn transpose_unsorted(
+        &self,
+        m: &DeviceTcsr,
+    ) -> Result<(DeviceBuffer<u32>, DeviceBuffer<i32>), MeshError> {
         let g = self.gpu;
         let counts = g.zeros::<u32>(m.ncols)?;
         let nnz = m.nnz() as u64;
@@ -175,7 +209,7 @@ impl<'g> MeshKernels<'g> {
         .arg(&counts)
         .run()?;
         let offsets = self.prims.exclusive_scan_with_total(&counts)?;
-        let mut out = g.alloc::<i32>(m.nnz())?;
+        let out = g.alloc::<i32>(m.nnz())?;
         match m.uniform {
             Some(k) if k > 0 && nnz == k as u64 * m.nrows() as u64 => {
                 g.launch(&self.k("tcsr_fill_transpose_uniform")?, Self::cfg(m.nnz())?)
@@ -199,15 +233,7 @@ impl<'g> MeshKernels<'g> {
                     .run()?;
             }
         }
-        let longest = self.prims.max_row_len(&offsets)?;
-        self.prims
-            .segmented_sort_known(&mut out, &offsets, SegOrder::TcsrColumn, longest)?;
-        Ok(DeviceTcsr {
-            offsets,
-            columns: out,
-            ncols: m.nrows(),
-            uniform: None,
-        })
+        Ok((offsets, out))
     }
 
     /// δ1 from ∂1 stored as `(from, to)` pairs (the edge-pair variant of the transpose,
@@ -695,7 +721,7 @@ impl<'g> DeviceMesh<'g> {
     );
     require!(
         /// δ3 = ∂3ᵀ: face -> signed cells.
-        face_cells, require_face_cells, |s| s.kernels.transpose(&s.cell_faces)?
+        face_cells, require_face_cells, |s| s.kernels.transpose_short_rows(&s.cell_faces)?
     );
     require!(
         /// ∂̂2¹: face -> ordered vertex loop.

@@ -164,7 +164,7 @@ fn precompute_staged<'a>(
         k.face_vertices(&dm.face_edges, &dm.edge_vertices, dm.nvertices)
     })?;
     mark(st, "pre: face vertices")?;
-    let face_cells = get(&c.face_cells, &|| k.transpose(&dm.cell_faces))?;
+    let face_cells = get(&c.face_cells, &|| k.transpose_short_rows(&dm.cell_faces))?;
     mark(st, "pre: δ3")?;
     let edge_faces = get(&c.edge_faces, &|| k.transpose(&dm.face_edges))?;
     mark(st, "pre: δ2")?;
