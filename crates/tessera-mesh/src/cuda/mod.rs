@@ -503,7 +503,9 @@ impl<'g> MeshKernels<'g> {
         self.sort_dedup(offsets, out, nvertices)
     }
 
-    /// Boundary extraction (dissertation §3.4.2) from δ3 (`fc`), ∂2 and ∂1.
+    /// Boundary extraction (dissertation §3.4.2) from δ3 (`fc`), ∂2 and ∂1. Flags, marks
+    /// and their scans are enqueued back to back; one host synchronisation reads the three
+    /// totals and the manifold flag to size the outputs.
     pub fn boundary(
         &self,
         fc: &DeviceTcsr,
@@ -511,21 +513,32 @@ impl<'g> MeshKernels<'g> {
         edge_vertices: &DeviceBuffer<u32>,
         nvertices: usize,
     ) -> Result<DeviceBoundary, MeshError> {
-        Ok(self
-            .boundary_with_marks(fc, fe, edge_vertices, nvertices)?
-            .0)
+        let m = self.boundary_marks(fc, fe, edge_vertices, nvertices)?;
+        self.boundary_from_marks(m)
     }
 
-    /// [`MeshKernels::boundary`], also returning the 0/1 mark of every vertex (1 on the
-    /// boundary). Flags, marks and their scans are enqueued back to back; one host
-    /// synchronisation reads the three totals and the manifold flag to size the outputs.
-    fn boundary_with_marks(
+    /// The 0/1 mark of every vertex (1 on the boundary, as the vertices of
+    /// [`MeshKernels::boundary`]), enqueued with no host synchronisation: the fixed vertices
+    /// of the smoothing steps.
+    pub fn boundary_vertex_marks(
         &self,
         fc: &DeviceTcsr,
         fe: &DeviceTcsr,
         edge_vertices: &DeviceBuffer<u32>,
         nvertices: usize,
-    ) -> Result<(DeviceBoundary, DeviceBuffer<u32>), MeshError> {
+    ) -> Result<DeviceBuffer<u32>, MeshError> {
+        Ok(self.boundary_marks(fc, fe, edge_vertices, nvertices)?.vmark)
+    }
+
+    /// Face flags (boundary sides, non-manifold), their half-face counts, and the marks of
+    /// the edges and vertices of boundary faces; no host synchronisation.
+    fn boundary_marks(
+        &self,
+        fc: &DeviceTcsr,
+        fe: &DeviceTcsr,
+        edge_vertices: &DeviceBuffer<u32>,
+        nvertices: usize,
+    ) -> Result<BoundaryMarks, MeshError> {
         let g = self.gpu;
         let nf = fc.nrows();
         let ne = fe.ncols;
@@ -546,7 +559,6 @@ impl<'g> MeshKernels<'g> {
             .arg(&nhalf)
             .arg(&nonmanifold)
             .run()?;
-        let pos = self.prims.exclusive_scan_with_total(&nhalf)?;
         let emark = g.zeros::<u32>(ne)?;
         let vmark = g.zeros::<u32>(nvertices)?;
         g.launch(&self.k("boundary_mark")?, Self::cfg(nf)?)
@@ -558,6 +570,28 @@ impl<'g> MeshKernels<'g> {
             .arg(&emark)
             .arg(&vmark)
             .run()?;
+        Ok(BoundaryMarks {
+            flags,
+            nhalf,
+            nonmanifold,
+            emark,
+            vmark,
+        })
+    }
+
+    /// Positions (scans), totals (one synchronisation) and the three lists from the marks.
+    fn boundary_from_marks(&self, m: BoundaryMarks) -> Result<DeviceBoundary, MeshError> {
+        let g = self.gpu;
+        let BoundaryMarks {
+            flags,
+            nhalf,
+            nonmanifold,
+            emark,
+            vmark,
+        } = m;
+        let (nf, ne, nvertices) = (flags.len(), emark.len(), vmark.len());
+        let n = nf as u64;
+        let pos = self.prims.exclusive_scan_with_total(&nhalf)?;
         let epos = self.prims.exclusive_scan_with_total(&emark)?;
         let vpos = self.prims.exclusive_scan_with_total(&vmark)?;
         let totals = g.alloc::<u32>(4)?;
@@ -594,16 +628,22 @@ impl<'g> MeshKernels<'g> {
             .arg(&nv64)
             .arg(&vertices)
             .run()?;
-        Ok((
-            DeviceBoundary {
-                faces,
-                edges,
-                vertices,
-                manifold: t[3] == 0,
-            },
-            vmark,
-        ))
+        Ok(DeviceBoundary {
+            faces,
+            edges,
+            vertices,
+            manifold: t[3] == 0,
+        })
     }
+}
+
+/// The marks [`MeshKernels::boundary`] scans (see `boundary_marks`).
+struct BoundaryMarks {
+    flags: DeviceBuffer<u32>,
+    nhalf: DeviceBuffer<u32>,
+    nonmanifold: DeviceBuffer<u32>,
+    emark: DeviceBuffer<u32>,
+    vmark: DeviceBuffer<u32>,
 }
 
 /// A polyhedral mesh in device memory with derived relations cached on the device.
@@ -775,8 +815,9 @@ impl<'g> DeviceMesh<'g> {
         self.require_face_cells()?;
         self.require_vertex_edges()?;
         let fc = self.cache.face_cells.as_ref().expect("required");
-        // boundary vertices stay fixed: the vertex marks of the boundary extraction
-        let (_, fixed) = self.kernels.boundary_with_marks(
+        // boundary vertices stay fixed: the vertex marks of the boundary extraction (marks
+        // only: no scans, no host synchronisation)
+        let fixed = self.kernels.boundary_vertex_marks(
             fc,
             &self.face_edges,
             &self.edge_vertices,
