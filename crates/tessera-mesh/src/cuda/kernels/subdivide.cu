@@ -562,12 +562,15 @@ __device__ __forceinline__ void cc_cell_regs(const i32* cf_cols, u32 f0, u32 f1,
             }
         }
     }
-    // rows out; the cursor of vertex l ends at the start of row l + 1
+    // rows out in 16-byte stores (both segments start at a multiple of 4 entries: 4 (nnz2 +
+    // ce0) and 4 ce0); the cursor of vertex l ends at the start of row l + 1
     u32 base = 4 * ce0;
+    int4* cf4 = reinterpret_cast<int4*>(cfseg);
+    int4* sg4 = reinterpret_cast<int4*>(seg);
 #pragma unroll
-    for (int j = 0; j < 4 * E; j++) {
-        cfseg[j] = lcf[j];
-        seg[j] = lseg[j];
+    for (int j = 0; j < E; j++) {
+        cf4[j] = make_int4(lcf[4 * j], lcf[4 * j + 1], lcf[4 * j + 2], lcf[4 * j + 3]);
+        sg4[j] = make_int4(lseg[4 * j], lseg[4 * j + 1], lseg[4 * j + 2], lseg[4 * j + 3]);
     }
     cursor[0] = base;
 #pragma unroll
