@@ -8,8 +8,10 @@
 //!    [`DomainLayout`] (ownership, local numbering, halo plans);
 //! 3. `assemble`: every domain assembles the rows of its owned nodes from its local cells
 //!    ([`assemble_domains`]); no global matrix is formed;
-//! 4. `setup`: block Jacobi (the same inverses as on the global matrix), or the domain-local
-//!    AMG ([`DomainAmg`]) for `amg` and `pmg` problems;
+//! 4. `setup`: block Jacobi (the same inverses as on the global matrix), or for `amg` and
+//!    `pmg` problems the two-level domain AMG ([`TwoLevelDomainAmg`]: the domain-local
+//!    hierarchies plus a coarse correction gathered onto one place, [`CoarseChoice`]), or the
+//!    one-level domain-local AMG alone ([`DomainAmg`], `--coarse none`);
 //! 5. `solve`: the filtered PCG on the [`PartitionedOperator`] (halo exchange + local SpMV,
 //!    dot products reduced over the domains), then the true residual is checked and the
 //!    displacement gathered into global node order, so the results and the `.vtu` are those
@@ -25,8 +27,9 @@ use tessera_core::DeviceChoice;
 use tessera_mesh::partition::{partition_cells, PartitionParams, Partitioner};
 use tessera_mesh::MeshError;
 use tessera_solve::{
-    pcg_with, relative_residual, BlockJacobi, Communicator, Constraints, DomainAmg, InProcess,
-    PartitionedOperator, PcgParams, Preconditioner, SolveError,
+    pcg_with, relative_residual, BlockJacobi, CoarseCombination, Communicator, Constraints,
+    DomainAmg, InProcess, PartitionedOperator, PcgParams, Preconditioner, SolveError,
+    TwoLevelDomainAmg,
 };
 
 use crate::assemble::{AssemblyStats, Operator};
@@ -37,12 +40,65 @@ use crate::static_solve::{
     StaticSolution,
 };
 
+/// The coarse level of the domain-decomposed AMG (`--coarse`, [`tessera_solve::domain_amg`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CoarseChoice {
+    /// One-level: the domain-local hierarchies only (block Jacobi over domains).
+    None,
+    /// Domain-local cycles plus the coarse correction, added.
+    Additive,
+    /// Coarse correction, domain-local cycles on the remaining residual, coarse again.
+    #[default]
+    Hybrid,
+}
+
+impl CoarseChoice {
+    /// Command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            CoarseChoice::None => "none",
+            CoarseChoice::Additive => "additive",
+            CoarseChoice::Hybrid => "hybrid",
+        }
+    }
+    /// The two-level combination, `None` for the one-level method.
+    pub fn combination(self) -> Option<CoarseCombination> {
+        match self {
+            CoarseChoice::None => None,
+            CoarseChoice::Additive => Some(CoarseCombination::Additive),
+            CoarseChoice::Hybrid => Some(CoarseCombination::Hybrid),
+        }
+    }
+}
+
+impl std::str::FromStr for CoarseChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => Ok(CoarseChoice::None),
+            "additive" => Ok(CoarseChoice::Additive),
+            "hybrid" => Ok(CoarseChoice::Hybrid),
+            _ => Err(format!(
+                "unknown coarse level `{s}`: use hybrid, additive or none"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for CoarseChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// How to split a solve into domains.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DomainOptions {
     /// Number of domains `k >= 1`.
     pub domains: usize,
     pub partitioner: Partitioner,
+    /// The coarse level of the domain AMG (`amg` and `pmg` problems on the CPU).
+    pub coarse: CoarseChoice,
 }
 
 impl Default for DomainOptions {
@@ -50,7 +106,49 @@ impl Default for DomainOptions {
         Self {
             domains: 1,
             partitioner: Partitioner::Metis,
+            coarse: CoarseChoice::default(),
         }
+    }
+}
+
+/// The coarse level of a two-level domain AMG solve.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CoarseInfo {
+    /// `additive` or `hybrid`.
+    pub combination: String,
+    /// DOFs of the gathered coarse operator, and per domain its own share.
+    pub coarse_dofs: usize,
+    pub coarse_dofs_per_domain: Vec<usize>,
+    /// Coarse DOFs each domain's prolongator touches (received per coarse correction).
+    pub touched_dofs_per_domain: Vec<usize>,
+    /// Stored `3 × 3` blocks of the coarse operator, and levels of its hierarchy.
+    pub coarse_blocks: usize,
+    pub coarse_levels: usize,
+    /// Setup stages, ms.
+    pub setup_ms: Vec<(String, f64)>,
+    /// Preconditioner applications, and their time in the domain-local cycles, the coarse
+    /// corrections and the operator applications of the hybrid form, ms.
+    pub applies: u64,
+    pub local_ms: f64,
+    pub coarse_ms: f64,
+    pub operator_ms: f64,
+}
+
+impl CoarseInfo {
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "combination": self.combination,
+            "coarse_dofs": self.coarse_dofs,
+            "coarse_dofs_per_domain": self.coarse_dofs_per_domain,
+            "touched_dofs_per_domain": self.touched_dofs_per_domain,
+            "coarse_blocks": self.coarse_blocks,
+            "coarse_levels": self.coarse_levels,
+            "setup_ms": self.setup_ms.iter().map(|(k, v)| (k.clone(), serde_json::json!(v))).collect::<serde_json::Map<String, serde_json::Value>>(),
+            "applies": self.applies,
+            "local_ms": self.local_ms,
+            "coarse_ms": self.coarse_ms,
+            "operator_ms": self.operator_ms,
+        })
     }
 }
 
@@ -89,13 +187,16 @@ pub struct DomainSolveInfo {
     pub imbalance: f64,
     /// Bytes one halo exchange moves (all domains), i.e. per PCG iteration (one SpMV each).
     pub halo_bytes_per_iteration: u64,
-    /// Operator applications during the solve (iterations + the initial residual).
+    /// Operator applications during the solve (iterations + the initial residual, and those
+    /// of the hybrid two-level preconditioner).
     pub applies: u64,
     /// Halo exchanges during the solve, ms (all domains).
     pub exchange_ms: f64,
     pub per_domain: Vec<DomainStats>,
     /// The device solve's placement, communication and stage times (`--devices`).
     pub device: Option<crate::domain_gpu::DeviceDomainsReport>,
+    /// The coarse level of the two-level domain AMG.
+    pub coarse: Option<CoarseInfo>,
 }
 
 impl DomainSolveInfo {
@@ -124,6 +225,7 @@ impl DomainSolveInfo {
                 "pack_ms": d.pack_ms,
             })).collect::<Vec<_>>(),
             "device": self.device.as_ref().map(|d| d.to_json()),
+            "coarse": self.coarse.as_ref().map(|c| c.to_json()),
         })
     }
 }
@@ -295,6 +397,7 @@ pub fn solve_domains(
             exchange_ms: dev.exchange_ms * (report_pcg.iterations as f64 + 1.0),
             per_domain,
             device: Some(dev.clone()),
+            coarse: None,
         };
         return Ok(StaticSolution {
             ho: prep.ho,
@@ -313,34 +416,34 @@ pub fn solve_domains(
         });
     }
     let kind = problem.solver.preconditioner_for(ho.order());
-    let (prec, info): (Box<dyn Preconditioner>, SolverInfo) =
+    let pos = || layout.owned_positions(&ho.node_positions());
+    let amg_params = &problem.solver.multigrid.amg;
+    let (prec, info): (Prec<'_>, SolverInfo) =
         stage(&mut st, progress, "setup", || -> Result<_, StaticError> {
-            Ok(match kind {
-                PreconditionerKind::BlockJacobi => (
-                    Box::new(BlockJacobi::new(&op, &cons)?) as Box<dyn Preconditioner>,
+            Ok(match (kind, dd.coarse.combination()) {
+                (PreconditionerKind::BlockJacobi, _) => (
+                    Prec::Other(Box::new(BlockJacobi::new(&op, &cons)?)),
                     single("block-jacobi"),
                 ),
-                PreconditionerKind::Amg | PreconditionerKind::Pmg => {
-                    let pos = layout.owned_positions(&ho.node_positions());
-                    let amg =
-                        DomainAmg::setup(&op, &cons.fixed, &pos, &problem.solver.multigrid.amg)?;
-                    let h = amg.hierarchies();
-                    let info = SolverInfo {
-                        preconditioner: "domain-amg".into(),
-                        levels: h.iter().map(|a| a.num_levels()).max().unwrap_or(1),
-                        operator_complexity: h
-                            .iter()
-                            .map(|a| a.stats.operator_complexity)
-                            .fold(0.0, f64::max),
-                        grid_complexity: h
-                            .iter()
-                            .map(|a| a.stats.grid_complexity)
-                            .fold(0.0, f64::max),
-                        hierarchy_bytes: h.iter().map(|a| a.stats.hierarchy_bytes).sum(),
-                        level_dofs: Vec::new(),
-                        setup_stages_ms: Vec::new(),
-                    };
-                    (Box::new(amg) as Box<dyn Preconditioner>, info)
+                (PreconditionerKind::Amg | PreconditionerKind::Pmg, None) => {
+                    let amg = DomainAmg::setup(&op, &cons.fixed, &pos(), amg_params)?;
+                    let info = domain_amg_info(&amg, "domain-amg (no coarse level)".into());
+                    (Prec::Other(Box::new(amg)), info)
+                }
+                (PreconditionerKind::Amg | PreconditionerKind::Pmg, Some(c)) => {
+                    let amg = TwoLevelDomainAmg::setup(&op, &cons.fixed, &pos(), amg_params, c)?;
+                    let mut info = domain_amg_info(
+                        amg.local(),
+                        format!(
+                            "domain-amg + coarse ({} coarse DOFs, {})",
+                            amg.coarse_dofs(),
+                            c.name()
+                        ),
+                    );
+                    info.level_dofs = amg.coarse().stats.dofs.clone();
+                    info.setup_stages_ms = amg.stats().setup_ms.clone();
+                    info.hierarchy_bytes += amg.coarse().stats.hierarchy_bytes;
+                    (Prec::TwoLevel(Box::new(amg)), info)
                 }
             })
         })?;
@@ -351,8 +454,35 @@ pub fn solve_domains(
     };
     let mut us = Vec::new();
     let report_pcg = stage(&mut st, progress, "solve", || {
-        pcg_with(&op, &*prec, &f, &cons, &params, &mut us, &mut |_, _| {})
+        pcg_with(
+            &op,
+            prec.as_dyn(),
+            &f,
+            &cons,
+            &params,
+            &mut us,
+            &mut |_, _| {},
+        )
     })?;
+    let coarse = match &prec {
+        Prec::TwoLevel(m) => {
+            let (s, t) = (m.stats(), m.times());
+            Some(CoarseInfo {
+                combination: m.combination().name().into(),
+                coarse_dofs: m.coarse_dofs(),
+                coarse_dofs_per_domain: s.coarse_dofs_per_domain.clone(),
+                touched_dofs_per_domain: m.touched_coarse_dofs(),
+                coarse_blocks: s.coarse_blocks,
+                coarse_levels: s.coarse_levels,
+                setup_ms: s.setup_ms.clone(),
+                applies: t.applies,
+                local_ms: t.local_ms,
+                coarse_ms: t.coarse_ms,
+                operator_ms: t.operator_ms,
+            })
+        }
+        Prec::Other(_) => None,
+    };
     drop(prec);
     // the same acceptance as a single-domain run: the true residual of the returned solution
     let true_res = relative_residual(&op, &f, &cons, &us);
@@ -390,6 +520,7 @@ pub fn solve_domains(
         exchange_ms: times.exchange_ms,
         per_domain,
         device: None,
+        coarse,
     };
     Ok(StaticSolution {
         ho: prep.ho,
@@ -406,6 +537,42 @@ pub fn solve_domains(
         solver: info,
         domains: Some(info_dd),
     })
+}
+
+/// The preconditioner of a CPU domain solve.
+enum Prec<'a> {
+    TwoLevel(Box<TwoLevelDomainAmg<'a, InProcess>>),
+    Other(Box<dyn Preconditioner>),
+}
+
+impl Prec<'_> {
+    fn as_dyn(&self) -> &dyn Preconditioner {
+        match self {
+            Prec::TwoLevel(m) => &**m,
+            Prec::Other(m) => &**m,
+        }
+    }
+}
+
+/// The summary of the domain-local hierarchies (the largest levels and complexities, the
+/// summed bytes).
+fn domain_amg_info(amg: &DomainAmg, name: String) -> SolverInfo {
+    let h = amg.hierarchies();
+    SolverInfo {
+        preconditioner: name,
+        levels: h.iter().map(|a| a.num_levels()).max().unwrap_or(1),
+        operator_complexity: h
+            .iter()
+            .map(|a| a.stats.operator_complexity)
+            .fold(0.0, f64::max),
+        grid_complexity: h
+            .iter()
+            .map(|a| a.stats.grid_complexity)
+            .fold(0.0, f64::max),
+        hierarchy_bytes: h.iter().map(|a| a.stats.hierarchy_bytes).sum(),
+        level_dofs: Vec::new(),
+        setup_stages_ms: Vec::new(),
+    }
 }
 
 fn single(name: &str) -> SolverInfo {

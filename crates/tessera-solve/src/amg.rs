@@ -522,6 +522,18 @@ impl Amg {
         b: Vec<f64>,
         params: &AmgParams,
     ) -> Result<Amg, SolveError> {
+        Amg::setup_grouped(a0, b, 1, params)
+    }
+
+    /// [`Amg::setup_with_near_null_space`] for an operator whose first aggregation treats
+    /// `group` consecutive block rows as one graph node (a coarse level of smoothed
+    /// aggregation, where an aggregate's `m` coarse DOFs are `m / 3` block rows).
+    pub fn setup_grouped(
+        a0: BlockCsr,
+        b: Vec<f64>,
+        group: usize,
+        params: &AmgParams,
+    ) -> Result<Amg, SolveError> {
         params.validate()?;
         let m = params.near_null_space.dim();
         if a0.nrows != a0.ncols || b.len() != a0.nrows * 3 * m {
@@ -530,11 +542,17 @@ impl Amg {
                 found: b.len(),
             });
         }
+        if group == 0 || !a0.nrows.is_multiple_of(group) {
+            return Err(SolveError::InvalidInput {
+                what: "amg",
+                message: format!("{} block rows do not form groups of {group}", a0.nrows),
+            });
+        }
         let mut times = Timer::default();
         let mut levels: Vec<AmgLevel> = Vec::new();
         let mut near_null = vec![b];
         let mut a = a0;
-        let mut group = 1usize;
+        let mut group = group;
         while levels.len() + 1 < params.max_levels && 3 * a.nrows > params.coarse_size {
             let t = Instant::now();
             let graph = strength_graph(&a, group, params.strength);

@@ -36,7 +36,8 @@
 //! one AMG hierarchy per domain built on the domain's owned-owned block (halo couplings
 //! dropped), applied to all domains at once - a non-overlapping additive Schwarz (block Jacobi
 //! over domains) preconditioner with an AMG V-cycle as the subdomain solve. It equals the
-//! global AMG for one domain and weakens as domains are added.
+//! global AMG for one domain and weakens as domains are added; [`crate::domain_amg`] adds the
+//! coarse level that keeps the iteration count nearly independent of the domain count.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -246,6 +247,32 @@ impl DomainMatrix {
     /// [`BlockCsr::from_binbcsr_filtered`] (`S A S + I - S`); halo columns are dropped.
     /// `e = 3` only.
     pub fn owned_block_filtered(&self, fixed: &[bool]) -> Result<BlockCsr, SolveError> {
+        self.rows_filtered(fixed, None)
+    }
+
+    /// The owned rows `Ā_{d,:}` with their halo columns, filtered like
+    /// [`Self::owned_block_filtered`]: a `num_owned × num_local` block CSR matrix in local
+    /// column numbering (owned, then halo). `fixed_halo` holds the constraint flags of the
+    /// halo nodes (`3` per node, received from their owners). `e = 3` only.
+    pub fn local_rows_filtered(
+        &self,
+        fixed: &[bool],
+        fixed_halo: &[bool],
+    ) -> Result<BlockCsr, SolveError> {
+        if fixed_halo.len() != 3 * self.num_halo {
+            return Err(SolveError::Dimension {
+                expected: 3 * self.num_halo,
+                found: fixed_halo.len(),
+            });
+        }
+        self.rows_filtered(fixed, Some(fixed_halo))
+    }
+
+    fn rows_filtered(
+        &self,
+        fixed: &[bool],
+        fixed_halo: Option<&[bool]>,
+    ) -> Result<BlockCsr, SolveError> {
         let p = self.matrix.pattern();
         let n = p.num_block_rows();
         if p.block_dim() != 3 {
@@ -260,6 +287,14 @@ impl DomainMatrix {
                 found: fixed.len(),
             });
         }
+        let fixed_of = |j: usize| -> &[bool] {
+            if j < n {
+                &fixed[3 * j..3 * j + 3]
+            } else {
+                let h = fixed_halo.expect("halo columns are kept only with their flags");
+                &h[3 * (j - n)..3 * (j - n) + 3]
+            }
+        };
         let vals = self.matrix.values();
         let diag = self.matrix.diag();
         let rows: Vec<(Vec<u32>, Vec<f64>)> = (0..n)
@@ -277,7 +312,7 @@ impl DomainMatrix {
                 for kk in 0..p.row_lengths()[i] as usize {
                     let s = kk * BIN_SIZE + lane;
                     let j = p.col_indices()[base + s];
-                    if j as usize >= n {
+                    if j as usize >= n && fixed_halo.is_none() {
                         continue;
                     }
                     for (q, v) in blk.iter_mut().enumerate() {
@@ -290,7 +325,7 @@ impl DomainMatrix {
                 let mut cols = Vec::with_capacity(ent.len());
                 let mut out = Vec::with_capacity(9 * ent.len());
                 for (j, mut b) in ent {
-                    let fj = &fixed[3 * j as usize..3 * j as usize + 3];
+                    let fj = fixed_of(j as usize);
                     for r in 0..3 {
                         for q in 0..3 {
                             if fi[r] || fj[q] {
@@ -314,7 +349,11 @@ impl DomainMatrix {
         }
         Ok(BlockCsr {
             nrows: n,
-            ncols: n,
+            ncols: if fixed_halo.is_some() {
+                n + self.num_halo
+            } else {
+                n
+            },
             row_ptr,
             cols,
             vals: v,
@@ -549,6 +588,45 @@ impl<C: Communicator> PartitionedOperator<C> {
             rest = b;
         }
         out
+    }
+
+    /// The halo part of every domain for the concatenated vector `x` (`e` values per owned
+    /// node): one pack and one [`Communicator::exchange`], as in [`Self::try_apply`]. Used
+    /// at setup for node data the neighbours need (constraint flags).
+    pub fn halo_values(&self, x: &[f64]) -> Result<Vec<Vec<f64>>, SolveError> {
+        let n = self.num_dofs();
+        if x.len() != n {
+            return Err(SolveError::Dimension {
+                expected: n,
+                found: x.len(),
+            });
+        }
+        let e = self.e;
+        let xs = self.split(x);
+        let sends: Vec<Vec<f64>> = self
+            .domains
+            .iter()
+            .zip(&xs)
+            .map(|(dm, xd)| {
+                let mut s = Vec::with_capacity(dm.halo.num_send() * e);
+                for &i in &dm.halo.send_nodes {
+                    s.extend_from_slice(&xd[i as usize * e..(i as usize + 1) * e]);
+                }
+                s
+            })
+            .collect();
+        let mut halos: Vec<Vec<f64>> = self
+            .domains
+            .iter()
+            .map(|dm| vec![0.0; dm.num_halo * e])
+            .collect();
+        if self.domains.len() > 1 {
+            let plans: Vec<&HaloPlan> = self.domains.iter().map(|d| &d.halo).collect();
+            let send_refs: Vec<&[f64]> = sends.iter().map(|s| &s[..]).collect();
+            let mut recv: Vec<&mut [f64]> = halos.iter_mut().map(|h| &mut h[..]).collect();
+            self.comm.exchange(&plans, e, &send_refs, &mut recv)?;
+        }
+        Ok(halos)
     }
 
     /// `y = A x` with the result of every stage: the halo exchange, then the local SpMVs

@@ -55,6 +55,11 @@ pub struct SolveArgs {
     /// Partitioner for --domains: metis or rcb.
     #[arg(long, default_value = "metis", requires = "domains")]
     pub partitioner: tessera_mesh::partition::Partitioner,
+    /// Coarse level of the domain AMG (`amg`/`pmg` problems with --domains, on the CPU):
+    /// hybrid (coarse correction, domain-local cycles, coarse again), additive, or none (the
+    /// one-level domain-local AMG, whose iterations grow with K).
+    #[arg(long, default_value = "hybrid", requires = "domains")]
+    pub coarse: tessera_fem::domain_solve::CoarseChoice,
 }
 
 pub fn run(a: SolveArgs) -> anyhow::Result<()> {
@@ -87,6 +92,7 @@ pub fn run(a: SolveArgs) -> anyhow::Result<()> {
             Some(tessera_fem::domain_solve::DomainOptions {
                 domains: k,
                 partitioner: a.partitioner,
+                coarse: a.coarse,
             });
     }
     // generated meshes (`cells`, `bracket = N`) are sized before any work
@@ -372,6 +378,18 @@ fn print_domains(dd: &serde_json::Value) {
     }
     for line in t.markdown().lines() {
         println!("  {line}");
+    }
+    if let Some(c) = dd.get("coarse").filter(|v| !v.is_null()) {
+        println!(
+            "coarse level     {} DOFs gathered ({}, {} levels); per application: local {:.1} ms, coarse {:.1} ms, operator {:.1} ms in {} applications",
+            c["coarse_dofs"],
+            c["combination"].as_str().unwrap_or(""),
+            c["coarse_levels"],
+            f(&c["local_ms"]),
+            f(&c["coarse_ms"]),
+            f(&c["operator_ms"]),
+            c["applies"]
+        );
     }
     if let Some(dev) = dd.get("device").filter(|v| !v.is_null()) {
         print_device_domains(dev);

@@ -203,8 +203,22 @@ fn fem_solve_domains_matches_one_domain() {
         assert!(dd["halo_bytes_per_iteration"].as_u64().unwrap() > 0, "{dd}");
         assert!(j["stages_ms"].get("partition").is_some(), "{j}");
         assert!(out.join("cantilever.vtu").exists());
+        // the problem's multigrid runs as the two-level domain AMG by default
+        let pre = j["preconditioner"].as_str().unwrap();
+        assert!(pre.starts_with("domain-amg + coarse ("), "{pre}");
+        assert!(dd["coarse"]["coarse_dofs"].as_u64().unwrap() > 0, "{dd}");
+        assert_eq!(dd["coarse"]["combination"], "hybrid");
         let _ = std::fs::remove_dir_all(&out);
     }
+    // the one-level method stays selectable, with the same solution
+    let (o, out) = run(&["--domains", "3", "--coarse", "none"], "none");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let d = j["max_displacement"].as_f64().unwrap();
+    assert!((d - d1).abs() <= 1e-7 * d1, "{d} vs {d1}");
+    assert_eq!(j["preconditioner"], "domain-amg (no coarse level)");
+    assert!(j["domains"]["coarse"].is_null());
+    let _ = std::fs::remove_dir_all(&out);
     for (args, want) in [
         (vec!["--domains", "0"], "0 domains"),
         (vec!["--domains", "100000"], "100000 domains"),
