@@ -868,15 +868,10 @@ fn every_shared_mesh_counts_match_eqs_3_1_to_3_4() {
     }
 }
 
-/// Nanoseconds this thread has run on a CPU (Linux `schedstat`; None elsewhere): a timing
-/// that the load of other processes on a shared machine does not inflate.
+/// Nanoseconds this thread has run on a CPU (`CLOCK_THREAD_CPUTIME_ID`; None where
+/// unknown): a timing that the load of other processes on a shared machine does not inflate.
 fn thread_cpu_ns() -> Option<u64> {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
+    tessera_core::trace::thread_cpu_ns()
 }
 
 /// Times precompute and one level with thread CPU time for `Par::Seq`, wall time for both.

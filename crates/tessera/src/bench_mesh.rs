@@ -539,14 +539,10 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-/// CPU time of the calling thread in ns (Linux: `/proc/thread-self/schedstat`), if known.
+/// CPU time of the calling thread in ns (`clock_gettime(CLOCK_THREAD_CPUTIME_ID)`), if
+/// known.
 fn thread_cpu_ns() -> Option<u64> {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
+    tessera_core::trace::thread_cpu_ns()
 }
 
 /// Medians in ms of `runs` runs of `op` on `mesh` (after one warm-up), in `pool`: wall
