@@ -2,17 +2,21 @@
 //! `tessera bench mesh`'s Table 3.2/3.3 rows except smoothing, timed with 1 thread (the
 //! sequential path) and in rayon pools of the given thread counts (the parallel path),
 //! median of `runs` runs after one warm-up, and the results checked bit-identical between
-//! every thread count.
+//! every thread count. Beside the wall clock: the process CPU time of each run (all threads
+//! together, idle workers' spinning included), the work each path does, which a busy
+//! shared machine disturbs much less than the wall clock.
 //!
 //! ```text
 //! cargo run --release -p tessera-mesh --example relations_threads -- MESH... [--threads 1,2,16] [--runs 7]
 //! ```
 
 use std::time::Instant;
+use tessera_core::trace::process_cpu_ns;
 use tessera_core::Par;
 use tessera_mesh::boundary::extract_boundary;
 use tessera_mesh::relations::{
-    compute_cell_edges, compute_cell_vertices, compute_face_vertices, transpose_edge_vertices,
+    compute_cell_edges, compute_cell_vertices, compute_face_cells, compute_face_vertices,
+    transpose_edge_vertices,
 };
 use tessera_mesh::PolyMesh;
 use tessera_sparse::Tcsr;
@@ -28,7 +32,7 @@ type Run = fn(&PolyMesh, Par) -> Out;
 
 const OPS: &[(&str, Run)] = &[
     ("Transpose Cells (d3)", |m, p| {
-        Out::Tcsr(m.cell_faces().transpose(p))
+        Out::Tcsr(compute_face_cells(m, p))
     }),
     ("Transpose Faces (d2)", |m, p| {
         Out::Tcsr(m.face_edges().transpose(p))
@@ -105,9 +109,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for t in &threads[1..] {
             head += &format!(" {:>8}", format!("1/{t}"));
         }
-        println!("{head}  identical");
+        head += "  identical  process CPU ms:";
+        for t in &threads {
+            head += &format!(" {:>9}", format!("{t} thr."));
+        }
+        println!("{head}");
         for (name, run) in OPS {
             let mut ms = Vec::new();
+            let mut cpu = Vec::new();
             let mut first: Option<Out> = None;
             let mut same = true;
             for (pool, par) in &pools {
@@ -115,19 +124,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let mut m = mesh.clone();
                 m.purge_caches();
                 m.set_par(*par);
-                let (t, out) = pool.install(|| {
+                let (t, c, out) = pool.install(|| {
                     m.face_cells();
                     let out = run(&m, *par);
-                    let t: Vec<f64> = (0..runs)
+                    let (t, c): (Vec<f64>, Vec<f64>) = (0..runs)
                         .map(|_| {
+                            let c = process_cpu_ns().unwrap_or(0);
                             let s = Instant::now();
                             std::hint::black_box(run(&m, *par));
-                            s.elapsed().as_secs_f64() * 1e3
+                            let t = s.elapsed().as_secs_f64() * 1e3;
+                            (t, (process_cpu_ns().unwrap_or(0) - c) as f64 * 1e-6)
                         })
-                        .collect();
-                    (median(t), out)
+                        .unzip();
+                    (median(t), median(c), out)
                 });
                 ms.push(t);
+                cpu.push(c);
                 match &first {
                     None => first = Some(out),
                     Some(o) => same &= *o == out,
@@ -140,7 +152,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             for t in &ms[1..] {
                 line += &format!(" {:>7.2}x", ms[0] / t);
             }
-            println!("{line}  {}", if same { "yes" } else { "NO" });
+            line += &format!("  {:<9}  {:>14}", if same { "yes" } else { "NO" }, "");
+            for c in &cpu {
+                line += &format!(" {c:>9.3}");
+            }
+            println!("{line}");
         }
     }
     Ok(())

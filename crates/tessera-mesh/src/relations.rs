@@ -21,7 +21,9 @@
 //!
 //! Tetrahedral meshes (every cell 4 faces, every face 3 edges: the simplex form of
 //! dissertation §3.4.4) take fast paths with implicit offsets: the transposes of ∂3 and ∂2
-//! are counting scatters without reading offsets ([`tessera_sparse::transpose`]), and cell
+//! are counting scatters without reading offsets ([`tessera_sparse::transpose`]; δ3 of a
+//! consistently oriented manifold mesh, at most two cells per face with opposite signs, a
+//! two-slot scatter without counting: [`compute_face_cells`]), and cell
 //! vertices, cell edges and face vertices are gathered straight from the simplex structure
 //! (a sorting network instead of a sort, no count pass, no compaction) with prefetched
 //! gathers. A fast path checks every row it writes and hands the whole relation to the
@@ -463,10 +465,10 @@ impl PolyMesh {
         })
     }
 
-    /// δ3 = ∂3ᵀ: face -> signed incident cells.
+    /// δ3 = ∂3ᵀ: face -> signed incident cells ([`compute_face_cells`]).
     pub fn face_cells(&self) -> &Tcsr {
         cached(&self.cache.face_cells, || {
-            self.cell_faces.transpose(self.par)
+            compute_face_cells(self, self.par)
         })
     }
 
@@ -504,6 +506,14 @@ impl PolyMesh {
         let ce = self.cell_edges();
         cached(&self.cache.edge_cells, || ce.transpose(self.par))
     }
+}
+
+/// δ3 = ∂3ᵀ, computed without caching. A face of a consistently oriented manifold mesh
+/// bounds at most two cells, with opposite orientations: the two-slot scatter without
+/// counting ([`Tcsr::transpose_two_sided`]); any other mesh (non-manifold, inconsistently
+/// oriented) takes the general transpose, with the identical result.
+pub fn compute_face_cells(mesh: &PolyMesh, par: Par) -> Tcsr {
+    mesh.cell_faces.transpose_two_sided(par)
 }
 
 /// Face vertex loops, computed without caching.

@@ -15,11 +15,14 @@ use tessera_core::Par;
 use tessera_mesh::generate::{box_mesh, BoxKind};
 use tessera_mesh::relations::{
     cell_edges_general, cell_vertices_general, compute_cell_edges, compute_cell_vertices,
-    compute_face_vertices, face_vertices_general, transpose_edge_vertices,
+    compute_face_cells, compute_face_vertices, face_vertices_general, transpose_edge_vertices,
 };
 use tessera_mesh::PolyMesh;
 use tessera_sparse::tcsr::negate;
-use tessera_sparse::transpose::{transpose_entries, TcsrEntries, TransposeParams, TransposeSplit};
+use tessera_sparse::transpose::{
+    transpose_entries, transpose_two_sided, StridedEntries, TcsrEntries, TransposeParams,
+    TransposeSplit,
+};
 use tessera_sparse::Tcsr;
 
 /// The transpose through the general source (explicit offsets), one thread.
@@ -74,6 +77,9 @@ enum Damage {
     RotateFace(usize),
     /// Swap two entries of one ∂2 row: out of loop order (chained by the general path).
     SwapFaceEdges(usize),
+    /// Append a copy of one cell: its faces bound three cells, or two alike (non-manifold;
+    /// the two-slot δ3 must fall back).
+    DuplicateCell(usize),
 }
 
 /// A tetrahedral box with its cells permuted and each ∂3 row shuffled, then damaged.
@@ -126,7 +132,12 @@ fn tet_mesh(n: [usize; 3], seed: u64, damage: Damage) -> PolyMesh {
             let f = f % fe.nrows();
             fe_cols.swap(3 * f, 3 * f + 1);
         }
+        Damage::DuplicateCell(c) => {
+            let c = c % nc;
+            cols.extend_from_within(4 * c..4 * c + 4);
+        }
     }
+    let nc = cols.len() / 4;
     let offsets: Vec<u32> = (0..=nc as u32).map(|c| 4 * c).collect();
     let cf = Tcsr::new(cf.ncols(), offsets, cols).unwrap();
     let fe = Tcsr::new(fe.ncols(), fe.offsets().to_vec(), fe_cols).unwrap();
@@ -156,6 +167,7 @@ fn check(m: &PolyMesh) -> Result<(), TestCaseError> {
         prop_assert_eq!(&b, &ce, "cell edges, {:?}", par);
         prop_assert_eq!(&c, &cv, "cell vertices, {:?}", par);
         prop_assert_eq!(&pool.install(|| m.cell_faces().transpose(par)), &d3);
+        prop_assert_eq!(&pool.install(|| compute_face_cells(m, par)), &d3);
         prop_assert_eq!(&pool.install(|| m.face_edges().transpose(par)), &d2);
         prop_assert_eq!(
             &pool.install(|| face_vertices_general(m, par)),
@@ -178,6 +190,13 @@ fn check(m: &PolyMesh) -> Result<(), TestCaseError> {
                 &pool.install(|| m.cell_faces().transpose_with(Par::Rayon, p)),
                 &d3,
                 "d3, {} threads, {:?}",
+                t,
+                split
+            );
+            prop_assert_eq!(
+                &pool.install(|| m.cell_faces().transpose_two_sided_with(Par::Rayon, p)),
+                &d3,
+                "two-slot d3, {} threads, {:?}",
                 t,
                 split
             );
@@ -209,6 +228,8 @@ fn check(m: &PolyMesh) -> Result<(), TestCaseError> {
         }
     }
     for (chunks, split, bits) in [
+        (1, TransposeSplit::Auto, 0),
+        (300, TransposeSplit::Auto, 0),
         (2, TransposeSplit::Buckets, 1),
         (3, TransposeSplit::Buckets, 4),
         (8, TransposeSplit::Buckets, 0),
@@ -220,6 +241,10 @@ fn check(m: &PolyMesh) -> Result<(), TestCaseError> {
         let p = forced(chunks, split, bits);
         prop_assert_eq!(
             &pool.install(|| m.cell_faces().transpose_with(Par::Rayon, p)),
+            &d3
+        );
+        prop_assert_eq!(
+            &pool.install(|| m.cell_faces().transpose_two_sided_with(Par::Rayon, p)),
             &d3
         );
         prop_assert_eq!(
@@ -252,6 +277,7 @@ fn arb_damage() -> impl Strategy<Value = Damage> {
         1 => (any::<usize>(), any::<usize>()).prop_map(|(i, f)| Damage::ForeignFace(i, f)),
         1 => any::<usize>().prop_map(Damage::RotateFace),
         1 => any::<usize>().prop_map(Damage::SwapFaceEdges),
+        1 => any::<usize>().prop_map(Damage::DuplicateCell),
     ]
 }
 
@@ -299,4 +325,44 @@ fn damage_changes_the_general_result() {
         6 * m.num_cells(),
         "an inconsistent cell uses other edges"
     );
+}
+
+/// The two-slot δ3 is taken on a consistently oriented manifold tetrahedral mesh, declined
+/// on a non-manifold one (a duplicated cell) and on a cell oriented against its neighbours,
+/// and the result equals the general transpose in every case.
+#[test]
+fn two_slot_d3_only_on_consistently_oriented_manifolds() {
+    let two_slot = |m: &PolyMesh, parallel| {
+        transpose_two_sided(
+            &StridedEntries::<4> {
+                columns: m.cell_faces().columns(),
+            },
+            m.num_faces(),
+            parallel,
+            forced(2, TransposeSplit::Auto, 0),
+        )
+    };
+    let ok = tet_mesh([4, 3, 3], 3, Damage::None);
+    let dup = tet_mesh([4, 3, 3], 3, Damage::DuplicateCell(5));
+    // flip every face of one cell: its interior faces are seen alike by both cells
+    let (pos, ev, fe, cf) = ok.clone().into_parts();
+    let mut cols = cf.columns().to_vec();
+    for v in &mut cols[4 * 40..4 * 41] {
+        *v = negate(*v);
+    }
+    let cf = Tcsr::new(cf.ncols(), cf.offsets().to_vec(), cols).unwrap();
+    let flipped = PolyMesh::from_operators(pos, ev, fe, cf).unwrap();
+    for parallel in [false, true] {
+        assert!(two_slot(&ok, parallel).is_some());
+        assert!(two_slot(&dup, parallel).is_none());
+        assert!(two_slot(&flipped, parallel).is_none());
+    }
+    for m in [&ok, &dup, &flipped] {
+        let want = general_transpose(m.cell_faces());
+        for pool in pools() {
+            assert_eq!(pool.install(|| compute_face_cells(m, Par::Rayon)), want);
+        }
+        assert_eq!(compute_face_cells(m, Par::Seq), want);
+        assert_eq!(m.face_cells(), &want);
+    }
 }

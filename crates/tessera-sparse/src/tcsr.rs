@@ -11,7 +11,9 @@
 //! so no value array is needed. Encoding and decoding are branch-free: with
 //! `s = v >> 31` (arithmetic shift, 0 or -1), the column is `v ^ s` and the sign `1 | s`.
 
-use crate::transpose::{transpose_entries, StridedEntries, TcsrEntries, TransposeParams};
+use crate::transpose::{
+    transpose_entries, transpose_two_sided, StridedEntries, TcsrEntries, TransposeParams,
+};
 use rayon::prelude::*;
 use tessera_core::Par;
 
@@ -266,6 +268,50 @@ impl Tcsr {
             ncols: self.nrows(),
             offsets,
             columns,
+        }
+    }
+
+    /// [`Tcsr::transpose`] of an operator whose every column has at most one +1 and one -1
+    /// entry: ∂3 of a consistently oriented manifold mesh (a face bounds at most two cells,
+    /// seen with opposite orientations), whose transpose is δ3 (dissertation §3.3). Takes
+    /// the two-slot scatter without counting ([`crate::transpose::transpose_two_sided`]),
+    /// and the general transpose for any other input; the result is identical to
+    /// [`Tcsr::transpose`]'s for every input and thread count.
+    pub fn transpose_two_sided(&self, par: Par) -> Tcsr {
+        self.transpose_two_sided_with(par, TransposeParams::default())
+    }
+
+    /// [`Tcsr::transpose_two_sided`] with explicit [`TransposeParams`] (its `chunks` and
+    /// `min_parallel_nnz`; the fallback uses all of them).
+    pub fn transpose_two_sided_with(&self, par: Par, params: TransposeParams) -> Tcsr {
+        let parallel = par.is_parallel();
+        let n = self.ncols;
+        let fast = match self.uniform_row_len() {
+            Some(4) => transpose_two_sided(
+                &StridedEntries::<4> {
+                    columns: &self.columns,
+                },
+                n,
+                parallel,
+                params,
+            ),
+            _ => transpose_two_sided(
+                &TcsrEntries {
+                    offsets: &self.offsets,
+                    columns: &self.columns,
+                },
+                n,
+                parallel,
+                params,
+            ),
+        };
+        match fast {
+            Some((offsets, columns)) => Tcsr {
+                ncols: self.nrows(),
+                offsets,
+                columns,
+            },
+            None => self.transpose_with(par, params),
         }
     }
 

@@ -36,9 +36,16 @@
 //!   the one-thread algorithm on its own column range, writing a disjoint part of the
 //!   offsets and entry arrays (whose start is the number of entries of the buckets before
 //!   it). Every write has exactly one owner; there are no atomics and no sort.
+//! - **At most one entry of each sign per output row** ([`transpose_two_sided`]; δ3 of a
+//!   consistently oriented manifold mesh, where a face bounds at most two cells with
+//!   opposite orientations): no counting. Every entry stores its input row into one of two
+//!   slots of its output row, picked by its sign; the slots are then compacted into rows.
+//!   One pass over the entries instead of two, on any number of threads; an input where
+//!   some output row has two entries of one sign is detected and declined.
 
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 use tessera_core::par::filled_vec;
 use tessera_core::Par;
 
@@ -463,6 +470,196 @@ fn transpose_counters<E: Entries>(src: &E, ncols: usize, chunks: usize) -> (Vec<
     (offsets, out)
 }
 
+/// Empty slot of [`transpose_two_sided`] (no TCSR row index reaches `2^31`).
+const EMPTY: u32 = u32::MAX;
+
+/// The transpose of `src` when every output row has at most one +1 and one -1 entry, as
+/// `(offsets, entries)` identical to [`transpose_entries`]'s; `None` when some output row
+/// has two entries of one sign (then it has done nothing the caller needs to undo).
+///
+/// This is δ3 = ∂3ᵀ of a consistently oriented manifold cell complex (dissertation §3.3):
+/// a face bounds at most two cells, and the two cells see an interior face with opposite
+/// orientations. No counting pass: every entry (input row `r`, output row `c`, sign `s`)
+/// stores `r` into slot `2c + (s < 0)` of an array of empty slots (a plain store; chunks of
+/// input rows in parallel), counting its entries per range of output rows on the side.
+/// Then every range of output rows compacts its slots into rows (the filled slots of a row
+/// in ascending input row, which is the input order of the general transpose) from the
+/// start given by the scan of the range counts, writing its part of the offsets and entries
+/// exactly once. A slot found filled before its store, or a range with fewer filled slots
+/// than entries counted (two chunks storing into one slot at once), means two entries of
+/// one sign: `None`. So every input either gets the general transpose's exact arrays or
+/// `None`, for any number of threads and chunks.
+///
+/// Panics under the conditions of [`transpose_entries`].
+pub fn transpose_two_sided<E: Entries>(
+    src: &E,
+    ncols: usize,
+    parallel: bool,
+    params: TransposeParams,
+) -> Option<(Vec<u32>, Vec<i32>)> {
+    let nnz = src.nnz();
+    let nrows = src.nrows();
+    assert!(nnz <= u32::MAX as usize, "2^32 or more entries");
+    if nnz > 2 * ncols {
+        // more entries than slots: some output row has two of one sign
+        return None;
+    }
+    let threads = if params.chunks > 0 {
+        params.chunks
+    } else {
+        rayon::current_num_threads()
+    };
+    let parallel = parallel && threads > 1 && nnz >= params.min_parallel_nnz && nrows > 0;
+    let par = if parallel { Par::Rayon } else { Par::Seq };
+    // ranges of output rows (a power of two each, about 8 per thread; one range on one
+    // thread) and chunks of input rows (about 4 per thread, for balance)
+    let range_bits = if parallel {
+        ncols
+            .div_ceil(8 * threads)
+            .max(1024)
+            .next_power_of_two()
+            .trailing_zeros()
+    } else {
+        ncols.max(1).next_power_of_two().trailing_zeros()
+    };
+    let nranges = ncols.div_ceil(1 << range_bits);
+    let nchunks = if parallel {
+        (4 * threads).min(nrows)
+    } else {
+        1
+    };
+    let bounds = chunk_bounds(src, nchunks);
+
+    let mut slots = filled_vec(par, 2 * ncols, EMPTY);
+    let failed = AtomicBool::new(false);
+    let hists: Vec<Vec<u32>> = {
+        // SAFETY: as in `transpose_counters`: same size and alignment, and `slots` is
+        // borrowed mutably for the view's whole lifetime.
+        let shared: &[AtomicU32] =
+            unsafe { &*(slots.as_mut_slice() as *mut [u32] as *const [AtomicU32]) };
+        let scatter = |k: usize| -> Vec<u32> {
+            let mut h = vec![0u32; if nranges > 1 { nranges } else { 0 }];
+            let rows = bounds[k]..bounds[k + 1];
+            let e = src.row_start(rows.end);
+            for r in rows {
+                if r % 1024 == 0 && failed.load(Ordering::Relaxed) {
+                    break;
+                }
+                for i in src.row_start(r)..src.row_start(r + 1) {
+                    if i + AHEAD < e {
+                        prefetch(&shared[2 * src.col(i + AHEAD) as usize]);
+                    }
+                    let c = src.col(i) as usize;
+                    let slot = &shared[2 * c + (src.sign_mask(i) & 1) as usize];
+                    if slot.load(Ordering::Relaxed) != EMPTY {
+                        failed.store(true, Ordering::Relaxed);
+                        return h;
+                    }
+                    slot.store(r as u32, Ordering::Relaxed);
+                    if nranges > 1 {
+                        h[c >> range_bits] += 1;
+                    }
+                }
+            }
+            h
+        };
+        if parallel {
+            (0..nchunks).into_par_iter().map(scatter).collect()
+        } else {
+            vec![scatter(0)]
+        }
+    };
+    if failed.load(Ordering::Relaxed) {
+        return None;
+    }
+    let totals: Vec<usize> = if nranges > 1 {
+        (0..nranges)
+            .map(|s| hists.iter().map(|h| h[s] as usize).sum())
+            .collect()
+    } else {
+        vec![nnz; nranges]
+    };
+    // compaction into rows, every range from its start; the arrays are written exactly once
+    // (checked by the counts), so they are not zeroed first
+    let mut offsets: Vec<u32> = Vec::with_capacity(ncols + 1);
+    let mut out: Vec<i32> = Vec::with_capacity(nnz);
+    let ok = {
+        let slots = &slots;
+        let (o0, mut orest) = offsets.spare_capacity_mut()[..ncols + 1].split_at_mut(1);
+        o0[0].write(0);
+        let mut erest = &mut out.spare_capacity_mut()[..nnz];
+        let mut work = Vec::with_capacity(nranges);
+        let mut base = 0usize;
+        for (s, &t) in totals.iter().enumerate() {
+            let lo = s << range_bits;
+            let hi = ((s + 1) << range_bits).min(ncols);
+            let (o, rest) = std::mem::take(&mut orest).split_at_mut(hi - lo);
+            orest = rest;
+            let (e, rest) = std::mem::take(&mut erest).split_at_mut(t);
+            erest = rest;
+            work.push((lo, base, o, e));
+            base += t;
+        }
+        let compact = |(lo, base, offs, ents): (
+            usize,
+            usize,
+            &mut [MaybeUninit<u32>],
+            &mut [MaybeUninit<i32>],
+        )|
+         -> bool {
+            let mut w = 0usize;
+            for (j, o) in offs.iter_mut().enumerate() {
+                let f = lo + j;
+                let (a, b) = (slots[2 * f], slots[2 * f + 1]);
+                // a: the +1 entry's row, b: the -1 entry's row; ascending row order
+                match (a != EMPTY, b != EMPTY) {
+                    (true, true) => {
+                        let (x, y) = if a < b {
+                            (a as i32, !(b as i32))
+                        } else {
+                            (!(b as i32), a as i32)
+                        };
+                        ents[w].write(x);
+                        ents[w + 1].write(y);
+                        w += 2;
+                    }
+                    (true, false) => {
+                        ents[w].write(a as i32);
+                        w += 1;
+                    }
+                    (false, true) => {
+                        ents[w].write(!(b as i32));
+                        w += 1;
+                    }
+                    (false, false) => {}
+                }
+                o.write((base + w) as u32);
+            }
+            w == ents.len()
+        };
+        if parallel {
+            work.into_par_iter()
+                .map(compact)
+                .reduce(|| true, |a, b| a & b)
+        } else {
+            work.into_iter().all(compact)
+        }
+    };
+    drop(slots);
+    if !ok {
+        return None;
+    }
+    // SAFETY: `ok` means every range ran (the sequential `all` stops only at a failing
+    // range, the parallel reduce runs all) and wrote every one of its offsets and all
+    // `totals[s]` of its entries (`w == ents.len()`); with `offsets[0]` the ranges cover the
+    // first `ncols + 1` offsets and the first `nnz` entries.
+    unsafe {
+        offsets.set_len(ncols + 1);
+        out.set_len(nnz);
+    }
+    Some((offsets, out))
+}
+
 /// Several threads: column buckets (see the module docs).
 fn transpose_bucketed<E: Entries>(
     src: &E,
@@ -724,6 +921,119 @@ mod tests {
         Ok(())
     }
 
+    /// Whether every row of `t` has at most one +1 and one -1 entry.
+    fn two_sided(t: &Tcsr) -> bool {
+        (0..t.nrows()).all(|r| {
+            let row: Vec<(u32, i32)> = t.row_decoded(r).collect();
+            row.iter().filter(|e| e.1 > 0).count() <= 1
+                && row.iter().filter(|e| e.1 < 0).count() <= 1
+        })
+    }
+
+    /// Operators whose columns have at most one +1 and one -1 entry (∂3 of a consistently
+    /// oriented manifold mesh), then a defect: none, one entry added with the sign a column
+    /// already has in another row (a face of three cells, or two cells seeing it alike),
+    /// or one row's signs flipped (a cell oriented against its neighbours).
+    fn arb_two_sided() -> impl Strategy<Value = Tcsr> {
+        (1usize..300, 1usize..200).prop_flat_map(|(nr, nc)| {
+            (
+                proptest::collection::vec(
+                    (
+                        proptest::option::weighted(0.8, 0..nr),
+                        proptest::option::weighted(0.8, 0..nr),
+                    ),
+                    nc,
+                ),
+                0u8..3,
+                any::<u64>(),
+            )
+                .prop_map(move |(cols, defect, seed)| {
+                    let mut rows: Vec<Vec<(u32, i32)>> = vec![Vec::new(); nr];
+                    for (c, &(p, m)) in cols.iter().enumerate() {
+                        if let Some(p) = p {
+                            rows[p].push((c as u32, 1));
+                        }
+                        if let Some(m) = m.filter(|&m| Some(m) != p) {
+                            rows[m].push((c as u32, -1));
+                        }
+                    }
+                    let pick = |k: u64, n: usize| (seed.rotate_left(k as u32) % n as u64) as usize;
+                    match defect {
+                        1 => {
+                            // column c again with the sign it has in row r, in another row
+                            let r = pick(7, nr);
+                            if let Some(&(c, s)) = rows[r].first() {
+                                let r2 = pick(19, nr);
+                                if !rows[r2].iter().any(|e| e.0 == c) {
+                                    rows[r2].push((c, s));
+                                }
+                            }
+                        }
+                        2 => {
+                            let r = pick(3, nr);
+                            for e in &mut rows[r] {
+                                e.1 = -e.1;
+                            }
+                        }
+                        _ => {}
+                    }
+                    for (r, row) in rows.iter_mut().enumerate() {
+                        // any order within a row
+                        let n = row.len();
+                        for i in (1..n).rev() {
+                            row.swap(i, pick(i as u64 + r as u64, i + 1));
+                        }
+                    }
+                    Tcsr::from_rows(nc, rows).unwrap()
+                })
+        })
+    }
+
+    /// The two-slot transpose gives the general transpose's arrays exactly when every output
+    /// row has at most one entry of each sign, and `None` otherwise, for any chunks, threads
+    /// and source; `Tcsr::transpose_two_sided` always equals the transpose.
+    fn check_two_sided(m: &Tcsr) -> Result<(), TestCaseError> {
+        let want = naive(m);
+        let holds = two_sided(&want);
+        let general = TcsrEntries {
+            offsets: m.offsets(),
+            columns: m.columns(),
+        };
+        let strided = StridedEntries::<4> {
+            columns: m.columns(),
+        };
+        let fixed4 = m.uniform_row_len() == Some(4);
+        for chunks in [1, 2, 3, 4, 7, 16, 300] {
+            let p = params(chunks, TransposeSplit::Auto, 0);
+            for parallel in [false, true] {
+                let mut got = vec![transpose_two_sided(&general, m.ncols(), parallel, p)];
+                if fixed4 {
+                    got.push(transpose_two_sided(&strided, m.ncols(), parallel, p));
+                }
+                for g in got {
+                    prop_assert_eq!(g.is_some(), holds, "{} chunks", chunks);
+                    if let Some((o, c)) = g {
+                        prop_assert_eq!(&Tcsr::new(m.nrows(), o, c).unwrap(), &want);
+                    }
+                }
+            }
+            prop_assert_eq!(&m.transpose_two_sided_with(Par::Rayon, p), &want);
+            prop_assert_eq!(&m.transpose_two_sided_with(Par::Seq, p), &want);
+        }
+        for pool in &pools()[..3] {
+            let t = pool.current_num_threads();
+            let p = params(0, TransposeSplit::Auto, 0);
+            prop_assert_eq!(
+                &pool.install(|| m.transpose_two_sided_with(Par::Rayon, p)),
+                &want,
+                "{} threads",
+                t
+            );
+            prop_assert_eq!(&pool.install(|| m.transpose_two_sided(Par::Rayon)), &want);
+        }
+        Ok(())
+    }
+
     proptest! {
         #[test]
         fn fixed_row_length_paths_equal_general_transpose(
@@ -738,6 +1048,18 @@ mod tests {
         #[test]
         fn ragged_rows_all_paths_equal_naive(m in arb_ragged()) {
             check_all_paths(&m)?;
+        }
+
+        #[test]
+        fn two_slot_transpose_equals_general_or_declines(m in arb_two_sided()) {
+            check_two_sided(&m)?;
+        }
+
+        #[test]
+        fn two_slot_transpose_of_fixed_rows(m4 in arb_fixed(4), m3 in arb_fixed(3)) {
+            // random rows of 4 (the implicit-offset source): small ones are often two-sided
+            check_two_sided(&m4)?;
+            check_two_sided(&m3)?;
         }
 
         #[test]
@@ -795,6 +1117,81 @@ mod tests {
         }
         for p in splits() {
             assert_eq!(m.transpose_with(Par::Rayon, p), want, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn two_slot_transpose_declines_two_entries_of_one_sign() {
+        let t = |rows: Vec<Vec<(u32, i32)>>, nc| Tcsr::from_rows(nc, rows).unwrap();
+        let cases = [
+            (
+                t(
+                    vec![vec![(0, 1), (1, 1)], vec![(0, -1), (2, 1)], vec![(1, -1)]],
+                    3,
+                ),
+                true,
+            ),
+            (t(vec![vec![(0, 1)], vec![(0, 1)]], 1), false),
+            (
+                t(vec![vec![(0, 1)], vec![(0, -1)], vec![(0, -1)]], 1),
+                false,
+            ),
+            (t(vec![vec![(0, 1)], vec![(0, -1)], vec![(0, 1)]], 2), false),
+            (t(vec![vec![], vec![]], 4), true),
+        ];
+        for (m, holds) in cases {
+            let e = TcsrEntries {
+                offsets: m.offsets(),
+                columns: m.columns(),
+            };
+            for parallel in [false, true] {
+                let got = transpose_two_sided(
+                    &e,
+                    m.ncols(),
+                    parallel,
+                    params(2, TransposeSplit::Auto, 0),
+                );
+                assert_eq!(got.is_some(), holds, "{m:?}");
+            }
+            assert_eq!(m.transpose_two_sided(Par::Rayon), naive(&m));
+        }
+    }
+
+    #[test]
+    fn large_two_sided_parallel_equals_serial() {
+        // a chain of 4-face cells: cell r has +1 on faces 2r, 2r + 1 and -1 on 2r + 2, 2r + 3,
+        // so every face has at most one cell of each sign; > 2^16 entries take the parallel
+        // path with the default parameters
+        let nr = 40_000u32;
+        let rows = (0..nr).map(|r| [(2 * r, 1), (2 * r + 3, -1), (2 * r + 1, 1), (2 * r + 2, -1)]);
+        let m = Tcsr::from_rows(2 * nr as usize + 2, rows).unwrap();
+        let want = naive(&m);
+        let s = StridedEntries::<4> {
+            columns: m.columns(),
+        };
+        for pool in pools() {
+            let got = pool
+                .install(|| transpose_two_sided(&s, m.ncols(), true, TransposeParams::default()));
+            let (o, c) = got.expect("two-sided");
+            assert_eq!(Tcsr::new(m.nrows(), o, c).unwrap(), want);
+        }
+        // one cell oriented against its neighbours: declined, and the fallback is exact
+        let mut cols = m.columns().to_vec();
+        for v in &mut cols[4 * 777..4 * 778] {
+            *v = !*v;
+        }
+        let flipped = Tcsr::new(m.ncols(), m.offsets().to_vec(), cols).unwrap();
+        let s = StridedEntries::<4> {
+            columns: flipped.columns(),
+        };
+        assert!(pools()[1]
+            .install(|| transpose_two_sided(&s, m.ncols(), true, TransposeParams::default()))
+            .is_none());
+        for pool in pools() {
+            assert_eq!(
+                pool.install(|| flipped.transpose_two_sided(Par::Rayon)),
+                naive(&flipped)
+            );
         }
     }
 
