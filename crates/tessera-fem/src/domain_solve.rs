@@ -18,8 +18,8 @@
 //!    of a single-domain run.
 //!
 //! The domains run in this process on the CPU ([`InProcess`] communicator), or, with
-//! [`StaticOptions::devices`], on CUDA devices ([`crate::domain_gpu`]: block-Jacobi PCG on
-//! device copies of the domains' matrices, NCCL between devices).
+//! [`StaticOptions::devices`], on CUDA devices ([`crate::domain_gpu`]: each domain assembled
+//! on its device, block-Jacobi or domain-AMG PCG there, NCCL between devices).
 
 use std::time::Instant;
 
@@ -99,6 +99,9 @@ pub struct DomainOptions {
     pub partitioner: Partitioner,
     /// The coarse level of the domain AMG (`amg` and `pmg` problems on the CPU).
     pub coarse: CoarseChoice,
+    /// With devices: assemble the domains on the CPU and upload the matrices instead of
+    /// assembling each on its device (for comparison).
+    pub host_assembly: bool,
 }
 
 impl Default for DomainOptions {
@@ -107,6 +110,7 @@ impl Default for DomainOptions {
             domains: 1,
             partitioner: Partitioner::Metis,
             coarse: CoarseChoice::default(),
+            host_assembly: false,
         }
     }
 }
@@ -230,7 +234,7 @@ impl DomainSolveInfo {
     }
 }
 
-fn stage<R>(
+pub(crate) fn stage<R>(
     list: &mut Vec<(String, f64)>,
     progress: &mut dyn FnMut(&str),
     name: &str,
@@ -303,6 +307,11 @@ pub fn solve_domains(
         Ok::<_, StaticError>((layout, report))
     })?;
     let lame = problem.material.lame()?;
+    if !gpus.is_empty() {
+        return crate::domain_gpu::solve_prepared_on_devices(
+            problem, opts, dd, prep, layout, report, &gpus, st, progress,
+        );
+    }
     let doms = stage(&mut st, progress, "assemble", || {
         assemble_domains(ho, &layout, Operator::Stiffness(lame), opts.par)
     })?;
@@ -348,73 +357,6 @@ pub fn solve_domains(
         values: layout.scatter(&prep.constraints.values, 3),
     };
     let f = layout.scatter(&prep.f, 3);
-    if !gpus.is_empty() {
-        // block Jacobi on the devices (the domain-local AMG runs on the CPU only)
-        let params = PcgParams {
-            tolerance: problem.solver.tolerance,
-            max_iterations: problem.solver.max_iterations,
-            ..Default::default()
-        };
-        let (us, report_pcg, dev) = stage(&mut st, progress, "solve", || {
-            crate::domain_gpu::solve_on_devices(
-                &gpus,
-                &opts.devices,
-                op.domains(),
-                &f,
-                &cons,
-                &params,
-            )
-        })?;
-        // the same acceptance as a single-domain run: the true residual (CPU operator)
-        let true_res = relative_residual(&op, &f, &cons, &us);
-        let limit = (100.0 * problem.solver.tolerance).max(1e-10);
-        if true_res.is_nan() || true_res > limit || us.iter().any(|x| !x.is_finite()) {
-            return Err(StaticError::Solve(SolveError::InvalidInput {
-                what: "solve",
-                message: format!(
-                    "the device PCG reported convergence (relative residual {:.3e}) but the returned displacement has a true relative residual of {true_res:.3e} (> {limit:.1e})",
-                    report_pcg.final_residual
-                ),
-            }));
-        }
-        for (d, s) in per_domain.iter_mut().enumerate() {
-            s.spmv_ms = dev.spmv_ms[d];
-        }
-        let info = single(match problem.solver.preconditioner_for(ho.order()) {
-            PreconditionerKind::BlockJacobi => "block-jacobi",
-            _ => "block-jacobi (the domain-local AMG runs on the CPU only)",
-        });
-        let u = layout.gather(&us, 3);
-        let nonzeros = assembly.block_nonzeros * 9;
-        let info_dd = DomainSolveInfo {
-            domains: layout.num_domains(),
-            partitioner: dd.partitioner,
-            communicator: dev.communicator.clone(),
-            edge_cut: report.edge_cut,
-            imbalance: report.imbalance,
-            halo_bytes_per_iteration: dev.halo_bytes_per_iteration,
-            applies: report_pcg.iterations as u64 + 1,
-            exchange_ms: dev.exchange_ms * (report_pcg.iterations as f64 + 1.0),
-            per_domain,
-            device: Some(dev.clone()),
-            coarse: None,
-        };
-        return Ok(StaticSolution {
-            ho: prep.ho,
-            u,
-            f: prep.f,
-            constraints: prep.constraints,
-            report: report_pcg,
-            assembly,
-            matrix: None,
-            device_matrix: None,
-            device: crate::domain_gpu::list(&opts.devices),
-            stages_ms: st,
-            nonzeros,
-            solver: info,
-            domains: Some(info_dd),
-        });
-    }
     let kind = problem.solver.preconditioner_for(ho.order());
     let pos = || layout.owned_positions(&ho.node_positions());
     let amg_params = &problem.solver.multigrid.amg;
@@ -575,7 +517,7 @@ fn domain_amg_info(amg: &DomainAmg, name: String) -> SolverInfo {
     }
 }
 
-fn single(name: &str) -> SolverInfo {
+pub(crate) fn single(name: &str) -> SolverInfo {
     SolverInfo {
         preconditioner: name.to_string(),
         levels: 1,

@@ -70,9 +70,18 @@ pub struct BenchFemSolveArgs {
     #[arg(long, value_delimiter = ',', value_name = "cuda:N,...")]
     pub devices: Vec<DeviceChoice>,
     /// Domains (with --devices: placed round-robin; default one per device; without
-    /// --devices: the in-process CPU domains).
-    #[arg(long, value_name = "K")]
-    pub domains: Option<usize>,
+    /// --devices: the in-process CPU domains). Several (`1,4,8`) run every case once per count.
+    #[arg(long, value_name = "K", value_delimiter = ',')]
+    pub domains: Vec<usize>,
+    /// With --devices: where the domains are assembled, `device` (each on its GPU) or `host`
+    /// (CPU assembly, matrices uploaded; for comparison). Several (`device,host`) run both.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "device",
+        value_name = "device|host"
+    )]
+    pub domain_assembly: Vec<String>,
 }
 
 /// One case of the benchmark.
@@ -198,6 +207,8 @@ fn max_displacement(sol: &StaticSolution) -> f64 {
 fn run_case(
     case: &Case,
     a: &BenchFemSolveArgs,
+    domains: Option<usize>,
+    host_assembly: bool,
     pb: &indicatif::ProgressBar,
 ) -> anyhow::Result<Row> {
     let mut devices = Vec::new();
@@ -207,7 +218,7 @@ fn run_case(
             other => anyhow::bail!("--devices takes CUDA devices (cuda:N), not `{other}`"),
         }
     }
-    let domains = a.domains.or((!devices.is_empty()).then_some(devices.len()));
+    let domains = domains.or((!devices.is_empty()).then_some(devices.len()));
     let opts = StaticOptions {
         par: Par::auto(),
         device: if domains.is_some() && devices.is_empty() {
@@ -217,6 +228,7 @@ fn run_case(
         },
         domains: domains.map(|k| tessera_fem::domain_solve::DomainOptions {
             domains: k,
+            host_assembly,
             ..Default::default()
         }),
         devices,
@@ -279,9 +291,18 @@ fn run_case(
         .zip(spmv_bytes)
         .map(|(t, b)| b as f64 / (t * 1e-3) / 1e9);
     Ok(Row {
-        case: format!("{} {}", case.label, case.tets_hint)
-            .trim()
-            .to_string(),
+        case: format!(
+            "{} {}{}",
+            case.label,
+            case.tets_hint,
+            match (domains, opts.devices.is_empty(), host_assembly) {
+                (Some(k), false, true) => format!(" k={k} host-asm"),
+                (Some(k), _, _) => format!(" k={k}"),
+                (None, _, _) => String::new(),
+            }
+        )
+        .trim()
+        .to_string(),
         device: sol.device.clone(),
         preconditioner: sol.solver.preconditioner.clone(),
         setup_ms: stage_ms(&stages, "setup").unwrap_or(0.0),
@@ -381,15 +402,44 @@ pub fn run(a: BenchFemSolveArgs) -> anyhow::Result<()> {
             cases.push(c);
         }
     }
-    let mut rows = Vec::new();
-    let pb = crate::util::steps(a.json, cases.len() as u64, "cases");
-    for c in &cases {
-        let r = run_case(c, &a, &pb)?;
-        pb.inc(1);
-        if a.json {
-            println!("{}", serde_json::to_string(&r)?);
+    let mut assemblies = Vec::new();
+    for s in &a.domain_assembly {
+        let host = match s.trim() {
+            "device" => false,
+            "host" => true,
+            other => anyhow::bail!("--domain-assembly takes device or host, not `{other}`"),
+        };
+        if !assemblies.contains(&host) {
+            assemblies.push(host);
         }
-        rows.push(r);
+    }
+    let counts: Vec<Option<usize>> = if a.domains.is_empty() {
+        vec![None]
+    } else {
+        a.domains.iter().map(|&k| Some(k)).collect()
+    };
+    let variants: Vec<(Option<usize>, bool)> = counts
+        .iter()
+        .flat_map(|&k| {
+            let hosts = if a.devices.is_empty() {
+                vec![false]
+            } else {
+                assemblies.clone()
+            };
+            hosts.into_iter().map(move |h| (k, h))
+        })
+        .collect();
+    let mut rows = Vec::new();
+    let pb = crate::util::steps(a.json, (cases.len() * variants.len()) as u64, "cases");
+    for c in &cases {
+        for &(k, host) in &variants {
+            let r = run_case(c, &a, k, host, &pb)?;
+            pb.inc(1);
+            if a.json {
+                println!("{}", serde_json::to_string(&r)?);
+            }
+            rows.push(r);
+        }
     }
     pb.finish_and_clear();
     if a.json {
@@ -511,6 +561,10 @@ fn print_domains(r: &Row) {
             .unwrap_or("cpu")
             .to_string()
     };
+    let per = |key: &str, d: usize| {
+        dev.and_then(|v| v[key].get(d))
+            .map_or("-".to_string(), |v| format!("{:.2}", f(v)))
+    };
     let mut t = tessera_core::table::Table::new(&[
         "domain",
         "device",
@@ -518,6 +572,9 @@ fn print_domains(r: &Row) {
         "halo nodes",
         "neighbours",
         "assemble ms",
+        "device stages ms",
+        "mesh + upload ms",
+        "precond setup ms",
         "SpMV ms / apply",
     ]);
     for (d, x) in dd["per_domain"]
@@ -533,10 +590,26 @@ fn print_domains(r: &Row) {
             x["halo_nodes"].to_string(),
             x["neighbours"].to_string(),
             format!("{:.1}", f(&x["assemble_ms"])),
+            per("assemble_device_ms", d),
+            per("assemble_mesh_ms", d),
+            per("setup_ms", d),
             spmv(d),
         ]);
     }
     print!("{}", t.markdown());
+    if let Some(v) = dev {
+        println!(
+            "assembly: {} ({}); preconditioner: {}; {} PCG iterations",
+            v["assembly"].as_str().unwrap_or(""),
+            if v["assembly"].as_str() == Some("device") {
+                "count, pattern, element matrices and summation on the domain's GPU; 'assemble ms' is the wall time of the domain: local mesh on the host, upload, device stages"
+            } else {
+                "CPU assembly per domain; the matrices are uploaded when the device operator is built"
+            },
+            v["preconditioner"].as_str().unwrap_or(""),
+            r.iterations
+        );
+    }
     match dev {
         Some(v) => {
             let apply = f(&v["apply_ms"]);

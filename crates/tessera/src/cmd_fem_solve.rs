@@ -93,6 +93,7 @@ pub fn run(a: SolveArgs) -> anyhow::Result<()> {
                 domains: k,
                 partitioner: a.partitioner,
                 coarse: a.coarse,
+                ..Default::default()
             });
     }
     // generated meshes (`cells`, `bracket = N`) are sized before any work
@@ -417,6 +418,33 @@ fn print_device_domains(dev: &serde_json::Value) {
         .flatten()
         .map(|v| format!("{:.3}", f(v)))
         .collect();
+    let per = |key: &str| -> String {
+        dev[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|v| format!("{:.1}", f(v)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if dev["assembly"].as_str() == Some("device") {
+        println!(
+            "device assembly  per domain: device stages [{}] ms, local mesh + upload (host) [{}] ms",
+            per("assemble_device_ms"),
+            per("assemble_mesh_ms")
+        );
+    } else {
+        println!("device assembly  none: domains assembled on the host and uploaded");
+    }
+    println!(
+        "preconditioner   {}{}",
+        dev["preconditioner"].as_str().unwrap_or(""),
+        if dev["setup_ms"].as_array().is_some_and(|a| !a.is_empty()) {
+            format!(", setup per domain [{}] ms", per("setup_ms"))
+        } else {
+            String::new()
+        }
+    );
     println!(
         "device apply     {:.3} ms (pack {:.3} ms, exchange {:.3} ms, SpMV per domain [{}] ms), {:.3} ms per iteration, upload {:.1} ms",
         f(&dev["apply_ms"]),

@@ -22,7 +22,7 @@ use crate::error::FemError;
 use crate::material::Material;
 use crate::multi_index::binomial;
 use crate::nodes::HoMesh;
-use crate::pattern::Stages;
+use crate::pattern::{RowSubset, Stages};
 use rayon::prelude::*;
 use std::sync::Arc;
 use tessera_gpu::{
@@ -115,6 +115,11 @@ pub struct DeviceHoMesh {
     p: usize,
     m: usize,
     nnodes: usize,
+    /// Block rows assembled: all nodes, or the rows of a [`RowSubset`].
+    nrows: usize,
+    /// Mesh node of every row for a [`RowSubset`] (the counts of Eq. 4.6 are formed for all
+    /// nodes, then gathered for the rows).
+    row_nodes: Option<DeviceBuffer<u32>>,
     ncells: usize,
     base: [usize; 5],
     per: [usize; 4],
@@ -134,6 +139,33 @@ pub struct DeviceHoMesh {
 impl DeviceHoMesh {
     /// Upload `ho` (the cell -> node array and the node -> cells map are formed on the host).
     pub fn upload(gpu: &Gpu, ho: &HoMesh) -> Result<Self, FemError> {
+        Self::upload_inner(gpu, ho, None)
+    }
+
+    /// Upload `ho` for the assembly of the rows of `rows` only, with columns in the subset's
+    /// numbering (dissertation §7.1.2: a domain's owned rows over its local cells): the cell
+    /// -> node array holds columns instead of nodes and the node -> cells map is listed for
+    /// the rows, so the pattern and summation kernels run unchanged on `rows.rows.len()`
+    /// rows. Row `i` must be the node of column `i` (the owned nodes are the first columns,
+    /// as in [`crate::domain::DomainLayout::local_mesh`]).
+    pub fn upload_rows(gpu: &Gpu, ho: &HoMesh, rows: &RowSubset) -> Result<Self, FemError> {
+        rows.validate(ho.num_nodes())?;
+        if let Some(i) = rows
+            .rows
+            .iter()
+            .enumerate()
+            .position(|(i, &r)| rows.node_of_column[i] != r)
+        {
+            return Err(FemError::InvalidInput(format!(
+                "row subset: row {i} (node {}) is not column {i}; the device assembly needs \
+                 the rows numbered first among the columns",
+                rows.rows[i]
+            )));
+        }
+        Self::upload_inner(gpu, ho, Some(rows))
+    }
+
+    fn upload_inner(gpu: &Gpu, ho: &HoMesh, rows: Option<&RowSubset>) -> Result<Self, FemError> {
         let sm = ho.mesh();
         let d = ho.dim();
         let p = ho.order();
@@ -156,9 +188,32 @@ impl DeviceHoMesh {
         cn.par_chunks_mut(m.max(1))
             .enumerate()
             .with_min_len(256)
-            .for_each(|(c, out)| ho.cell_nodes(c, out));
+            .for_each(|(c, out)| {
+                ho.cell_nodes(c, out);
+                if let Some(rs) = rows {
+                    for j in out.iter_mut() {
+                        *j = rs.column[*j as usize];
+                    }
+                }
+            });
         tr.mark("positions + cell nodes");
-        let ncm = ho.node_cells_tcsr();
+        let ncm = match rows {
+            None => ho.node_cells_tcsr(),
+            Some(rs) => {
+                // the incident cells of every row's node, rows in order
+                let cells_of = ho.node_cells();
+                let mut offsets = Vec::with_capacity(rs.rows.len() + 1);
+                offsets.push(0u32);
+                let mut cols = Vec::new();
+                for &r in &rs.rows {
+                    cols.extend_from_slice(cells_of.row(r));
+                    offsets.push(u32::try_from(cols.len()).map_err(|_| {
+                        FemError::TooLarge("more than 2^32 node-cell pairs".into())
+                    })?);
+                }
+                tessera_sparse::tcsr::Tcsr::from_raw_unchecked(nc, offsets, cols)
+            }
+        };
         tr.mark("node -> cells");
         let empty_u32: &[u32] = &[];
         let edges: &[u32] = sm.edges().as_flattened();
@@ -210,6 +265,11 @@ impl DeviceHoMesh {
             p,
             m,
             nnodes: ho.num_nodes(),
+            nrows: rows.map_or(ho.num_nodes(), |rs| rs.rows.len()),
+            row_nodes: match rows {
+                Some(rs) => Some(up(gpu, &rs.rows)?),
+                None => None,
+            },
             ncells: nc,
             base,
             per,
@@ -230,6 +290,10 @@ impl DeviceHoMesh {
     }
     pub fn num_nodes(&self) -> usize {
         self.nnodes
+    }
+    /// Block rows the assembly builds (all nodes, or those of the row subset).
+    pub fn num_rows(&self) -> usize {
+        self.nrows
     }
     pub fn num_cells(&self) -> usize {
         self.ncells
@@ -688,8 +752,26 @@ fn build_pattern_gpu(
             .arg(&len)
             .run()
             .map_err(gpu_err)?;
-        Ok(len)
+        match &dm.row_nodes {
+            None => Ok(len),
+            Some(rows) => {
+                // the counts of the subset's rows (their incident cells are all local)
+                let nr = to_u32(dm.nrows, "rows")?;
+                let sub = g.alloc::<u32>(dm.nrows.max(1)).map_err(gpu_err)?;
+                g.launch(&k.k("gather_u32")?, cfg(dm.nrows, BLOCK)?)
+                    .arg(&nr)
+                    .arg(rows)
+                    .arg(&len)
+                    .arg(&sub)
+                    .run()
+                    .map_err(gpu_err)?;
+                Ok(sub)
+            }
+        }
     })?;
+    // from here on, rows (all nodes, or the subset's rows numbered as columns)
+    let n = dm.nrows;
+    let n32 = to_u32(n, "rows")?;
     let nbins = n.div_ceil(BIN_SIZE);
     let bin_offsets = timed(g, stages, "bin_offsets", || {
         let slots = g.alloc::<u32>(nbins.max(1)).map_err(gpu_err)?;

@@ -85,6 +85,14 @@ impl DeviceBinBcsrPattern {
     }
     /// Copy back to the host (validated).
     pub fn download(&self, gpu: &Gpu) -> Result<BinBcsrPattern, SolveError> {
+        let p = self.download_rect(gpu, self.n)?;
+        p.validate()?;
+        Ok(p)
+    }
+    /// Copy back to the host with columns checked against `ncols` block columns instead of
+    /// the row count: every row's columns strictly ascending, below `ncols`, and not the
+    /// row's own (a domain's owned rows with halo columns, dissertation §7.1.2).
+    pub fn download_rect(&self, gpu: &Gpu, ncols: usize) -> Result<BinBcsrPattern, SolveError> {
         let offsets = gpu.download_range(&self.bin_offsets, 0..self.nbins + 1)?;
         let lengths = gpu.download_range(&self.row_lengths, 0..self.n)?;
         let cols = gpu.download_range(&self.col_indices, 0..self.nslots)?;
@@ -94,7 +102,23 @@ impl DeviceBinBcsrPattern {
             piece.copy_from_slice(&cols[at..at + piece.len()]);
             at += piece.len();
         }
-        p.validate()?;
+        for i in 0..self.n {
+            let mut prev: Option<u32> = None;
+            for c in p.row_cols(i) {
+                if c as usize >= ncols {
+                    return Err(BinBcsrError::ColumnOutOfRange {
+                        row: i,
+                        col: c,
+                        n: ncols,
+                    }
+                    .into());
+                }
+                if c as usize == i || prev.is_some_and(|q| q >= c) {
+                    return Err(BinBcsrError::RowNotSorted { row: i }.into());
+                }
+                prev = Some(c);
+            }
+        }
         Ok(p)
     }
     pub fn num_block_rows(&self) -> usize {
@@ -162,7 +186,17 @@ impl<T: GpuScalar> DeviceBinBcsr<T> {
     }
     /// Copy back to the host.
     pub fn download(&self, gpu: &Gpu) -> Result<BinBcsr<T>, SolveError> {
-        let p = Arc::new(self.pattern.download(gpu)?);
+        self.download_rect(gpu, self.pattern.n)
+    }
+    /// Copy back to the host, columns checked against `ncols` block columns
+    /// ([`DeviceBinBcsrPattern::download_rect`]).
+    pub fn download_rect(&self, gpu: &Gpu, ncols: usize) -> Result<BinBcsr<T>, SolveError> {
+        let p = if ncols == self.pattern.n {
+            self.pattern.download(gpu)?
+        } else {
+            self.pattern.download_rect(gpu, ncols)?
+        };
+        let p = Arc::new(p);
         let e2 = p.block_dim() * p.block_dim();
         let values = gpu.download_range(&self.values, 0..p.num_slots() * e2)?;
         let diag = gpu.download_range(&self.diag, 0..p.num_block_rows() * e2)?;

@@ -10,6 +10,7 @@
 //! | AMG setup | [`DeviceAmg::setup`]: block norms, diagonal blocks, `λ_max` estimate, smoothed prolongator, transpose and Galerkin product on the device (block SpGEMM: expand, sort, compress; bit-identical to the host products); strength graph, MIS(2) aggregation and tentative prolongator on the host from the downloaded block norms | [`crate::Amg::setup`] |
 //! | p-multigrid setup | [`DevicePmg::setup`]: the same, the Galerkin product to order 1 on the device | [`crate::PMultigrid::setup`] |
 //! | partitioned SpMV and block-Jacobi PCG | [`DeviceDomains`]: pack, exchange (device copies; NCCL between devices) overlapped with the interior bins, boundary bins; per-domain partial sums reduced in domain order | [`crate::PartitionedOperator`], [`crate::pcg::pcg`] |
+//! | partitioned PCG with domain-local AMG | [`DeviceDomainAmg`]: per domain the owned-owned block filtered on the device ([`owned_filtered_copy`]) and [`DeviceAmg::setup`]; one V-cycle per domain (additive Schwarz) | [`crate::DomainAmg`], [`crate::pcg::pcg_with`] |
 //! | halo pack / unpack | [`halo::halo_pack`], [`halo::halo_unpack`]: one thread per value | [`halo::halo_pack_reference`], [`halo::halo_unpack_reference`] |
 //! | filtered copy `S A S + (I − S)` | [`device_filtered_copy`], one thread per block row | [`crate::blockcsr::BlockCsr::from_binbcsr_filtered`] |
 //!
@@ -25,7 +26,10 @@ mod setup;
 
 pub use matrix::{DeviceBinBcsr, DeviceBinBcsrPattern, DeviceOperator};
 pub use multigrid::{DeviceAmg, DeviceBlockCsr, DevicePmg, DevicePreconditioner};
-pub use partitioned::{DeviceApplyTimes, DeviceDomains, DeviceDomainsOptions};
+pub use partitioned::{
+    owned_filtered_copy, DeviceApplyTimes, DeviceDomainAmg, DeviceDomainMatrix, DeviceDomains,
+    DeviceDomainsOptions, DomainPreconditioner,
+};
 pub use pcg::{pcg_gpu, pcg_gpu_with};
 pub use setup::{
     block_spgemm, block_transpose, device_filtered_copy, device_galerkin, device_smooth_prolongator,

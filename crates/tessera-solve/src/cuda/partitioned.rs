@@ -32,12 +32,16 @@ use rayon::prelude::*;
 use tessera_gpu::{DeviceBuffer, Event, Gpu, LaunchConfig, NcclComm, Transfer};
 
 use super::halo::halo_pack;
-use super::{cfg, to_u32, up, DeviceBinBcsr, SolveKernels, BLOCK, DOT_BLOCKS};
+use super::{
+    cfg, to_u32, up, DeviceAmg, DeviceBinBcsr, DeviceBlockCsr, SolveKernels, BLOCK, DOT_BLOCKS,
+};
+use crate::amg::AmgParams;
 use crate::constraints::Constraints;
 use crate::error::SolveError;
 use crate::jacobi::{identity_on_fixed, invert_small};
-use crate::partitioned::DomainMatrix;
+use crate::partitioned::{DomainMatrix, HaloPlan};
 use crate::pcg::{check_system, PcgParams, SolveReport};
+use tessera_sparse::binbcsr::BIN_SIZE;
 
 /// Blocks of the fused update pass (fixed: deterministic sums).
 const UPDATE_BLOCKS: u32 = 1024;
@@ -118,6 +122,73 @@ pub struct DeviceApplyTimes {
     pub apply_ms: f64,
 }
 
+/// One domain's owned rows in device memory: the device counterpart of [`DomainMatrix`]
+/// (block rows = owned nodes; columns `< num_owned` owned, the others halo nodes
+/// `num_owned + h`; owned nodes `0..num_interior` have no halo column). Built by uploading a
+/// host [`DomainMatrix`] ([`DeviceDomainMatrix::upload`]) or assembled on the domain's device
+/// (`tessera_fem::domain_gpu::assemble_domains_gpu`).
+pub struct DeviceDomainMatrix {
+    pub matrix: DeviceBinBcsr<f64>,
+    pub num_interior: usize,
+    pub num_halo: usize,
+    pub halo: HaloPlan,
+}
+
+impl DeviceDomainMatrix {
+    /// Checks the interior rows and the halo plan against the matrix's rows (the column
+    /// ranges are the assembler's contract; [`DomainMatrix::new`] checks them on the host).
+    pub fn new(
+        matrix: DeviceBinBcsr<f64>,
+        num_interior: usize,
+        num_halo: usize,
+        halo: HaloPlan,
+    ) -> Result<Self, SolveError> {
+        let no = matrix.pattern().num_block_rows();
+        if num_interior > no {
+            return Err(SolveError::InvalidInput {
+                what: "domain matrix",
+                message: format!("{num_interior} interior of {no} owned rows"),
+            });
+        }
+        halo.validate(no, num_halo)?;
+        Ok(Self {
+            matrix,
+            num_interior,
+            num_halo,
+            halo,
+        })
+    }
+    /// Upload a host domain matrix to `gpu`.
+    pub fn upload(gpu: &Gpu, dm: &DomainMatrix) -> Result<Self, SolveError> {
+        Ok(Self {
+            matrix: DeviceBinBcsr::upload(gpu, &dm.matrix)?,
+            num_interior: dm.num_interior,
+            num_halo: dm.num_halo,
+            halo: dm.halo.clone(),
+        })
+    }
+    /// Copy back to the host as a [`DomainMatrix`] (with its checks: columns below owned +
+    /// halo, interior rows without halo columns).
+    pub fn download(&self, gpu: &Gpu) -> Result<DomainMatrix, SolveError> {
+        let m = self
+            .matrix
+            .download_rect(gpu, self.num_owned() + self.num_halo)?;
+        DomainMatrix::new(m, self.num_interior, self.num_halo, self.halo.clone())
+    }
+    /// Owned nodes (block rows).
+    pub fn num_owned(&self) -> usize {
+        self.matrix.pattern().num_block_rows()
+    }
+    /// Bins made of interior rows only.
+    pub fn interior_bins(&self) -> usize {
+        self.num_interior / BIN_SIZE
+    }
+    /// Bins of the owned rows.
+    pub fn num_bins(&self) -> usize {
+        self.matrix.pattern().num_bins()
+    }
+}
+
 /// A domain-decomposed operator on one or several GPUs (see the [module docs](self)).
 pub struct DeviceDomains<'g> {
     e: usize,
@@ -144,6 +215,32 @@ impl<'g> DeviceDomains<'g> {
         placement: &[&'g Gpu],
         opts: DeviceDomainsOptions,
     ) -> Result<Self, SolveError> {
+        if domains.len() != placement.len() {
+            return Err(SolveError::InvalidInput {
+                what: "device domains",
+                message: format!(
+                    "{} domains placed on {} devices",
+                    domains.len(),
+                    placement.len()
+                ),
+            });
+        }
+        let dev = domains
+            .iter()
+            .zip(placement)
+            .map(|(dm, g)| DeviceDomainMatrix::upload(g, dm))
+            .collect::<Result<Vec<_>, _>>()?;
+        Self::from_device(dev, placement, opts)
+    }
+
+    /// The operator of domain matrices already in device memory (domain `d`'s on
+    /// `placement[d]`, e.g. assembled there), taken over without a copy; otherwise as
+    /// [`DeviceDomains::new`].
+    pub fn from_device(
+        domains: Vec<DeviceDomainMatrix>,
+        placement: &[&'g Gpu],
+        opts: DeviceDomainsOptions,
+    ) -> Result<Self, SolveError> {
         let k = domains.len();
         if k == 0 || placement.len() != k {
             return Err(SolveError::InvalidInput {
@@ -152,6 +249,12 @@ impl<'g> DeviceDomains<'g> {
             });
         }
         let e = domains[0].matrix.pattern().block_dim();
+        if e > 3 {
+            return Err(SolveError::InvalidInput {
+                what: "device domains",
+                message: format!("block size {e} (the device kernels take 1..3)"),
+            });
+        }
         if let Some(d) = domains
             .iter()
             .position(|d| d.matrix.pattern().block_dim() != e)
@@ -246,7 +349,7 @@ impl<'g> DeviceDomains<'g> {
         let mut halo = Vec::with_capacity(k);
         let mut counters = Vec::with_capacity(k);
         let mut offsets = vec![0usize];
-        for (d, dm) in domains.iter().enumerate() {
+        for (d, dm) in domains.into_iter().enumerate() {
             let g = gpus[dev_of[d]];
             let n_owned = dm.num_owned();
             offsets.push(offsets[d] + n_owned);
@@ -258,7 +361,7 @@ impl<'g> DeviceDomains<'g> {
                 n_owned,
                 interior_bins: dm.interior_bins(),
                 nbins: dm.num_bins(),
-                matrix: DeviceBinBcsr::upload(g, &dm.matrix)?,
+                matrix: dm.matrix,
                 n_send: dm.halo.num_send(),
                 send_idx: up(g, &dm.halo.send_nodes)?,
                 partial: g.zeros::<f64>(DOT_BLOCKS as usize)?,
@@ -573,33 +676,61 @@ impl DeviceDomains<'_> {
         params: &PcgParams,
         x: &mut Vec<f64>,
     ) -> Result<SolveReport, SolveError> {
+        self.pcg_with(b, cons, params, DomainPreconditioner::BlockJacobi, x)
+    }
+
+    /// [`DeviceDomains::pcg`] with the preconditioner `prec`: block Jacobi, or the
+    /// domain-local AMG ([`DeviceDomainAmg`], one V-cycle per domain on its part of the
+    /// residual: additive Schwarz), the iteration of [`crate::pcg::pcg_with`].
+    pub fn pcg_with(
+        &self,
+        b: &[f64],
+        cons: &Constraints,
+        params: &PcgParams,
+        prec: DomainPreconditioner<'_, '_>,
+        x: &mut Vec<f64>,
+    ) -> Result<SolveReport, SolveError> {
         let e = self.e;
         let k = self.domains.len();
         let n = self.offsets[k] * e;
         check_system(n, b, cons)?;
         let e32 = to_u32(e, "block size")?;
-        // per domain: inverted diagonal blocks, constraint mask
+        let amg = match prec {
+            DomainPreconditioner::BlockJacobi => None,
+            DomainPreconditioner::Amg(a) => {
+                if a.amgs.len() != k {
+                    return Err(SolveError::InvalidInput {
+                        what: "device domains",
+                        message: format!("{} domain hierarchies for {k} domains", a.amgs.len()),
+                    });
+                }
+                Some(a)
+            }
+        };
+        // per domain: inverted diagonal blocks (block Jacobi), constraint mask
         let mut inv = Vec::with_capacity(k);
         let mut fixed = Vec::with_capacity(k);
         for (d, dm) in self.domains.iter().enumerate() {
             let g = self.devices[dm.dev].gpu;
             let lo = self.offsets[d];
-            let diag = g.download_range(&dm.matrix.diag, 0..dm.n_owned * e * e)?;
             let fx = &cons.fixed[lo * e..self.offsets[d + 1] * e];
-            let blocks: Vec<Result<Vec<f64>, SolveError>> = (0..dm.n_owned)
-                .into_par_iter()
-                .with_min_len(1024)
-                .map(|i| {
-                    let mut blk = diag[i * e * e..(i + 1) * e * e].to_vec();
-                    identity_on_fixed(&mut blk, e, &fx[i * e..(i + 1) * e]);
-                    invert_small(&blk, e).ok_or(SolveError::SingularBlock { node: lo + i })
-                })
-                .collect();
-            let mut flat = Vec::with_capacity(dm.n_owned * e * e);
-            for r in blocks {
-                flat.extend(r?);
+            if amg.is_none() {
+                let diag = g.download_range(&dm.matrix.diag, 0..dm.n_owned * e * e)?;
+                let blocks: Vec<Result<Vec<f64>, SolveError>> = (0..dm.n_owned)
+                    .into_par_iter()
+                    .with_min_len(1024)
+                    .map(|i| {
+                        let mut blk = diag[i * e * e..(i + 1) * e * e].to_vec();
+                        identity_on_fixed(&mut blk, e, &fx[i * e..(i + 1) * e]);
+                        invert_small(&blk, e).ok_or(SolveError::SingularBlock { node: lo + i })
+                    })
+                    .collect();
+                let mut flat = Vec::with_capacity(dm.n_owned * e * e);
+                for r in blocks {
+                    flat.extend(r?);
+                }
+                inv.push(up(g, &flat)?);
             }
-            inv.push(up(g, &flat)?);
             let f: Vec<u32> = fx.iter().map(|&f| u32::from(f)).collect();
             fixed.push(up(g, &f)?);
         }
@@ -627,16 +758,21 @@ impl DeviceDomains<'_> {
                 .arg(&fixed[d])
                 .arg(&r[d])
                 .run()?;
-            g.launch(&kk.k("pcg_jacobi")?, cfg(dm.n_owned, BLOCK)?)
-                .arg(&nodes[d])
-                .arg(&e32)
-                .arg(&inv[d])
-                .arg(&fixed[d])
-                .arg(&r[d])
-                .arg(&c[d])
-                .run()?;
             self.dot(d, &r[d], &r[d], 1)?;
-            self.dot(d, &r[d], &c[d], 2)?;
+            match amg {
+                None => {
+                    g.launch(&kk.k("pcg_jacobi")?, cfg(dm.n_owned, BLOCK)?)
+                        .arg(&nodes[d])
+                        .arg(&e32)
+                        .arg(&inv[d])
+                        .arg(&fixed[d])
+                        .arg(&r[d])
+                        .arg(&c[d])
+                        .run()?;
+                    self.dot(d, &r[d], &c[d], 2)?;
+                }
+                Some(a) => self.precondition_amg(a, d, &r[d], &c[d], &fixed[d], lens[d])?,
+            }
         }
         let sums = self.reduce(&[1, 2])?;
         let r0 = sums[0].sqrt();
@@ -693,7 +829,27 @@ impl DeviceDomains<'_> {
                 });
             }
             let alpha = delta / cq;
+            if let Some(a) = amg {
+                // x += α c, r -= α q, ‖r‖² partials, then s = S M_d⁻¹ r and rᵀs per domain
+                for (d, dm) in self.domains.iter().enumerate() {
+                    let dev = &self.devices[dm.dev];
+                    dev.gpu
+                        .launch(&dev.k.k("dd_update")?, cfg(lens[d] as usize, BLOCK)?)
+                        .arg(&lens[d])
+                        .arg(&alpha)
+                        .arg(&c[d])
+                        .arg(&q[d])
+                        .arg(&xd[d])
+                        .arg(&r[d])
+                        .run()?;
+                    self.dot(d, &r[d], &r[d], 1)?;
+                    self.precondition_amg(a, d, &r[d], &s[d], &fixed[d], lens[d])?;
+                }
+            }
             for (d, dm) in self.domains.iter().enumerate() {
+                if amg.is_some() {
+                    break;
+                }
                 let dev = &self.devices[dm.dev];
                 let g = dev.gpu;
                 g.launch(
@@ -766,6 +922,41 @@ impl DeviceDomains<'_> {
             residual: *history.last().unwrap_or(&f64::NAN),
             tolerance: params.tolerance,
         })
+    }
+
+    /// `z = S M_d⁻¹ r` on domain `d` (one V-cycle of its hierarchy, then the constraint
+    /// filter) and `rᵀz` into slot `2 k + d`.
+    fn precondition_amg(
+        &self,
+        amg: &DeviceDomainAmg,
+        d: usize,
+        r: &DeviceBuffer<f64>,
+        z: &DeviceBuffer<f64>,
+        fixed: &DeviceBuffer<u32>,
+        len: u32,
+    ) -> Result<(), SolveError> {
+        let dm = &self.domains[d];
+        let dev = &self.devices[dm.dev];
+        let g = dev.gpu;
+        amg.amgs[d].cycle(&dev.k, r, z)?;
+        g.launch(
+            &dev.k.k("dd_filter_dot_partial")?,
+            LaunchConfig::blocks(DOT_BLOCKS, 256),
+        )
+        .arg(&len)
+        .arg(fixed)
+        .arg(z)
+        .arg(r)
+        .arg(&dm.partial)
+        .run()?;
+        let at = (2 * self.domains.len() + d) as u32;
+        g.launch(&dev.k.k("dot_final")?, LaunchConfig::blocks(1, 256))
+            .arg(&DOT_BLOCKS)
+            .arg(&dm.partial)
+            .arg(&dev.red)
+            .arg(&at)
+            .run()?;
+        Ok(())
     }
 
     /// `a · b` of domain `d` into its slot `slot k + d` (deterministic two-pass sum).
@@ -878,3 +1069,157 @@ impl DeviceDomains<'_> {
 
 /// Restricts an SpMV pass to one domain (for per-domain timings).
 struct DomainFilter(usize);
+
+/// The preconditioner of [`DeviceDomains::pcg_with`].
+#[derive(Clone, Copy)]
+pub enum DomainPreconditioner<'a, 'h> {
+    /// Inverted `e × e` diagonal blocks (the same as on the global matrix).
+    BlockJacobi,
+    /// One AMG V-cycle per domain on its owned-owned block (additive Schwarz).
+    Amg(&'a DeviceDomainAmg<'h>),
+}
+
+/// The domain-local AMG on the devices (dissertation §7.1.2 with the solver crate's AMG): one
+/// smoothed-aggregation hierarchy per domain on its filtered owned-owned block `S A_oo S +
+/// (I − S)` (halo couplings dropped), held on the domain's device, applied to every domain's
+/// part of the residual independently - the device counterpart of [`crate::DomainAmg`].
+pub struct DeviceDomainAmg<'h> {
+    amgs: Vec<DeviceAmg<'h>>,
+    /// Setup wall time per domain, ms.
+    setup_ms: Vec<f64>,
+}
+
+impl DeviceDomainAmg<'static> {
+    /// Set up every domain's hierarchy from its device matrix with [`DeviceAmg::setup`] (the
+    /// block norms, `λ_max` estimates, smoothed prolongators and Galerkin products on the
+    /// domain's device, aggregation on the host from the downloaded block norms). The
+    /// owned-owned block is extracted and filtered on the device. `fixed` and `positions` are
+    /// concatenated like the operator's vectors (3 flags and one position per owned node).
+    pub fn setup(
+        dd: &DeviceDomains<'_>,
+        fixed: &[bool],
+        positions: &[[f64; 3]],
+        params: &AmgParams,
+    ) -> Result<Self, SolveError> {
+        let k = dd.domains.len();
+        let o = &dd.offsets;
+        if dd.e != 3 || fixed.len() != 3 * o[k] || positions.len() != o[k] {
+            return Err(SolveError::Dimension {
+                expected: o[k],
+                found: positions.len(),
+            });
+        }
+        let mut amgs = Vec::with_capacity(k);
+        let mut setup_ms = Vec::with_capacity(k);
+        for (d, dm) in dd.domains.iter().enumerate() {
+            let t = Instant::now();
+            let dev = &dd.devices[dm.dev];
+            let fx = &fixed[3 * o[d]..3 * o[d + 1]];
+            let a0 = owned_filtered_copy(&dev.k, &dm.matrix, fx)?;
+            let amg = DeviceAmg::setup(&dev.k, a0, fx, &positions[o[d]..o[d + 1]], params, None)?;
+            dev.gpu.synchronize()?;
+            amgs.push(amg);
+            setup_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        Ok(Self { amgs, setup_ms })
+    }
+
+    /// Upload the host hierarchies of a [`crate::DomainAmg`] (set up on the CPU from host
+    /// domain matrices), domain `d`'s to its device.
+    pub fn upload(dd: &DeviceDomains<'_>, amg: &crate::DomainAmg) -> Result<Self, SolveError> {
+        let h = amg.hierarchies();
+        if h.len() != dd.domains.len() {
+            return Err(SolveError::InvalidInput {
+                what: "device domains",
+                message: format!("{} hierarchies for {} domains", h.len(), dd.domains.len()),
+            });
+        }
+        let mut amgs = Vec::with_capacity(h.len());
+        let mut setup_ms = Vec::with_capacity(h.len());
+        for (d, a) in h.iter().enumerate() {
+            let t = Instant::now();
+            amgs.push(DeviceAmg::upload(dd.gpu_of(d), a, None)?);
+            setup_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        Ok(Self { amgs, setup_ms })
+    }
+}
+
+impl<'h> DeviceDomainAmg<'h> {
+    /// The per-domain hierarchies.
+    pub fn hierarchies(&self) -> &[DeviceAmg<'h>] {
+        &self.amgs
+    }
+    /// Setup (or upload) wall time per domain, ms.
+    pub fn setup_ms(&self) -> &[f64] {
+        &self.setup_ms
+    }
+    /// Device bytes of all hierarchies.
+    pub fn bytes(&self) -> usize {
+        self.amgs.iter().map(|a| a.bytes()).sum()
+    }
+}
+
+/// The filtered owned-owned block `S A_oo S + (I − S)` of a domain's device matrix (`3 × 3`
+/// blocks) as device block CSR, equal to [`DomainMatrix::owned_block_filtered`].
+pub fn owned_filtered_copy(
+    k: &SolveKernels<'_>,
+    m: &DeviceBinBcsr<f64>,
+    fixed: &[bool],
+) -> Result<DeviceBlockCsr, SolveError> {
+    let p = m.pattern();
+    let n = p.num_block_rows();
+    if p.block_dim() != 3 {
+        return Err(SolveError::InvalidInput {
+            what: "domain multigrid",
+            message: format!("needs 3 × 3 node blocks, not e = {}", p.block_dim()),
+        });
+    }
+    if fixed.len() != 3 * n {
+        return Err(SolveError::Dimension {
+            expected: 3 * n,
+            found: fixed.len(),
+        });
+    }
+    let g = k.gpu();
+    let nu = to_u32(n, "block rows")?;
+    if n == 0 {
+        return DeviceBlockCsr::from_parts(
+            0,
+            0,
+            0,
+            g.zeros::<u32>(1)?,
+            g.zeros::<u32>(1)?,
+            g.zeros::<f64>(9)?,
+        );
+    }
+    let counts = g.alloc::<u32>(n)?;
+    g.launch(&k.k("dd_owned_counts")?, cfg(n, BLOCK)?)
+        .arg(&nu)
+        .arg(&p.bin_offsets)
+        .arg(&p.row_lengths)
+        .arg(&p.col_indices)
+        .arg(&counts)
+        .run()?;
+    let prim = g.primitives()?;
+    let row_ptr = prim.offsets_from_counts(&counts)?;
+    drop(counts);
+    let nnz = g.download_at(&row_ptr, n)? as usize;
+    let flags: Vec<u8> = fixed.iter().map(|&f| u8::from(f)).collect();
+    let flags = g.upload(&flags)?;
+    let cols = g.alloc::<u32>(nnz)?;
+    let vals = g.alloc::<f64>(9 * nnz)?;
+    g.launch(&k.k("dd_owned_filtered_copy")?, cfg(n, BLOCK)?)
+        .arg(&nu)
+        .arg(&p.bin_offsets)
+        .arg(&p.row_lengths)
+        .arg(&p.col_indices)
+        .arg(&m.values)
+        .arg(&m.diag)
+        .arg(&flags)
+        .arg(&row_ptr)
+        .arg(&cols)
+        .arg(&vals)
+        .run()?;
+    DeviceBlockCsr::from_parts(n, n, nnz, row_ptr, cols, vals)
+}

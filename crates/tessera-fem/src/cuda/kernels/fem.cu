@@ -41,6 +41,12 @@ extern "C" __global__ void row_lengths(u32 n, u32 b0, u32 b1, u32 b2, u32 b3, u3
     len[i] = c - 1;
 }
 
+// dst[i] = src[idx[i]] (the counts of a row subset's rows).
+extern "C" __global__ void gather_u32(u32 n, const u32* idx, const u32* src, u32* dst) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dst[i] = src[idx[i]];
+}
+
 // Bin widths: the maximum row length of each bin of 32 rows by a warp shuffle reduction,
 // times 32 (slots of the bin). One warp per bin; the last bin's lanes past n count 0.
 extern "C" __global__ void bin_slots(const u32* len, u32 n, u32 nbins, u32* slots) {

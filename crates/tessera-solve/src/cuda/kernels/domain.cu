@@ -160,3 +160,58 @@ extern "C" __global__ void dd_direction(u32 len, double beta, const double* s, d
     u32 t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t < len) c[t] = s[t] + beta * c[t];
 }
+// x += α c, r -= α q (owned part; the partitioned PCG with a domain-local multigrid, whose
+// preconditioner step runs between this update and the dot products).
+extern "C" __global__ void dd_update(u32 len, double alpha, const double* c, const double* q, double* x, double* r) {
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= len) return;
+    x[t] += alpha * c[t];
+    r[t] -= alpha * q[t];
+}
+
+// The filtered owned-owned block S A_oo S + (I - S) of a domain's Bin-BCSR* matrix of 3 x 3 blocks
+// (halo columns j >= n dropped) as block CSR, the device counterpart of
+// DomainMatrix::owned_block_filtered: counts (owned columns + the diagonal), then the copy with
+// filtered_copy's layout (sorted columns, the diagonal block in its sorted place). Columns of a row
+// are ascending and halo columns follow the owned ones.
+extern "C" __global__ void dd_owned_counts(u32 n, const u32* bin_offsets, const u32* row_lengths, const u32* col_indices,
+                                           u32* counts) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    u64 b = i / 32, lane = i % 32;
+    u64 base = bin_offsets[b];
+    u32 len = row_lengths[i], c = 0;
+    while (c < len && col_indices[base + (u64)c * 32 + lane] < n) ++c;
+    counts[i] = c + 1;
+}
+extern "C" __global__ void dd_owned_filtered_copy(u32 n, const u32* bin_offsets, const u32* row_lengths, const u32* col_indices,
+                                                  const double* values, const double* diag, const unsigned char* fixed,
+                                                  const u32* row_ptr, u32* cols, double* vals) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    u64 b = i / 32, lane = i % 32;
+    u64 base = bin_offsets[b];
+    u64 w32 = (u64)bin_offsets[b + 1] - base;
+    u32 len = row_lengths[i];
+    u64 at = row_ptr[i];
+    const unsigned char* fi = fixed + i * 3;
+    bool diag_done = false;
+    for (u32 s = 0; s < len; ++s) {
+        u64 slot = base + (u64)s * 32 + lane;
+        u32 j = col_indices[slot];
+        if (j >= n) break;
+        if (!diag_done && (u64)j > i) {
+            cols[at] = (u32)i;
+            filtered_block(vals + at * 9, diag + i * 9, 1, true, fi, fi);
+            ++at;
+            diag_done = true;
+        }
+        cols[at] = j;
+        filtered_block(vals + at * 9, values + base * 9 + (slot - base), w32, false, fi, fixed + (u64)j * 3);
+        ++at;
+    }
+    if (!diag_done) {
+        cols[at] = (u32)i;
+        filtered_block(vals + at * 9, diag + i * 9, 1, true, fi, fi);
+    }
+}
