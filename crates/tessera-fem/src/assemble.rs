@@ -18,10 +18,15 @@
 //!   per cell into a small array: no element matrix array is allocated), with the operations
 //!   of the stored element matrices, so the result equals the per-node one bit for bit. The
 //!   dissertation implements this for p = 1 only (register pressure on the GPU); on the CPU
-//!   it works for every `p`, and moving far fewer bytes it is the faster CPU summation.
+//!   it works for every `p`, and moving far fewer bytes it is the faster CPU summation. At
+//!   p = 1 the block kernel is specialised (one outer product per block, no weight tables),
+//!   and the geometry of the cells a few rows ahead is prefetched.
 //! - [`Summation::PerEntry`]: per-entry contribution lists are precomputed (an
 //!   `(entries) × (element blocks)` sparse map with `m² |T|` entries in total); summation then
 //!   adds each entry's contributions in registers and writes it once.
+//!
+//! [`Summation::Auto`] (the default) picks inline on the CPU up to p = 3 and per-node on the
+//! GPU and at higher orders ([`Summation::resolve`]).
 //!
 //! All three add the same contributions in the same order (cells ascending, then local node),
 //! so they agree to rounding; each is deterministic, and `Par::Seq` equals `Par::Rayon`
@@ -47,8 +52,11 @@ use tessera_sparse::binbcsr::{BinBcsr, BinBcsrPattern, Scalar, BIN_SIZE};
 /// How element matrices are summed (dissertation §4.4.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Summation {
-    /// Node -> cells maps and precomputed element matrices ("per node" / "Simplex" in Table 4.3).
+    /// The faster of per-node and inline for the device and order ([`Summation::resolve`]):
+    /// inline on the CPU for `p <= 3`, per-node otherwise. All give the same values.
     #[default]
+    Auto,
+    /// Node -> cells maps and precomputed element matrices ("per node" / "Simplex" in Table 4.3).
     PerNode,
     /// Node -> cells maps, element matrices computed inside the summation ("Inline").
     Inline,
@@ -60,9 +68,24 @@ impl Summation {
     /// Command-line name.
     pub fn name(self) -> &'static str {
         match self {
+            Summation::Auto => "auto",
             Summation::PerNode => "per-node",
             Summation::Inline => "inline",
             Summation::PerEntry => "per-entry",
+        }
+    }
+
+    /// The summation [`Summation::Auto`] stands for on the CPU (`cpu`) or a GPU at order
+    /// `p`; any other method is returned as it is. On the CPU the inline summation moves a
+    /// cell's geometry (112 bytes) instead of its stored element matrix (360 bytes at p = 1
+    /// in f32, 1,980 at p = 2, 7,560 at p = 3) and is the faster one up to p = 3
+    /// (BENCHMARKS.md); higher orders, unmeasured, keep the per-node summation, and so does
+    /// the GPU, whose inline kernel covers p = 1 only (dissertation §4.4.4).
+    pub fn resolve(self, cpu: bool, p: usize) -> Summation {
+        match self {
+            Summation::Auto if cpu && p <= 3 => Summation::Inline,
+            Summation::Auto => Summation::PerNode,
+            s => s,
         }
     }
 }
@@ -71,11 +94,12 @@ impl std::str::FromStr for Summation {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
+            "auto" => Ok(Summation::Auto),
             "per-node" | "node" => Ok(Summation::PerNode),
             "inline" => Ok(Summation::Inline),
             "per-entry" | "entry" => Ok(Summation::PerEntry),
             _ => Err(format!(
-                "unknown summation `{s}`: expected per-node, inline or per-entry"
+                "unknown summation `{s}`: expected auto, per-node, inline or per-entry"
             )),
         }
     }
@@ -94,7 +118,7 @@ pub struct AssembleOptions {
 impl Default for AssembleOptions {
     fn default() -> Self {
         Self {
-            summation: Summation::PerNode,
+            summation: Summation::Auto,
             par: Par::auto(),
             device: DeviceChoice::Cpu,
         }
@@ -231,7 +255,9 @@ pub struct Assembler<'a> {
 
 impl<'a> Assembler<'a> {
     /// Build the exact pattern (and, for [`Summation::PerEntry`], the entry maps).
+    /// [`Summation::Auto`] is resolved for the CPU ([`Summation::resolve`]).
     pub fn new(mesh: &'a HoMesh, summation: Summation, par: Par) -> Result<Self, FemError> {
+        let summation = summation.resolve(true, mesh.order());
         let d = mesh.dim();
         let tmpl = ElementTemplate::new(d, mesh.order())?;
         let e = tmpl.dof_dim();
@@ -275,6 +301,7 @@ impl<'a> Assembler<'a> {
         summation: Summation,
         par: Par,
     ) -> Result<Self, FemError> {
+        let summation = summation.resolve(true, mesh.order());
         if summation == Summation::PerEntry {
             return Err(FemError::InvalidInput(
                 "a row-restricted assembly sums per node or inline, not per entry".into(),
@@ -299,6 +326,11 @@ impl<'a> Assembler<'a> {
             rows: Some(Arc::new(rows)),
             stats,
         })
+    }
+
+    /// The summation method in use ([`Summation::Auto`] resolved).
+    pub fn summation(&self) -> Summation {
+        self.summation
     }
 
     /// The row subset of a row-restricted assembler ([`Self::new_rows`]).
@@ -368,7 +400,7 @@ impl<'a> Assembler<'a> {
                     )
                 })?;
             }
-            Summation::PerNode | Summation::PerEntry => {
+            Summation::PerNode | Summation::PerEntry | Summation::Auto => {
                 let sym_len = self.tmpl.sym_len();
                 let ncells = mesh.num_cells();
                 let mut elts: Vec<T> = time(stages, "alloc_element_matrices", || {
@@ -450,28 +482,30 @@ fn element_matrices<T: Scalar>(
 /// The geometry (volume, barycentric gradients) of every cell, computed once per cell for
 /// the inline summation; degenerate cells are reported here.
 fn cell_geometries(mesh: &HoMesh, par: Par) -> Result<Vec<CellGeometry>, FemError> {
+    use std::mem::MaybeUninit;
     let n = mesh.num_cells();
-    let mut out = tessera_core::bulk::filled(
-        n,
-        CellGeometry {
-            d: mesh.dim(),
-            volume: 0.0,
-            grads: [[0.0; 3]; 4],
-        },
-        par,
-    );
+    // written once, straight into the new array's pages (no fill before)
+    let mut out: Vec<CellGeometry> = Vec::with_capacity(n);
+    tessera_core::bulk::advise_huge_pages(&mut out);
     const CELLS: usize = 1024;
-    let chunk = |(k, dst): (usize, &mut [CellGeometry])| -> Result<(), FemError> {
+    let chunk = |(k, dst): (usize, &mut [MaybeUninit<CellGeometry>])| -> Result<(), FemError> {
         for (j, g) in dst.iter_mut().enumerate() {
-            *g = cell_geometry(mesh, k * CELLS + j)?;
+            g.write(cell_geometry(mesh, k * CELLS + j)?);
         }
         Ok(())
     };
+    let spare = &mut out.spare_capacity_mut()[..n];
     if par.is_parallel() {
-        out.par_chunks_mut(CELLS).enumerate().try_for_each(chunk)?;
+        spare
+            .par_chunks_mut(CELLS)
+            .enumerate()
+            .try_for_each(chunk)?;
     } else {
-        out.chunks_mut(CELLS).enumerate().try_for_each(chunk)?;
+        spare.chunks_mut(CELLS).enumerate().try_for_each(chunk)?;
     }
+    // SAFETY: every element of `spare` (exactly `0..n` of the capacity) was written above;
+    // on an error we returned before this point and the vector is dropped with length 0.
+    unsafe { out.set_len(n) };
     Ok(out)
 }
 
@@ -556,6 +590,26 @@ fn sum_per_node_e<T: Scalar, const E: usize, const E2: usize>(
                 next_cells = nc.row(node(i + 1));
             }
             for (k, &c) in cells.iter().enumerate() {
+                if let Source::Inline(_, geom) = src {
+                    // the geometry of a later cell of this row (or the next): cells around
+                    // a node are far apart in memory
+                    let ahead = k + PREFETCH_CELLS;
+                    let pc = if ahead < cells.len() {
+                        Some(cells[ahead])
+                    } else if lane + 1 < rows {
+                        next_cells.get(ahead - cells.len()).copied()
+                    } else {
+                        None
+                    };
+                    if let Some(pc) = pc {
+                        // all cache lines of the cell's geometry (two or three)
+                        let gp = (&geom[pc as usize] as *const CellGeometry).cast::<u8>();
+                        let size = std::mem::size_of::<CellGeometry>();
+                        for off in (0..size).step_by(64).chain([size - 1]) {
+                            prefetch_ptr(gp.wrapping_add(off));
+                        }
+                    }
+                }
                 if let Source::Stored(elts) = src {
                     // the element blocks of a later (row, cell) pair of this bin: their
                     // cells are far apart in memory, so their loads are started early
@@ -638,6 +692,21 @@ fn sum_per_node_e<T: Scalar, const E: usize, const E2: usize>(
 
 /// How many (row, cell) pairs ahead [`sum_per_node`] starts loading element blocks.
 const PREFETCH_PAIRS: usize = 2;
+
+/// How many (row, cell) pairs ahead the inline summation starts loading cell geometry.
+const PREFETCH_CELLS: usize = 4;
+
+/// Start loading the cache line at `p` (a hint that never dereferences `p`).
+#[inline(always)]
+fn prefetch_ptr(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint that never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
 
 /// Start loading the cache line of `x` (a hint; no effect on the results).
 #[inline(always)]

@@ -494,6 +494,9 @@ impl ElementTemplate {
         a: usize,
         mut add: impl FnMut(usize, [T; E2]),
     ) {
+        if self.p == 1 {
+            return self.stiffness_row_linear::<T, E, E2>(g, lame, a, add);
+        }
         let nv = E + 1;
         let m = self.m;
         let mut vb = [[0.0f64; 3]; 4];
@@ -541,6 +544,62 @@ impl ElementTemplate {
             // diagonal of the element matrix the block is the stored one transposed, whose
             // entry (k, l) = λ G_lk + μ G_kl: the same two products, added in swapped
             // order (an exact operation)
+            let (x, y) = if a <= b {
+                (lame.lambda, lame.mu)
+            } else {
+                (lame.mu, lame.lambda)
+            };
+            let mut blk = [T::ZERO; E2];
+            for k in 0..E {
+                for l in 0..E {
+                    let mut v = x * gm[k * E + l] + y * gm[l * E + k];
+                    if k == l {
+                        v += lame.mu * tr;
+                    }
+                    blk[k * E + l] = T::from_f64(v);
+                }
+            }
+            add(b, blk);
+        }
+    }
+
+    /// [`Self::stiffness_row_with`] for `p = 1`, where local node `a` is vertex `a` and the
+    /// only non-zero weight of block `(a, b)` is `W_abab = 1`, so `G_ab = 0 + 1 · P_ab` with
+    /// `P_ab = (|T| b_a) b_bᵀ` (blocks below the diagonal from `P_ba`, as stored). The same
+    /// operations in the same order as the general kernel, without its weight tables or the
+    /// products row `a` does not use: the values are equal bit for bit.
+    #[inline(always)]
+    fn stiffness_row_linear<T: Scalar, const E: usize, const E2: usize>(
+        &self,
+        g: &CellGeometry,
+        lame: Lame,
+        a: usize,
+        mut add: impl FnMut(usize, [T; E2]),
+    ) {
+        debug_assert_eq!(self.m, E + 1);
+        for b in 0..=E {
+            let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+            let mut gm = [0.0f64; E2];
+            for k in 0..E {
+                let v = g.volume * g.grads[lo][k];
+                for l in 0..E {
+                    // `0 + W · P` with `W = 1`, as the general kernel sums it
+                    gm[k * E + l] = 0.0 + 1.0 * (v * g.grads[hi][l]);
+                }
+            }
+            if lo == hi {
+                for k in 0..E {
+                    for l in k + 1..E {
+                        let v = 0.5 * (gm[k * E + l] + gm[l * E + k]);
+                        gm[k * E + l] = v;
+                        gm[l * E + k] = v;
+                    }
+                }
+            }
+            let mut tr = 0.0;
+            for k in 0..E {
+                tr += gm[k * E + k];
+            }
             let (x, y) = if a <= b {
                 (lame.lambda, lame.mu)
             } else {

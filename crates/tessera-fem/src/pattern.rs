@@ -61,7 +61,7 @@ pub fn build_pattern(
     stages: &mut Stages,
 ) -> Result<BinBcsrPattern, FemError> {
     let mut pat = alloc_pattern(ho, e, par, stages, None)?;
-    time(stages, "column_indices", || fill_columns(ho, &mut pat, par))?;
+    column_pass(ho, &mut pat, par, false, None, stages)?;
     Ok(pat)
 }
 
@@ -120,9 +120,7 @@ pub fn build_pattern_rows_with_positions(
 ) -> Result<(BinBcsrPattern, PositionMap), FemError> {
     rows.validate(ho.num_nodes())?;
     let mut pat = alloc_pattern(ho, e, par, stages, Some(rows))?;
-    let map = time(stages, "column_indices", || {
-        fill_columns_and_positions(ho, &mut pat, par, true, Some(rows))
-    })?;
+    let map = column_pass(ho, &mut pat, par, true, Some(rows), stages)?;
     Ok((pat, map.expect("requested")))
 }
 
@@ -135,9 +133,7 @@ pub fn build_pattern_with_positions(
     stages: &mut Stages,
 ) -> Result<(BinBcsrPattern, PositionMap), FemError> {
     let mut pat = alloc_pattern(ho, e, par, stages, None)?;
-    let map = time(stages, "column_indices", || {
-        fill_columns_and_positions(ho, &mut pat, par, true, None)
-    })?;
+    let map = column_pass(ho, &mut pat, par, true, None, stages)?;
     Ok((pat, map.expect("requested")))
 }
 
@@ -169,7 +165,27 @@ fn alloc_pattern(
 
 /// Fill the column indices of an allocated pattern (step 4 above).
 pub fn fill_columns(ho: &HoMesh, pat: &mut BinBcsrPattern, par: Par) -> Result<(), FemError> {
-    fill_columns_and_positions(ho, pat, par, false, None).map(drop)
+    fill_columns_and_positions(ho, pat, par, false, None, &mut Stages::new()).map(drop)
+}
+
+/// Step 4 timed as `column_indices`, with its parts under `column_indices: <part>`
+/// (see [`fill_columns_and_positions`]).
+fn column_pass(
+    ho: &HoMesh,
+    pat: &mut BinBcsrPattern,
+    par: Par,
+    positions: bool,
+    rs: Option<&RowSubset>,
+    stages: &mut Stages,
+) -> Result<Option<PositionMap>, FemError> {
+    let t = Instant::now();
+    let mut parts = Stages::new();
+    let r = fill_columns_and_positions(ho, pat, par, positions, rs, &mut parts);
+    *stages.entry("column_indices".into()).or_insert(0.0) += t.elapsed().as_secs_f64() * 1e3;
+    for (k, v) in parts {
+        *stages.entry(format!("column_indices: {k}")).or_insert(0.0) += v;
+    }
+    r
 }
 
 /// Marks a contribution of a row's own node (the diagonal block) in a [`PositionMap`].
@@ -235,11 +251,13 @@ fn fill_columns_and_positions(
     par: Par,
     positions: bool,
     rs: Option<&RowSubset>,
+    parts: &mut Stages,
 ) -> Result<Option<PositionMap>, FemError> {
     let n = pat.num_block_rows();
     let nn = ho.num_nodes();
     let lengths = pat.row_lengths().to_vec();
-    let nc = ho.node_cells();
+    // the node -> cells relations (cached in the mesh once derived)
+    let nc = time(parts, "relations", || ho.node_cells());
     let m = ho.nodes_per_cell();
     if m > u8::MAX as usize {
         return Err(FemError::TooLarge(format!("{m} nodes per cell")));
@@ -251,7 +269,15 @@ fn fill_columns_and_positions(
             )));
         }
     }
-    let table = cell_node_table(ho, par);
+    // the global nodes of every cell; at p = 1 they are the cell's vertices, in order
+    let table: std::borrow::Cow<'_, [u32]> = time(parts, "cell_nodes", || {
+        if ho.order() == 1 {
+            std::borrow::Cow::Borrowed(ho.mesh().cell_vertices())
+        } else {
+            std::borrow::Cow::Owned(cell_node_table(ho, par))
+        }
+    });
+    let t_lists = Instant::now();
     // contribution lists: the flattened node -> cells rows
     let row_len: Vec<u32> = if par.is_parallel() {
         (0..n)
@@ -292,6 +318,8 @@ fn fill_columns_and_positions(
             rr = t;
         }
     }
+    *parts.entry("lists".into()).or_insert(0.0) += t_lists.elapsed().as_secs_f64() * 1e3;
+    let t_fill = Instant::now();
     type BinWork<'w> = ((usize, &'w mut [u32]), (&'w mut [u8], &'w mut [u16]));
     let fill_bin = |((b, cols), (lp, rp)): BinWork<'_>| {
         MARKS.with(|marks| -> Result<(), FemError> {
@@ -387,6 +415,7 @@ fn fill_columns_and_positions(
         rayon::spawn_broadcast(|_| MARKS.with(|m| *m.borrow_mut() = Vec::new()));
     }
     MARKS.with(|m| *m.borrow_mut() = Vec::new());
+    *parts.entry("fill".into()).or_insert(0.0) += t_fill.elapsed().as_secs_f64() * 1e3;
     results.into_iter().collect::<Result<(), FemError>>()?;
     Ok(positions.then_some(PositionMap {
         m,

@@ -276,7 +276,7 @@ impl Default for StaticOptions {
         StaticOptions {
             par: Par::auto(),
             device: DeviceChoice::Auto,
-            summation: Summation::PerNode,
+            summation: Summation::Auto,
             gpu: None,
             allow_inverted: false,
             domains: None,

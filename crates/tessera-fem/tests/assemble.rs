@@ -815,3 +815,37 @@ fn inline_equals_per_node_exactly() {
         }
     }
 }
+
+/// The default summation is inline on the CPU up to p = 3 (per-node above and on the GPU),
+/// and gives the per-node values bit for bit.
+#[test]
+fn auto_summation_is_inline_on_the_cpu_with_the_same_values() {
+    assert_eq!(AssembleOptions::default().summation, Summation::Auto);
+    for p in 1..=3 {
+        assert_eq!(Summation::Auto.resolve(true, p), Summation::Inline);
+        assert_eq!(Summation::Auto.resolve(false, p), Summation::PerNode);
+    }
+    assert_eq!(Summation::Auto.resolve(true, 4), Summation::PerNode);
+    assert_eq!(Summation::PerEntry.resolve(true, 1), Summation::PerEntry);
+    assert_eq!("auto".parse::<Summation>(), Ok(Summation::Auto));
+    let lame = material().lame().unwrap();
+    for (_d, mesh) in meshes() {
+        for p in [1, 2, 4] {
+            let h = ho(mesh.clone(), p);
+            let mut auto = Assembler::new(&h, Summation::Auto, Par::Rayon).unwrap();
+            let want = if p <= 3 {
+                Summation::Inline
+            } else {
+                Summation::PerNode
+            };
+            assert_eq!(auto.summation(), want);
+            let a: BinBcsr<f32> = auto.assemble(Operator::Stiffness(lame)).unwrap();
+            let b: BinBcsr<f32> = Assembler::new(&h, Summation::PerNode, Par::Seq)
+                .unwrap()
+                .assemble(Operator::Stiffness(lame))
+                .unwrap();
+            assert_eq!(a.values(), b.values(), "p={p}");
+            assert_eq!(a.diag(), b.diag(), "p={p}");
+        }
+    }
+}

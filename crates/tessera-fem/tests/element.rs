@@ -2,7 +2,7 @@
 //! independent quadrature element, symmetry, rigid modes, positive definiteness on their
 //! complement, the uniform-strain energy and the mass sums.
 
-use tessera_fem::element::{CellGeometry, ElementTemplate};
+use tessera_fem::element::{sym_index, CellGeometry, ElementTemplate};
 use tessera_fem::material::{Lame, Material};
 use tessera_fem::quadrature::{grundmann_moeller, index_for_degree};
 
@@ -463,6 +463,55 @@ fn direct_kernels_equal_the_f64_matrices_exactly() {
                 t.mass_sym(&geo, 2.5, &mut want);
                 t.mass_sym_as(&geo, 2.5, &mut got);
                 assert_eq!(got, want, "mass d={d} p={p}");
+            }
+        }
+    }
+}
+
+/// The row kernel of the inline summation (the general one and the p = 1 one) gives every
+/// block of the stored symmetric element matrix bit for bit (signs of zero included), the
+/// blocks below the diagonal as the stored ones transposed.
+#[test]
+fn row_kernels_equal_the_stored_blocks_bitwise() {
+    fn check<const E: usize, const E2: usize>(t: &ElementTemplate, geo: &CellGeometry, lame: Lame) {
+        let m = t.num_nodes();
+        let mut sym = vec![0.0f64; t.sym_len()];
+        t.stiffness_sym_as(geo, lame, &mut sym);
+        for a in 0..m {
+            let mut seen = 0;
+            t.stiffness_row_with::<f64, E, E2>(geo, lame, a, |b, blk: [f64; E2]| {
+                assert_eq!(b, seen, "blocks in increasing order");
+                seen += 1;
+                let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+                let s = &sym[sym_index(lo, hi, m) * E2..][..E2];
+                for k in 0..E {
+                    for l in 0..E {
+                        let want = if a <= b { s[k * E + l] } else { s[l * E + k] };
+                        assert_eq!(
+                            blk[k * E + l].to_bits(),
+                            want.to_bits(),
+                            "p={} a={a} b={b} ({k}, {l})",
+                            t.order()
+                        );
+                    }
+                }
+            });
+            assert_eq!(seen, m);
+        }
+    }
+    let mut g = Lcg(11);
+    let lame = Material::new(3.0, 0.27, 1.0).lame().unwrap();
+    for d in [2, 3] {
+        for p in 1..=4 {
+            let t = ElementTemplate::new(d, p).unwrap();
+            for _ in 0..20 {
+                let v = random_simplex(d, &mut g);
+                let geo = CellGeometry::new(d, &v, 0).unwrap();
+                if d == 3 {
+                    check::<3, 9>(&t, &geo, lame);
+                } else {
+                    check::<2, 4>(&t, &geo, lame);
+                }
             }
         }
     }

@@ -67,7 +67,7 @@ fn bsr_arrays<'py, T: Scalar + numpy::Element>(
 
 /// Native `assemble`: BSR arrays, the matrix size and the statistics (JSON).
 #[pyfunction]
-#[pyo3(signature = (mesh, order = 1, youngs = 1.0, poisson = 0.3, density = 1.0, matrix = "stiffness", precision = "f64", device = "auto", summation = "per-node"))]
+#[pyo3(signature = (mesh, order = 1, youngs = 1.0, poisson = 0.3, density = 1.0, matrix = "stiffness", precision = "f64", device = "auto", summation = "auto"))]
 #[allow(clippy::too_many_arguments)]
 pub fn assemble<'py>(
     py: Python<'py>,
@@ -151,7 +151,7 @@ pub fn assemble<'py>(
                 "order": order,
                 "nodes": ho.num_nodes(),
                 "precision": if f32 { "f32" } else { "f64" },
-                "summation": summation.name(),
+                "summation": summation.resolve(gpu.is_none(), order).name(),
                 "dofs": stats.dofs,
                 "block_nonzeros": stats.block_nonzeros,
                 "zayer_bound": stats.zayer_bound,

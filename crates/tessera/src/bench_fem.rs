@@ -709,6 +709,40 @@ fn print_tables(records: &[Record], orders: &[usize], threads: usize) {
         }
     }
     println!();
+    println!("Inline summation (the CPU default up to p = 3), stage times in ms; the column pass in parts");
+    println!(
+        "(relations: node -> cells transposes, paid by the first assembly of a mesh and cached)"
+    );
+    const INLINE_STAGES: [(&str, &str); 11] = [
+        ("count_contributions", "Count Contr."),
+        ("bin_offsets", "Bin Offsets"),
+        ("alloc_final", "Alloc. Final"),
+        ("column_indices", "Col. Indices"),
+        ("column_indices: relations", "  relations"),
+        ("column_indices: cell_nodes", "  cell nodes"),
+        ("column_indices: lists", "  lists"),
+        ("column_indices: fill", "  fill + map"),
+        ("cell_geometry", "Cell geometry"),
+        ("summation", "Summation"),
+        ("total", "Total"),
+    ];
+    for &p in orders {
+        print!("p = {p:<10}");
+        for (_, tets) in &meshes {
+            print!(" {:>9}", fmt_count(*tets as f64));
+        }
+        println!();
+        for (key, label) in INLINE_STAGES {
+            print!("{label:<14}");
+            for (mesh, _) in &meshes {
+                let ours = find(records, mesh, p, Backend::CpuRayon, Summation::Inline)
+                    .and_then(|r| r.stages_ms.get(key).copied());
+                print!(" {:>9}", fmt_ms(ours));
+            }
+            println!();
+        }
+    }
+    println!();
     println!("Memory (bytes): Bin-BCSR* final matrix, bin padding blocks, temporaries (per-node | per-entry)");
     for &p in orders {
         for (mesh, _) in &meshes {

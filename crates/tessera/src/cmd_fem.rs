@@ -1,7 +1,7 @@
 //! `tessera fem ...`: higher-order simplex FEM (dissertation Chapter 4).
 //!
 //! `tessera fem assemble MESH --order P --youngs E --poisson NU [--precision f32|f64]
-//! [--device D] [--summation per-node|inline|per-entry] [--json]` assembles the stiffness
+//! [--device D] [--summation auto|per-node|inline|per-entry] [--json]` assembles the stiffness
 //! matrix of linear isotropic elasticity into Bin-BCSR* with exact allocation and prints its
 //! size, the Zayer et al. bound, memory, ‖K‖_F and stage times.
 //!
@@ -49,6 +49,8 @@ pub enum Precision {
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum SummationArg {
+    /// Inline on the CPU up to p = 3, per-node otherwise (the same values).
+    Auto,
     PerNode,
     Inline,
     PerEntry,
@@ -57,6 +59,7 @@ pub enum SummationArg {
 impl From<SummationArg> for Summation {
     fn from(s: SummationArg) -> Self {
         match s {
+            SummationArg::Auto => Summation::Auto,
             SummationArg::PerNode => Summation::PerNode,
             SummationArg::Inline => Summation::Inline,
             SummationArg::PerEntry => Summation::PerEntry,
@@ -112,7 +115,7 @@ pub struct AssembleArgs {
     #[arg(long, default_value = "auto")]
     pub device: DeviceChoice,
     /// Summation method (dissertation §4.4.4).
-    #[arg(long, value_enum, default_value_t = SummationArg::PerNode)]
+    #[arg(long, value_enum, default_value_t = SummationArg::Auto)]
     pub summation: SummationArg,
     /// Which matrix to assemble.
     #[arg(long, value_enum, default_value_t = MatrixKind::Stiffness)]
@@ -257,7 +260,8 @@ fn run_assemble(a: AssembleArgs) -> anyhow::Result<()> {
     } else {
         Precision::F64
     });
-    let stored = a.summation != SummationArg::Inline;
+    let summation = Summation::from(a.summation).resolve(!backend.is_cuda(), a.order);
+    let stored = summation != Summation::Inline;
     let scalar = match precision {
         Precision::F32 => 4,
         Precision::F64 => 8,
@@ -278,7 +282,7 @@ fn run_assemble(a: AssembleArgs) -> anyhow::Result<()> {
     check_assembly_memory(&a.mesh, &c, a.order, scalar, stored, false)?;
     let ho = HoMesh::new(sm, a.order)?;
     let opts = AssembleOptions {
-        summation: a.summation.into(),
+        summation,
         par: if a.serial { Par::Seq } else { Par::auto() },
         device: if backend.is_cuda() {
             a.device
@@ -310,7 +314,7 @@ fn run_assemble(a: AssembleArgs) -> anyhow::Result<()> {
             "precision": match precision { Precision::F32 => "f32", Precision::F64 => "f64" },
             "device": device_name,
             "device_description": backend.describe(),
-            "summation": Summation::from(a.summation).name(),
+            "summation": summation.name(),
             "nodes": ho.num_nodes(),
             "dofs": stats.dofs,
             "block_nonzeros": stats.block_nonzeros,
@@ -396,6 +400,8 @@ fn run_export(a: AssembleArgs) -> anyhow::Result<()> {
         "-o exports the stiffness matrix only"
     );
     let is_problem = a.mesh.ends_with(".toml");
+    // whether the summation at order p stores element matrices (the CPU's)
+    let stored = |p: usize| Summation::from(a.summation).resolve(true, p) != Summation::Inline;
     let (ho, material, cons_f) = if is_problem {
         let path = Path::new(&a.mesh);
         let problem = tessera_fem::problem::Problem::from_file(path)?;
@@ -404,14 +410,7 @@ fn run_export(a: AssembleArgs) -> anyhow::Result<()> {
             tessera_fem::static_solve::load_mesh(&problem.mesh, Par::auto(), a.allow_inverted)?;
         let c =
             tessera_fem::estimate::file_counts(loaded.mesh.num_vertices(), loaded.mesh.num_cells());
-        check_assembly_memory(
-            &a.mesh,
-            &c,
-            problem.order,
-            8,
-            a.summation != SummationArg::Inline,
-            false,
-        )?;
+        check_assembly_memory(&a.mesh, &c, problem.order, 8, stored(problem.order), false)?;
         let ho = HoMesh::new(loaded.mesh, problem.order)?;
         let (cons, f) =
             tessera_fem::static_solve::constraints_and_loads(&problem, &ho, &loaded.groups)?;
@@ -423,25 +422,11 @@ fn run_export(a: AssembleArgs) -> anyhow::Result<()> {
         );
         let m = Material::new(a.youngs, a.poisson, a.density);
         if let Some(c) = gen_counts(&a.mesh) {
-            check_assembly_memory(
-                &a.mesh,
-                &c,
-                a.order,
-                8,
-                a.summation != SummationArg::Inline,
-                true,
-            )?;
+            check_assembly_memory(&a.mesh, &c, a.order, 8, stored(a.order), true)?;
         }
         let sm = load_simplex_mesh_checked(&a.mesh, a.allow_inverted)?;
         let c = tessera_fem::estimate::file_counts(sm.num_vertices(), sm.num_cells());
-        check_assembly_memory(
-            &a.mesh,
-            &c,
-            a.order,
-            8,
-            a.summation != SummationArg::Inline,
-            false,
-        )?;
+        check_assembly_memory(&a.mesh, &c, a.order, 8, stored(a.order), false)?;
         (HoMesh::new(sm, a.order)?, m, None)
     };
     material.validate()?;

@@ -400,6 +400,7 @@ impl<'k, 'g> GpuAssembler<'k, 'g> {
     ) -> Result<Self, FemError> {
         let g = k.gpu;
         let tmpl = ElementTemplate::new(dm.d, dm.p)?;
+        let summation = summation.resolve(false, dm.p);
         if summation == Summation::Inline && dm.p != 1 {
             return Err(FemError::Device {
                 device: "cuda".into(),

@@ -70,7 +70,7 @@ def assemble(
     matrix: str = "stiffness",
     precision: str = "f64",
     device: str = "auto",
-    summation: str = "per-node",
+    summation: str = "auto",
 ) -> Tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray, int, str]: ...
 def rigid_body_modes(mesh: NativeMesh, order: int = 1) -> npt.NDArray[np.float64]: ...
 def solve(

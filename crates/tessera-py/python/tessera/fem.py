@@ -26,7 +26,7 @@ def _native(mesh) -> "_tessera.NativeMesh":
 
 def assemble(mesh, order: int = 1, youngs: float = 1.0, poisson: float = 0.3,
              density: float = 1.0, matrix: str = "stiffness", precision: str = "f64",
-             device: str = "auto", format: str = "bsr", summation: str = "per-node",
+             device: str = "auto", format: str = "bsr", summation: str = "auto",
              return_stats: bool = False):
     """Assemble the stiffness matrix of linear isotropic elasticity (Eq. 4.7; ``youngs``
     E, ``poisson`` ν) or the consistent mass matrix (``matrix="mass"``, ``density`` ρ) of a
@@ -36,8 +36,9 @@ def assemble(mesh, order: int = 1, youngs: float = 1.0, poisson: float = 0.3,
     Returns a ``scipy.sparse.bsr_matrix`` with 3x3 blocks (``format="bsr"``; the arrays
     come from Tessera without a copy) or a ``csr_matrix`` (``format="csr"``, converted by
     SciPy). ``precision="f32"`` assembles in single precision. ``device="cuda"`` assembles
-    on the GPU and downloads the matrix. With ``return_stats`` also returns a dict of sizes
-    and stage times."""
+    on the GPU and downloads the matrix. ``summation`` is ``"auto"`` (inline on the CPU up
+    to p = 3, else per-node), ``"per-node"``, ``"inline"`` or ``"per-entry"``; all give the
+    same values. With ``return_stats`` also returns a dict of sizes and stage times."""
     import scipy.sparse as sp
 
     if format not in ("bsr", "csr"):
