@@ -538,7 +538,10 @@ pub fn transpose_two_sided<E: Entries>(
         let shared: &[AtomicU32] =
             unsafe { &*(slots.as_mut_slice() as *mut [u32] as *const [AtomicU32]) };
         let scatter = |k: usize| -> Vec<u32> {
-            let mut h = vec![0u32; if nranges > 1 { nranges } else { 0 }];
+            // four counters per range, one per entry position modulo 4, so that the
+            // entries of one row (mostly in one range) do not wait for each other's
+            // increments
+            let mut h = vec![0u32; if nranges > 1 { 4 * nranges } else { 0 }];
             let rows = bounds[k]..bounds[k + 1];
             let e = src.row_start(rows.end);
             for r in rows {
@@ -557,7 +560,7 @@ pub fn transpose_two_sided<E: Entries>(
                     }
                     slot.store(r as u32, Ordering::Relaxed);
                     if nranges > 1 {
-                        h[c >> range_bits] += 1;
+                        h[4 * (c >> range_bits) + (i & 3)] += 1;
                     }
                 }
             }
@@ -574,11 +577,20 @@ pub fn transpose_two_sided<E: Entries>(
     }
     let totals: Vec<usize> = if nranges > 1 {
         (0..nranges)
-            .map(|s| hists.iter().map(|h| h[s] as usize).sum())
+            .map(|s| {
+                hists
+                    .iter()
+                    .map(|h| h[4 * s..4 * s + 4].iter().sum::<u32>() as usize)
+                    .sum()
+            })
             .collect()
     } else {
         vec![nnz; nranges]
     };
+    if totals.iter().sum::<usize>() != nnz {
+        // rows that do not cover the entries (a malformed source): the general path
+        return None;
+    }
     // compaction into rows, every range from its start; the arrays are written exactly once
     // (checked by the counts), so they are not zeroed first
     let mut offsets: Vec<u32> = Vec::with_capacity(ncols + 1);
@@ -1154,6 +1166,18 @@ mod tests {
                 assert_eq!(got.is_some(), holds, "{m:?}");
             }
             assert_eq!(m.transpose_two_sided(Par::Rayon), naive(&m));
+        }
+    }
+
+    #[test]
+    fn two_slot_transpose_declines_a_source_whose_rows_miss_entries() {
+        // 6 columns read as rows of 4: the rows cover 4 of the 6 entries (several ranges of
+        // output rows on the parallel path: 5000 of them)
+        let columns = [0, 1, 2, 3, 2000, 4000];
+        let s = StridedEntries::<4> { columns: &columns };
+        for parallel in [false, true] {
+            let p = params(2, TransposeSplit::Auto, 0);
+            assert!(transpose_two_sided(&s, 5000, parallel, p).is_none());
         }
     }
 
