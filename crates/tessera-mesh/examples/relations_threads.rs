@@ -34,6 +34,11 @@ const OPS: &[(&str, Run)] = &[
     ("Transpose Cells (d3)", |m, p| {
         Out::Tcsr(compute_face_cells(m, p))
     }),
+    // the general transpose of ∂3 (count -> scan -> fill), which the two-slot δ3 above
+    // replaces on consistently oriented manifold meshes: before and after in one run
+    ("  d3, general path", |m, p| {
+        Out::Tcsr(m.cell_faces().transpose(p))
+    }),
     ("Transpose Faces (d2)", |m, p| {
         Out::Tcsr(m.face_edges().transpose(p))
     }),
