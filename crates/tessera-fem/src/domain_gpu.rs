@@ -187,13 +187,19 @@ pub struct DeviceDomainsReport {
     pub reduction_bytes_per_iteration: u64,
     /// Host-assembled domains: the upload of their matrices, ms (0 for device assembly).
     pub upload_ms: f64,
-    /// Per domain, device assembly: the local sub-mesh built and uploaded (host), ms.
+    /// Per domain: the local sub-mesh (host; with device assembly also its upload), ms.
     pub assemble_mesh_ms: Vec<f64>,
-    /// Per domain, device assembly: the device stages (count, pattern, element matrices,
-    /// summation; CUDA events), ms.
-    pub assemble_device_ms: Vec<f64>,
+    /// Per domain: the assembler's stages (counts, pattern, element matrices, summation):
+    /// CUDA-event times on the device, or CPU wall times for host assembly, ms.
+    pub assemble_stages_ms: Vec<f64>,
     /// Per domain: the preconditioner's setup (domain AMG hierarchy), ms.
     pub setup_ms: Vec<f64>,
+    /// Per domain with the domain AMG: levels, operator complexity, grid complexity and
+    /// device bytes of the hierarchy.
+    pub amg_levels: Vec<usize>,
+    pub amg_operator_complexity: Vec<f64>,
+    pub amg_grid_complexity: Vec<f64>,
+    pub amg_bytes: Vec<u64>,
     /// Pack kernels of all domains per application, ms.
     pub pack_ms: f64,
     /// The exchange alone per application, ms.
@@ -220,8 +226,12 @@ impl DeviceDomainsReport {
             "reduction_bytes_per_iteration": self.reduction_bytes_per_iteration,
             "upload_ms": self.upload_ms,
             "assemble_mesh_ms": self.assemble_mesh_ms,
-            "assemble_device_ms": self.assemble_device_ms,
+            "assemble_stages_ms": self.assemble_stages_ms,
             "setup_ms": self.setup_ms,
+            "amg_levels": self.amg_levels,
+            "amg_operator_complexity": self.amg_operator_complexity,
+            "amg_grid_complexity": self.amg_grid_complexity,
+            "amg_bytes": self.amg_bytes,
             "pack_ms": self.pack_ms,
             "exchange_ms": self.exchange_ms,
             "spmv_ms": self.spmv_ms,
@@ -320,6 +330,10 @@ pub fn solve_on_devices(
     let (r, r0) = (norm(&ku), norm(&kz));
     let true_res = if r0 > 0.0 { r / r0 } else { r };
     let times = dd.timed_apply(&x, &mut y, 5)?;
+    let hs = hier.as_ref().map_or(&[][..], |h| h.hierarchies());
+    let stat = |f: fn(&tessera_solve::amg::AmgStats) -> f64| -> Vec<f64> {
+        hs.iter().map(|a| a.stats().map_or(f64::NAN, f)).collect()
+    };
     Ok((
         us,
         report.clone(),
@@ -343,10 +357,14 @@ pub fn solve_on_devices(
             reduction_bytes_per_iteration: 3 * 8 * k as u64,
             upload_ms,
             assemble_mesh_ms: Vec::new(),
-            assemble_device_ms: Vec::new(),
+            assemble_stages_ms: Vec::new(),
             setup_ms: hier
                 .as_ref()
                 .map_or_else(Vec::new, |h| h.setup_ms().to_vec()),
+            amg_levels: hs.iter().map(|a| a.num_levels()).collect(),
+            amg_operator_complexity: stat(|s| s.operator_complexity),
+            amg_grid_complexity: stat(|s| s.grid_complexity),
+            amg_bytes: hs.iter().map(|a| a.bytes() as u64).collect(),
             pack_ms: times.pack_ms,
             exchange_ms: times.exchange_ms,
             spmv_ms: times.spmv_ms,
@@ -401,7 +419,13 @@ pub(crate) fn solve_prepared_on_devices(
                             value,
                         }));
                     }
-                    asm_stats.push((da.stats, da.total_ms, da.total_ms, 0.0));
+                    let stages: f64 = da.stats.stages_ms.values().sum();
+                    asm_stats.push((
+                        da.stats,
+                        da.total_ms,
+                        (da.total_ms - stages).max(0.0),
+                        stages,
+                    ));
                     host_mats.push(da.matrix);
                 }
             } else {
@@ -493,11 +517,9 @@ pub(crate) fn solve_prepared_on_devices(
     for (d, s) in per_domain.iter_mut().enumerate() {
         s.spmv_ms = dev.spmv_ms[d];
     }
-    if !dd.host_assembly {
-        dev.assemble_mesh_ms = asm_stats.iter().map(|a| a.2).collect();
-        dev.assemble_device_ms = asm_stats.iter().map(|a| a.3).collect();
-    }
-    let info = match (&positions, dd.coarse) {
+    dev.assemble_mesh_ms = asm_stats.iter().map(|a| a.2).collect();
+    dev.assemble_stages_ms = asm_stats.iter().map(|a| a.3).collect();
+    let mut info = match (&positions, dd.coarse) {
         (None, _) => single("block-jacobi"),
         (Some(_), CoarseChoice::None) => single("domain-amg (no coarse level)"),
         // the two-level method's coarse correction runs on the CPU only so far
@@ -506,6 +528,13 @@ pub(crate) fn solve_prepared_on_devices(
             c.name()
         )),
     };
+    if positions.is_some() {
+        let max = |v: &[f64]| v.iter().copied().fold(1.0, f64::max);
+        info.levels = dev.amg_levels.iter().copied().max().unwrap_or(1);
+        info.operator_complexity = max(&dev.amg_operator_complexity);
+        info.grid_complexity = max(&dev.amg_grid_complexity);
+        info.hierarchy_bytes = dev.amg_bytes.iter().sum::<u64>() as usize;
+    }
     let u = layout.gather(&us, 3);
     let nonzeros = assembly.block_nonzeros * 9;
     let info_dd = DomainSolveInfo {

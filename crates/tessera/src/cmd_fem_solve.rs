@@ -430,11 +430,15 @@ fn print_device_domains(dev: &serde_json::Value) {
     if dev["assembly"].as_str() == Some("device") {
         println!(
             "device assembly  per domain: device stages [{}] ms, local mesh + upload (host) [{}] ms",
-            per("assemble_device_ms"),
+            per("assemble_stages_ms"),
             per("assemble_mesh_ms")
         );
     } else {
-        println!("device assembly  none: domains assembled on the host and uploaded");
+        println!(
+            "host assembly    per domain: assembly stages [{}] ms, local mesh [{}] ms (matrices uploaded)",
+            per("assemble_stages_ms"),
+            per("assemble_mesh_ms")
+        );
     }
     println!(
         "preconditioner   {}{}",
