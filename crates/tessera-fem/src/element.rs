@@ -452,29 +452,12 @@ impl ElementTemplate {
                         gm[c] += wij * p[c];
                     }
                 }
-                if a == b {
-                    for k in 0..E {
-                        for l in k + 1..E {
-                            let v = 0.5 * (gm[k * E + l] + gm[l * E + k]);
-                            gm[k * E + l] = v;
-                            gm[l * E + k] = v;
-                        }
-                    }
-                }
-                let mut tr = 0.0;
-                for k in 0..E {
-                    tr += gm[k * E + k];
-                }
-                let dst: &mut [T] = &mut out[s * E2..(s + 1) * E2];
-                for k in 0..E {
-                    for l in 0..E {
-                        let mut v = lame.lambda * gm[k * E + l] + lame.mu * gm[l * E + k];
-                        if k == l {
-                            v += lame.mu * tr;
-                        }
-                        dst[k * E + l] = T::from_f64(v);
-                    }
-                }
+                out[s * E2..(s + 1) * E2].copy_from_slice(&lame_block::<T, E, E2>(
+                    gm,
+                    lame,
+                    true,
+                    a == b,
+                ));
                 s += 1;
             }
         }
@@ -527,39 +510,7 @@ impl ElementTemplate {
                     gm[c] += wij * p[c];
                 }
             }
-            if lo == hi {
-                for k in 0..E {
-                    for l in k + 1..E {
-                        let v = 0.5 * (gm[k * E + l] + gm[l * E + k]);
-                        gm[k * E + l] = v;
-                        gm[l * E + k] = v;
-                    }
-                }
-            }
-            let mut tr = 0.0;
-            for k in 0..E {
-                tr += gm[k * E + k];
-            }
-            // stored entry (k, l) = λ G_kl + μ G_lk (+ μ tr G on the diagonal); below the
-            // diagonal of the element matrix the block is the stored one transposed, whose
-            // entry (k, l) = λ G_lk + μ G_kl: the same two products, added in swapped
-            // order (an exact operation)
-            let (x, y) = if a <= b {
-                (lame.lambda, lame.mu)
-            } else {
-                (lame.mu, lame.lambda)
-            };
-            let mut blk = [T::ZERO; E2];
-            for k in 0..E {
-                for l in 0..E {
-                    let mut v = x * gm[k * E + l] + y * gm[l * E + k];
-                    if k == l {
-                        v += lame.mu * tr;
-                    }
-                    blk[k * E + l] = T::from_f64(v);
-                }
-            }
-            add(b, blk);
+            add(b, lame_block::<T, E, E2>(gm, lame, a <= b, lo == hi));
         }
     }
 
@@ -587,35 +538,7 @@ impl ElementTemplate {
                     gm[k * E + l] = 0.0 + 1.0 * (v * g.grads[hi][l]);
                 }
             }
-            if lo == hi {
-                for k in 0..E {
-                    for l in k + 1..E {
-                        let v = 0.5 * (gm[k * E + l] + gm[l * E + k]);
-                        gm[k * E + l] = v;
-                        gm[l * E + k] = v;
-                    }
-                }
-            }
-            let mut tr = 0.0;
-            for k in 0..E {
-                tr += gm[k * E + k];
-            }
-            let (x, y) = if a <= b {
-                (lame.lambda, lame.mu)
-            } else {
-                (lame.mu, lame.lambda)
-            };
-            let mut blk = [T::ZERO; E2];
-            for k in 0..E {
-                for l in 0..E {
-                    let mut v = x * gm[k * E + l] + y * gm[l * E + k];
-                    if k == l {
-                        v += lame.mu * tr;
-                    }
-                    blk[k * E + l] = T::from_f64(v);
-                }
-            }
-            add(b, blk);
+            add(b, lame_block::<T, E, E2>(gm, lame, a <= b, lo == hi));
         }
     }
 
@@ -747,4 +670,48 @@ impl ElementTemplate {
         }
         out
     }
+}
+
+/// Block `(a, b)` of a stiffness row from `G` (dissertation §4.4.3), shared by the general and
+/// the `p = 1` row kernels: a diagonal block (`lo == hi`) has `G` symmetrized first; stored
+/// entry (k, l) = λ G_kl + μ G_lk (+ μ tr G on the diagonal). Below the diagonal of the
+/// element matrix (`upper == false`) the block is the stored one transposed, whose entry
+/// (k, l) = λ G_lk + μ G_kl: the same two products, added in swapped order (an exact
+/// operation).
+#[inline(always)]
+fn lame_block<T: Scalar, const E: usize, const E2: usize>(
+    mut gm: [f64; E2],
+    lame: Lame,
+    upper: bool,
+    diagonal: bool,
+) -> [T; E2] {
+    if diagonal {
+        for k in 0..E {
+            for l in k + 1..E {
+                let v = 0.5 * (gm[k * E + l] + gm[l * E + k]);
+                gm[k * E + l] = v;
+                gm[l * E + k] = v;
+            }
+        }
+    }
+    let mut tr = 0.0;
+    for k in 0..E {
+        tr += gm[k * E + k];
+    }
+    let (x, y) = if upper {
+        (lame.lambda, lame.mu)
+    } else {
+        (lame.mu, lame.lambda)
+    };
+    let mut blk = [T::ZERO; E2];
+    for k in 0..E {
+        for l in 0..E {
+            let mut v = x * gm[k * E + l] + y * gm[l * E + k];
+            if k == l {
+                v += lame.mu * tr;
+            }
+            blk[k * E + l] = T::from_f64(v);
+        }
+    }
+    blk
 }
