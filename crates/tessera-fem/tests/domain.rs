@@ -3,7 +3,7 @@
 //! PCG against the single-domain solve.
 
 mod domain_common;
-use domain_common::{global, layout, stiffness_op, tets};
+use domain_common::{beam_system, global, layout, rel_diff, stiffness_op, tets};
 use std::collections::BTreeSet;
 
 use rand::{Rng, SeedableRng};
@@ -151,26 +151,6 @@ fn partitioned_spmv_matches_global() {
             }
         }
     }
-}
-
-/// A beam fixed at x = 0 with a downward force on the nodes at x = L.
-fn beam_system(ho: &HoMesh) -> (Constraints, Vec<f64>) {
-    let pos = ho.node_positions();
-    let n = ho.num_nodes();
-    let l = pos.iter().fold(0.0f64, |m, p| m.max(p[0]));
-    let mut cons = Constraints::none(3 * n);
-    let mut f = vec![0.0; 3 * n];
-    for (i, q) in pos.iter().enumerate() {
-        if q[0] < 1e-9 {
-            for c in 0..3 {
-                cons.fix(i, 3, c, 0.0);
-            }
-        }
-        if q[0] > l - 1e-9 {
-            f[3 * i + 2] = -1.0;
-        }
-    }
-    (cons, f)
 }
 
 fn scatter_constraints(lay: &DomainLayout, cons: &Constraints) -> Constraints {
@@ -325,16 +305,6 @@ fn domain_amg_solve(
         }
     };
     (rep.iterations, lay.gather(&us, 3), nc)
-}
-
-fn rel_diff(u: &[f64], u0: &[f64]) -> f64 {
-    let d = u
-        .iter()
-        .zip(u0)
-        .map(|(a, b)| (a - b) * (a - b))
-        .sum::<f64>();
-    let n = u0.iter().map(|v| v * v).sum::<f64>();
-    (d / n).sqrt()
 }
 
 #[test]

@@ -6,7 +6,7 @@
 //! one.
 
 mod domain_common;
-use domain_common::{global, layout, stiffness_op, tets};
+use domain_common::{beam_system, global, layout, rel_diff, stiffness_op, tets};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tessera_core::Par;
@@ -46,37 +46,6 @@ fn domains(ho: &HoMesh, lay: &DomainLayout) -> Vec<DomainMatrix> {
         .into_iter()
         .map(|d| d.matrix)
         .collect()
-}
-
-/// A beam fixed at x = 0 with a downward force on the nodes at x = L.
-fn beam_system(ho: &HoMesh) -> (Constraints, Vec<f64>) {
-    let pos = ho.node_positions();
-    let n = ho.num_nodes();
-    let l = pos.iter().fold(0.0f64, |m, p| m.max(p[0]));
-    let mut cons = Constraints::none(3 * n);
-    let mut f = vec![0.0; 3 * n];
-    for (i, q) in pos.iter().enumerate() {
-        if q[0] < 1e-9 {
-            for c in 0..3 {
-                cons.fix(i, 3, c, 0.0);
-            }
-        }
-        if q[0] > l - 1e-9 {
-            f[3 * i + 2] = -1.0;
-        }
-    }
-    (cons, f)
-}
-
-fn rel_diff(a: &[f64], b: &[f64]) -> f64 {
-    let d = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| (x - y) * (x - y))
-        .sum::<f64>()
-        .sqrt();
-    let n = b.iter().map(|v| v * v).sum::<f64>().sqrt();
-    d / n
 }
 
 /// The partitioned device SpMV equals the global CPU SpMV to f64 round-off, for k = 1, 2, 4, 8
