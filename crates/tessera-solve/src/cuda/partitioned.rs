@@ -21,15 +21,19 @@
 //! Dot products are per-domain partial sums by the fixed-grid kernels of the one-domain PCG,
 //! written to slot `d` of a small per-device buffer; across devices an NCCL all-reduce of these
 //! buffers (every domain's slot is zero on the other devices, so the sum is exact) gives every
-//! device all partials; the host adds them in domain order. The iterates therefore do not
-//! depend on how the domains are placed on devices: one device with `k` domains is the
-//! reference of `k` domains on several devices.
+//! device all partials, and a one-block kernel on every device adds them in domain order
+//! (`dd_sum_slots`). Each device then forms α, β and the convergence checks itself with the
+//! one-domain PCG's device-scalar kernels, so the iteration runs without host synchronisation
+//! (the host polls the status every few iterations) and every device computes the same
+//! numbers. The iterates therefore do not depend on how the domains are placed on devices:
+//! one device with `k` domains is the reference of `k` domains on several devices, bit for bit
+//! (`multi_device_solve_matches_one_device`).
 
 use std::sync::Mutex;
 use std::time::Instant;
 
 use rayon::prelude::*;
-use tessera_gpu::{DeviceBuffer, Event, Gpu, LaunchConfig, NcclComm, Transfer};
+use tessera_gpu::{DeviceBuffer, Event, Gpu, Kernel, LaunchConfig, NcclComm, Transfer};
 
 use super::halo::halo_pack;
 use super::{
@@ -77,6 +81,8 @@ struct Device<'g> {
     /// `3 k` partial sums (slot `s k + d`), only this device's domains written.
     red: DeviceBuffer<f64>,
     partials_done: Event,
+    /// Recorded on the exchange stream after an all-reduce of `red`.
+    reduced: Event,
 }
 
 impl Device<'_> {
@@ -204,6 +210,8 @@ pub struct DeviceDomains<'g> {
     scratch: Mutex<Scratch>,
     halo_values: u64,
     remote_values: u64,
+    /// Largest device memory in use seen on each device (see [`DeviceDomains::note_memory`]).
+    peak_in_use: Mutex<Vec<u64>>,
 }
 
 impl<'g> DeviceDomains<'g> {
@@ -292,6 +300,7 @@ impl<'g> DeviceDomains<'g> {
                 delivered: g.new_event()?,
                 red: g.zeros::<f64>(3 * k)?,
                 partials_done: g.new_event()?,
+                reduced: g.new_event()?,
             });
         }
         // transfers: for every domain d and neighbour t, d's send segment t into the halo of
@@ -387,7 +396,52 @@ impl<'g> DeviceDomains<'g> {
             }),
             halo_values,
             remote_values,
+            peak_in_use: Mutex::new(Vec::new()),
         })
+        .and_then(|dd| {
+            dd.note_memory()?;
+            Ok(dd)
+        })
+    }
+
+    /// Device memory in use on every device (in the order of first use), bytes: total minus
+    /// free as the driver reports it (`cuMemGetInfo`), i.e. this process's allocations and
+    /// the blocks its memory pool keeps, plus the contexts and anything else on the device.
+    pub fn memory_in_use(&self) -> Result<Vec<u64>, SolveError> {
+        self.devices
+            .iter()
+            .map(|d| {
+                let free = d.gpu.free_memory()?;
+                Ok(d.gpu.total_memory().saturating_sub(free) as u64)
+            })
+            .collect()
+    }
+
+    /// Record the memory in use now into the per-device peaks ([`DeviceDomains::peak_memory`]);
+    /// called after the operator is built, after a domain AMG setup, and once a PCG has
+    /// allocated its vectors (after waiting for the devices, so allocations have happened).
+    pub fn note_memory(&self) -> Result<(), SolveError> {
+        self.synchronize()?;
+        let now = self.memory_in_use()?;
+        let mut peak = self.peak_in_use.lock().unwrap_or_else(|p| p.into_inner());
+        if peak.len() != now.len() {
+            *peak = vec![0; now.len()];
+        }
+        for (p, n) in peak.iter_mut().zip(now) {
+            *p = (*p).max(n);
+        }
+        Ok(())
+    }
+
+    /// The largest memory in use seen on each device by [`DeviceDomains::note_memory`]
+    /// (device ordinal, bytes, device total bytes).
+    pub fn peak_memory(&self) -> Vec<(usize, u64, u64)> {
+        let peak = self.peak_in_use.lock().unwrap_or_else(|p| p.into_inner());
+        self.devices
+            .iter()
+            .zip(peak.iter())
+            .map(|(d, &p)| (d.gpu.ordinal(), p, d.gpu.total_memory() as u64))
+            .collect()
     }
 
     /// Number of domains.
@@ -640,7 +694,8 @@ impl<'g> DeviceDomains<'g> {
 impl DeviceDomains<'_> {
     /// The global sums of partial-sum slots `slots` (slot `s` of domain `d` is element
     /// `s k + d` of its device's buffer): across devices an NCCL all-reduce, then the host adds
-    /// the domains' partials in domain order.
+    /// the domains' partials in domain order (the initial residual and δ of a solve; the
+    /// iterations reduce on the devices, [`DeviceDomains::reduce_on_devices`]).
     fn reduce(&self, slots: &[usize]) -> Result<Vec<f64>, SolveError> {
         let k = self.domains.len();
         let vals = if let Some(comm) = &self.nccl {
@@ -668,7 +723,8 @@ impl DeviceDomains<'_> {
     /// [`crate::pcg::pcg`] on the domains (see the [module docs](self)): `b`, `cons` and `x` are
     /// concatenated over the domains' owned nodes, like the vectors of
     /// [`crate::PartitionedOperator`]. Same iteration, checks, report and errors as the CPU
-    /// solver; the scalars of the iteration are global sums formed on the host.
+    /// solver; the scalars of the iteration are formed on every device from the all-reduced
+    /// partial sums (see the [module docs](self)).
     pub fn pcg(
         &self,
         b: &[f64],
@@ -734,6 +790,16 @@ impl DeviceDomains<'_> {
             let f: Vec<u32> = fx.iter().map(|&f| u32::from(f)).collect();
             fixed.push(up(g, &f)?);
         }
+        let mut scal = self
+            .devices
+            .iter()
+            .map(|dev| DeviceScalars::new(dev.gpu, params.max_iterations))
+            .collect::<Result<Vec<_>, _>>()?;
+        let kns = self
+            .devices
+            .iter()
+            .map(|dev| DomainKernels::new(&dev.k))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut xd = self.upload(&cons.start_vector())?;
         let bd = self.upload(b)?;
         let mut r = self.zeros()?;
@@ -746,6 +812,7 @@ impl DeviceDomains<'_> {
             .map(|dm| to_u32(dm.n_owned * e, "DOFs"))
             .collect::<Result<_, _>>()?;
         let nodes: Vec<u32> = self.domains.iter().map(|dm| dm.n_owned as u32).collect();
+        self.note_memory()?;
         // r = S(b - A x0), ‖r‖, c = S P⁻¹ r, δ = rᵀc
         self.apply(&xd, &mut r)?;
         for (d, dm) in self.domains.iter().enumerate() {
@@ -771,12 +838,14 @@ impl DeviceDomains<'_> {
                         .run()?;
                     self.dot(d, &r[d], &c[d], 2)?;
                 }
-                Some(a) => self.precondition_amg(a, d, &r[d], &c[d], &fixed[d], lens[d])?,
+                Some(a) => {
+                    self.precondition_amg(a, d, &r[d], &c[d], &fixed[d], lens[d], &scal[dm.dev])?
+                }
             }
         }
         let sums = self.reduce(&[1, 2])?;
         let r0 = sums[0].sqrt();
-        let mut delta = sums[1];
+        let delta = sums[1];
         let mut history = vec![1.0];
         if !r0.is_finite() {
             return Err(SolveError::NonFinite {
@@ -792,140 +861,257 @@ impl DeviceDomains<'_> {
                 history,
             });
         }
+        // The iterations run without host synchronisation: every device holds the scalars
+        // of the one-domain kernels (st = [δ, α, β, r0, tol, divergence], status, history)
+        // and forms α and β itself from the all-reduced partial sums, added in domain order
+        // (dd_sum_slots), so all devices compute the same numbers. The host polls the status
+        // of device 0 every `poll` iterations; once a device has ended the solve, every
+        // vector kernel returns at once and the iterate stays frozen.
+        let st0 = [
+            delta,
+            0.0,
+            0.0,
+            r0,
+            params.tolerance,
+            params.divergence_factor,
+            0.0,
+            0.0,
+        ];
+        for (dev, sc) in self.devices.iter().zip(&mut scal) {
+            dev.gpu.copy_to_device(&st0, &mut sc.st)?;
+        }
+        let poll = if amg.is_some() { 4 } else { 16 };
+        let monitored = crate::monitor::is_monitored();
+        let mut last_report = Instant::now();
+        let mut ended: Option<(u32, usize)> = None;
+        let mut last = 0usize;
         for it in 1..=params.max_iterations {
+            let it32 = it as u32;
             self.apply(&c, &mut q)?;
+            // q = S(A c) and the partials of cᵀq, slot d
             for (d, dm) in self.domains.iter().enumerate() {
-                let dev = &self.devices[dm.dev];
-                let g = dev.gpu;
-                g.launch(
-                    &dev.k.k("dd_filter_dot_partial")?,
-                    LaunchConfig::blocks(DOT_BLOCKS, 256),
-                )
-                .arg(&lens[d])
-                .arg(&fixed[d])
-                .arg(&q[d])
-                .arg(&c[d])
-                .arg(&dm.partial)
-                .run()?;
-                let slot = d as u32;
-                g.launch(&dev.k.k("dot_final")?, LaunchConfig::blocks(1, 256))
+                let (dev, kn, sc) = (&self.devices[dm.dev], &kns[dm.dev], &scal[dm.dev]);
+                dev.gpu
+                    .launch(&kn.filter_dot, LaunchConfig::blocks(DOT_BLOCKS, 256))
+                    .arg(&lens[d])
+                    .arg(&fixed[d])
+                    .arg(&q[d])
+                    .arg(&c[d])
+                    .arg(&dm.partial)
+                    .arg(&sc.status)
+                    .run()?;
+                dev.gpu
+                    .launch(&kn.dot_final, LaunchConfig::blocks(1, 256))
                     .arg(&DOT_BLOCKS)
                     .arg(&dm.partial)
                     .arg(&dev.red)
-                    .arg(&slot)
+                    .arg(&(d as u32))
+                    .arg(&sc.status)
                     .run()?;
             }
-            let cq = self.reduce(&[0])?[0];
-            if !cq.is_finite() {
-                return Err(SolveError::NonFinite {
-                    what: "search direction",
-                    iteration: it,
-                });
-            }
-            if cq <= 0.0 {
-                return Err(SolveError::Singular {
-                    iteration: it,
-                    value: cq,
-                });
-            }
-            let alpha = delta / cq;
-            if let Some(a) = amg {
-                // x += α c, r -= α q, ‖r‖² partials, then s = S M_d⁻¹ r and rᵀs per domain
-                for (d, dm) in self.domains.iter().enumerate() {
-                    let dev = &self.devices[dm.dev];
-                    dev.gpu
-                        .launch(&dev.k.k("dd_update")?, cfg(lens[d] as usize, BLOCK)?)
-                        .arg(&lens[d])
-                        .arg(&alpha)
-                        .arg(&c[d])
-                        .arg(&q[d])
-                        .arg(&xd[d])
-                        .arg(&r[d])
-                        .run()?;
-                    self.dot(d, &r[d], &r[d], 1)?;
-                    self.precondition_amg(a, d, &r[d], &s[d], &fixed[d], lens[d])?;
-                }
+            self.reduce_on_devices(0, 1, &scal, &kns)?;
+            for (dev, (kn, sc)) in self.devices.iter().zip(kns.iter().zip(&scal)) {
+                dev.gpu
+                    .launch(&kn.alpha, LaunchConfig::blocks(1, 1))
+                    .arg(&sc.out)
+                    .arg(&sc.st)
+                    .arg(&sc.status)
+                    .arg(&it32)
+                    .run()?;
             }
             for (d, dm) in self.domains.iter().enumerate() {
-                if amg.is_some() {
+                let (dev, kn, sc) = (&self.devices[dm.dev], &kns[dm.dev], &scal[dm.dev]);
+                let g = dev.gpu;
+                let (sa, sb) = ((k + d) as u32, (2 * k + d) as u32);
+                match amg {
+                    None => {
+                        // x += α c, r -= α q, s = S(P⁻¹ r), partials of rᵀr and rᵀs
+                        g.launch(&kn.update_jacobi, LaunchConfig::blocks(UPDATE_BLOCKS, 256))
+                            .arg(&nodes[d])
+                            .arg(&e32)
+                            .arg(&sc.st)
+                            .arg(&sc.status)
+                            .arg(&inv[d])
+                            .arg(&fixed[d])
+                            .arg(&c[d])
+                            .arg(&q[d])
+                            .arg(&xd[d])
+                            .arg(&r[d])
+                            .arg(&s[d])
+                            .arg(&dm.partial2)
+                            .run()?;
+                        g.launch(&kn.dot_final2, LaunchConfig::blocks(1, 256))
+                            .arg(&UPDATE_BLOCKS)
+                            .arg(&dm.partial2)
+                            .arg(&dev.red)
+                            .arg(&sa)
+                            .arg(&sb)
+                            .arg(&sc.status)
+                            .run()?;
+                    }
+                    Some(a) => {
+                        // x += α c, r -= α q and rᵀr; then s = S M_d⁻¹ r and rᵀs (after the
+                        // solve has ended the cycle still runs on the frozen residual, unused)
+                        g.launch(&kn.update, LaunchConfig::blocks(DOT_BLOCKS, 256))
+                            .arg(&lens[d])
+                            .arg(&sc.st)
+                            .arg(&sc.status)
+                            .arg(&c[d])
+                            .arg(&q[d])
+                            .arg(&xd[d])
+                            .arg(&r[d])
+                            .arg(&dm.partial)
+                            .run()?;
+                        g.launch(&kn.dot_final, LaunchConfig::blocks(1, 256))
+                            .arg(&DOT_BLOCKS)
+                            .arg(&dm.partial)
+                            .arg(&dev.red)
+                            .arg(&sa)
+                            .arg(&sc.status)
+                            .run()?;
+                        self.precondition_amg(a, d, &r[d], &s[d], &fixed[d], lens[d], sc)?;
+                    }
+                }
+            }
+            self.reduce_on_devices(1, 2, &scal, &kns)?;
+            for (dev, (kn, sc)) in self.devices.iter().zip(kns.iter().zip(&scal)) {
+                dev.gpu
+                    .launch(&kn.beta, LaunchConfig::blocks(1, 1))
+                    .arg(&sc.out)
+                    .arg(&sc.st)
+                    .arg(&sc.status)
+                    .arg(&sc.hist)
+                    .arg(&it32)
+                    .run()?;
+            }
+            for (d, dm) in self.domains.iter().enumerate() {
+                let (dev, kn, sc) = (&self.devices[dm.dev], &kns[dm.dev], &scal[dm.dev]);
+                dev.gpu
+                    .launch(&kn.direction, cfg(lens[d] as usize, BLOCK)?)
+                    .arg(&lens[d])
+                    .arg(&sc.st)
+                    .arg(&sc.status)
+                    .arg(&s[d])
+                    .arg(&c[d])
+                    .run()?;
+            }
+            last = it;
+            if it % poll == 0 || it == params.max_iterations {
+                let g0 = self.devices[0].gpu;
+                let sv = g0.download_range(&scal[0].status, 0..2)?;
+                if sv[0] != 0 {
+                    ended = Some((sv[0], sv[1] as usize));
                     break;
                 }
-                let dev = &self.devices[dm.dev];
-                let g = dev.gpu;
-                g.launch(
-                    &dev.k.k("dd_update_precond_partial")?,
-                    LaunchConfig::blocks(UPDATE_BLOCKS, 256),
-                )
-                .arg(&nodes[d])
-                .arg(&e32)
-                .arg(&alpha)
-                .arg(&inv[d])
-                .arg(&fixed[d])
-                .arg(&c[d])
-                .arg(&q[d])
-                .arg(&xd[d])
-                .arg(&r[d])
-                .arg(&s[d])
-                .arg(&dm.partial2)
-                .run()?;
-                let (sa, sb) = ((k + d) as u32, (2 * k + d) as u32);
-                g.launch(&dev.k.k("dd_dot_final2")?, LaunchConfig::blocks(1, 256))
-                    .arg(&UPDATE_BLOCKS)
-                    .arg(&dm.partial2)
-                    .arg(&dev.red)
-                    .arg(&sa)
-                    .arg(&sb)
-                    .run()?;
-            }
-            let sums = self.reduce(&[1, 2])?;
-            let rel = sums[0].sqrt() / r0;
-            history.push(rel);
-            crate::monitor::report(it, rel);
-            if !rel.is_finite() {
-                return Err(SolveError::NonFinite {
-                    what: "residual",
-                    iteration: it,
-                });
-            }
-            if rel <= params.tolerance {
-                *x = self.download(&xd)?;
-                return Ok(SolveReport {
-                    iterations: it,
-                    final_residual: rel,
-                    history,
-                });
-            }
-            if rel > params.divergence_factor {
-                return Err(SolveError::Diverged {
-                    iteration: it,
-                    residual: rel,
-                });
-            }
-            let beta = sums[1] / delta;
-            delta = sums[1];
-            for (d, dm) in self.domains.iter().enumerate() {
-                let g = self.devices[dm.dev].gpu;
-                g.launch(
-                    &self.devices[dm.dev].k.k("dd_direction")?,
-                    cfg(lens[d] as usize, BLOCK)?,
-                )
-                .arg(&lens[d])
-                .arg(&beta)
-                .arg(&s[d])
-                .arg(&c[d])
-                .run()?;
+                if monitored && last_report.elapsed() >= crate::monitor::GPU_REPORT_INTERVAL {
+                    crate::monitor::report(it, g0.download_at(&scal[0].hist, it)?);
+                    last_report = Instant::now();
+                }
             }
         }
-        let _ = &mut xd;
-        Err(SolveError::NotConverged {
-            iterations: params.max_iterations,
-            residual: *history.last().unwrap_or(&f64::NAN),
-            tolerance: params.tolerance,
-        })
+        let g0 = self.devices[0].gpu;
+        let upto = ended.map_or(last, |(_, i)| i);
+        if upto > 0 {
+            history.extend(g0.download_range(&scal[0].hist, 1..upto + 1)?);
+            if monitored {
+                crate::monitor::report(upto, history[upto]);
+            }
+        }
+        let at = |i: usize| history.get(i).copied().unwrap_or(f64::NAN);
+        match ended {
+            Some((1, it)) => {
+                *x = self.download(&xd)?;
+                Ok(SolveReport {
+                    iterations: it,
+                    final_residual: at(it),
+                    history,
+                })
+            }
+            Some((2, it)) => Err(SolveError::NonFinite {
+                what: "search direction",
+                iteration: it,
+            }),
+            Some((3, it)) => Err(SolveError::Singular {
+                iteration: it,
+                value: g0.download_at(&scal[0].st, 6)?,
+            }),
+            Some((4, it)) => Err(SolveError::NonFinite {
+                what: "residual",
+                iteration: it,
+            }),
+            Some((5, it)) => Err(SolveError::Diverged {
+                iteration: it,
+                residual: at(it),
+            }),
+            Some((code, _)) => Err(SolveError::Device {
+                device: format!("cuda:{}", g0.ordinal()),
+                reason: format!("partitioned PCG status {code} is unknown"),
+            }),
+            None => {
+                let _ = &mut xd;
+                Err(SolveError::NotConverged {
+                    iterations: params.max_iterations,
+                    residual: at(params.max_iterations),
+                    tolerance: params.tolerance,
+                })
+            }
+        }
+    }
+
+    /// Global sums of the partial-sum slots `s0 .. s0 + ns` into `out[s]` of every device's
+    /// scalars, without a host synchronisation: across devices an NCCL all-reduce of the
+    /// per-device slot buffers (on the exchange stream, ordered by events), then on every
+    /// device `dd_sum_slots` adds the domains' partials in domain order.
+    fn reduce_on_devices(
+        &self,
+        s0: u32,
+        ns: u32,
+        scal: &[DeviceScalars],
+        kns: &[DomainKernels],
+    ) -> Result<(), SolveError> {
+        let k32 = self.domains.len() as u32;
+        let mut guard = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        let sc = &mut *guard;
+        if let Some(comm) = &self.nccl {
+            for dev in &self.devices {
+                if let Some(side) = &dev.side {
+                    dev.partials_done.record(dev.gpu)?;
+                    side.wait_event(&dev.partials_done)?;
+                }
+            }
+            let send: Vec<&DeviceBuffer<f64>> = self.devices.iter().map(|d| &d.red).collect();
+            let mut recv: Vec<&mut DeviceBuffer<f64>> = sc.red_all.iter_mut().collect();
+            comm.all_reduce_sum(&send, &mut recv)?;
+            for dev in &self.devices {
+                if let Some(side) = &dev.side {
+                    dev.reduced.record(side)?;
+                    dev.gpu.wait_event(&dev.reduced)?;
+                }
+            }
+        }
+        for (i, dev) in self.devices.iter().enumerate() {
+            let red = if self.nccl.is_some() {
+                &sc.red_all[i]
+            } else {
+                &dev.red
+            };
+            dev.gpu
+                .launch(&kns[i].sum_slots, LaunchConfig::blocks(1, 32))
+                .arg(&k32)
+                .arg(red)
+                .arg(&scal[i].out)
+                .arg(&s0)
+                .arg(&ns)
+                .arg(&scal[i].status)
+                .run()?;
+        }
+        Ok(())
     }
 
     /// `z = S M_d⁻¹ r` on domain `d` (one V-cycle of its hierarchy, then the constraint
-    /// filter) and `rᵀz` into slot `2 k + d`.
+    /// filter) and the partials of `rᵀz` into slot `2 k + d` (skipped once `sc`'s status has
+    /// ended the solve).
+    #[allow(clippy::too_many_arguments)]
     fn precondition_amg(
         &self,
         amg: &DeviceDomainAmg,
@@ -934,13 +1120,14 @@ impl DeviceDomains<'_> {
         z: &DeviceBuffer<f64>,
         fixed: &DeviceBuffer<u32>,
         len: u32,
+        sc: &DeviceScalars,
     ) -> Result<(), SolveError> {
         let dm = &self.domains[d];
         let dev = &self.devices[dm.dev];
         let g = dev.gpu;
         amg.amgs[d].cycle(&dev.k, r, z)?;
         g.launch(
-            &dev.k.k("dd_filter_dot_partial")?,
+            &dev.k.k("pcg_filter_dot_partial")?,
             LaunchConfig::blocks(DOT_BLOCKS, 256),
         )
         .arg(&len)
@@ -948,13 +1135,15 @@ impl DeviceDomains<'_> {
         .arg(z)
         .arg(r)
         .arg(&dm.partial)
+        .arg(&sc.status)
         .run()?;
         let at = (2 * self.domains.len() + d) as u32;
-        g.launch(&dev.k.k("dot_final")?, LaunchConfig::blocks(1, 256))
+        g.launch(&dev.k.k("dot_final_dev")?, LaunchConfig::blocks(1, 256))
             .arg(&DOT_BLOCKS)
             .arg(&dm.partial)
             .arg(&dev.red)
             .arg(&at)
+            .arg(&sc.status)
             .run()?;
         Ok(())
     }
@@ -1070,6 +1259,58 @@ impl DeviceDomains<'_> {
 /// Restricts an SpMV pass to one domain (for per-domain timings).
 struct DomainFilter(usize);
 
+/// The scalars of the partitioned PCG on one device, as in the one-domain PCG without host
+/// synchronisation (`pcg_alpha`, `pcg_beta`): `st = [δ, α, β, r0, tol, divergence, cᵀq of a
+/// breakdown, -]`, `status = [state, iteration]`, the relative residual history, and the
+/// global sums `out = [cᵀq, rᵀr, rᵀs]`. Every device holds its own copy, computed from the
+/// same all-reduced partials in the same order, so all copies are equal.
+struct DeviceScalars {
+    st: DeviceBuffer<f64>,
+    status: DeviceBuffer<u32>,
+    hist: DeviceBuffer<f64>,
+    out: DeviceBuffer<f64>,
+}
+
+impl DeviceScalars {
+    fn new(g: &Gpu, max_iterations: usize) -> Result<Self, SolveError> {
+        Ok(Self {
+            st: g.zeros::<f64>(8)?,
+            status: g.zeros::<u32>(2)?,
+            hist: g.zeros::<f64>(max_iterations + 1)?,
+            out: g.zeros::<f64>(3)?,
+        })
+    }
+}
+
+/// The kernels of the partitioned PCG iteration on one device, resolved once per solve.
+struct DomainKernels {
+    filter_dot: Kernel,
+    dot_final: Kernel,
+    alpha: Kernel,
+    beta: Kernel,
+    update_jacobi: Kernel,
+    update: Kernel,
+    dot_final2: Kernel,
+    direction: Kernel,
+    sum_slots: Kernel,
+}
+
+impl DomainKernels {
+    fn new(k: &SolveKernels<'_>) -> Result<Self, SolveError> {
+        Ok(Self {
+            filter_dot: k.k("pcg_filter_dot_partial")?,
+            dot_final: k.k("dot_final_dev")?,
+            alpha: k.k("pcg_alpha")?,
+            beta: k.k("pcg_beta")?,
+            update_jacobi: k.k("pcg_update_precond_partial")?,
+            update: k.k("pcg_update_partial")?,
+            dot_final2: k.k("dd_dot_final2")?,
+            direction: k.k("pcg_direction_dev")?,
+            sum_slots: k.k("dd_sum_slots")?,
+        })
+    }
+}
+
 /// The preconditioner of [`DeviceDomains::pcg_with`].
 #[derive(Clone, Copy)]
 pub enum DomainPreconditioner<'a, 'h> {
@@ -1121,6 +1362,7 @@ impl DeviceDomainAmg<'static> {
             amgs.push(amg);
             setup_ms.push(t.elapsed().as_secs_f64() * 1e3);
         }
+        dd.note_memory()?;
         Ok(Self { amgs, setup_ms })
     }
 

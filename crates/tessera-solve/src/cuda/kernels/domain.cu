@@ -73,67 +73,14 @@ DD_SPMV_WRAPPER(1)
 DD_SPMV_WRAPPER(2)
 DD_SPMV_WRAPPER(3)
 
-// Partitioned PCG, one domain's owned part: scalars come from the host (global sums in a fixed
-// domain order), partial sums go to fixed grids as in the one-domain kernels.
-// q = S q and the partial sums of cᵀq.
-extern "C" __global__ void dd_filter_dot_partial(u32 len, const u32* fixed, double* q, const double* c, double* partial) {
-    __shared__ double sh[256];
-    double s = 0.0;
-    for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < len; t += gridDim.x * blockDim.x) {
-        double v = q[t];
-        if (fixed[t]) { v = 0.0; q[t] = 0.0; }
-        s += c[t] * v;
-    }
-    sh[threadIdx.x] = s;
-    __syncthreads();
-    for (u32 o = 128; o > 0; o >>= 1) {
-        if (threadIdx.x < o) sh[threadIdx.x] += sh[threadIdx.x + o];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) partial[blockIdx.x] = sh[0];
-}
-// Per node: x += α c, r -= α q, s = S(P⁻¹ r), partial sums of rᵀr and rᵀs (interleaved).
-extern "C" __global__ void dd_update_precond_partial(u32 nodes, u32 e, double alpha, const double* inv, const u32* fixed,
-                                                     const double* c, const double* q, double* x, double* r, double* s,
-                                                     double* partial2) {
-    __shared__ double sh[2][256];
-    double rr = 0.0, rs = 0.0;
-    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < nodes; i += gridDim.x * blockDim.x) {
-        double rv[4];
-        for (u32 k = 0; k < e; ++k) {
-            u64 t = (u64)i * e + k;
-            x[t] += alpha * c[t];
-            double v = r[t] - alpha * q[t];
-            r[t] = v;
-            rv[k] = v;
-        }
-        for (u32 k = 0; k < e; ++k) {
-            double a = 0.0;
-            for (u32 l = 0; l < e; ++l) a += inv[(u64)i * e * e + k * e + l] * rv[l];
-            u64 t = (u64)i * e + k;
-            a = fixed[t] ? 0.0 : a;
-            s[t] = a;
-            rr += rv[k] * rv[k];
-            rs += rv[k] * a;
-        }
-    }
-    sh[0][threadIdx.x] = rr;
-    sh[1][threadIdx.x] = rs;
-    __syncthreads();
-    for (u32 o = 128; o > 0; o >>= 1) {
-        if (threadIdx.x < o) {
-            sh[0][threadIdx.x] += sh[0][threadIdx.x + o];
-            sh[1][threadIdx.x] += sh[1][threadIdx.x + o];
-        }
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) {
-        partial2[2 * blockIdx.x] = sh[0][0];
-        partial2[2 * blockIdx.x + 1] = sh[1][0];
-    }
-}
-// out[slot_a], out[slot_b] from the interleaved partials of dd_update_precond_partial.
-extern "C" __global__ void dd_dot_final2(u32 nparts, const double* partial2, double* out, u32 slot_a, u32 slot_b) {
+// Partitioned PCG, one domain's owned part. The vector kernels are the one-domain PCG's
+// (pcg_filter_dot_partial, pcg_update_precond_partial, pcg_update_partial, pcg_direction_dev,
+// dot_final_dev: scalars read from the device state st, gated by status); the partial sums of
+// domain d go to slot s k + d of the device's slot buffer, and after the all-reduce across
+// devices dd_sum_slots adds them in domain order on every device.
+// red[slot_a], red[slot_b] from the interleaved partials of pcg_update_precond_partial.
+extern "C" __global__ void dd_dot_final2(u32 nparts, const double* partial2, double* red, u32 slot_a, u32 slot_b, const u32* status) {
+    if (status[0]) return;
     __shared__ double sh[2][256];
     double a = 0.0, b = 0.0;
     for (u32 t = threadIdx.x; t < nparts; t += 256) {
@@ -151,22 +98,19 @@ extern "C" __global__ void dd_dot_final2(u32 nparts, const double* partial2, dou
         __syncthreads();
     }
     if (threadIdx.x == 0) {
-        out[slot_a] = sh[0][0];
-        out[slot_b] = sh[1][0];
+        red[slot_a] = sh[0][0];
+        red[slot_b] = sh[1][0];
     }
 }
-// c = s + β c (owned part)
-extern "C" __global__ void dd_direction(u32 len, double beta, const double* s, double* c) {
-    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t < len) c[t] = s[t] + beta * c[t];
-}
-// x += α c, r -= α q (owned part; the partitioned PCG with a domain-local multigrid, whose
-// preconditioner step runs between this update and the dot products).
-extern "C" __global__ void dd_update(u32 len, double alpha, const double* c, const double* q, double* x, double* r) {
-    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= len) return;
-    x[t] += alpha * c[t];
-    r[t] -= alpha * q[t];
+// out[s] = sum over domains d = 0 .. k-1, in that order, of red[s k + d], for the slots
+// s = s0 .. s0 + ns - 1 (one thread per slot): the global sums of the iteration, the same on
+// every device whatever the placement of the domains.
+extern "C" __global__ void dd_sum_slots(u32 k, const double* red, double* out, u32 s0, u32 ns, const u32* status) {
+    if (status[0] || threadIdx.x >= ns) return;
+    u32 s = s0 + threadIdx.x;
+    double acc = 0.0;
+    for (u32 d = 0; d < k; ++d) acc += red[(u64)s * k + d];
+    out[s] = acc;
 }
 
 // The filtered owned-owned block S A_oo S + (I - S) of a domain's Bin-BCSR* matrix of 3 x 3 blocks
