@@ -57,10 +57,14 @@ pub struct DeviceDomainAssembly {
     pub device_ms: f64,
     /// Wall time of the whole domain (mesh, upload, device stages, synchronized), ms.
     pub total_ms: f64,
+    /// Device memory in use at the end of the domain's assembly, its buffers still held
+    /// (total minus free, `cuMemGetInfo`), bytes.
+    pub memory_in_use: u64,
 }
 
 /// Assemble the owned rows of every domain of `layout` on its device (`placement[d]`; see the
-/// [module docs](self)). Domains run one after another; the matrices stay on the devices.
+/// [module docs](self)). One host thread per device assembles that device's domains one after
+/// another, so the devices work at the same time; the matrices stay on the devices.
 pub fn assemble_domains_gpu(
     placement: &[&Gpu],
     ho: &HoMesh,
@@ -74,31 +78,90 @@ pub fn assemble_domains_gpu(
             placement.len()
         )));
     }
-    let mut out = Vec::with_capacity(placement.len());
-    for (d, g) in placement.iter().enumerate() {
-        let t = Instant::now();
-        let (lho, rows) = layout.local_mesh(ho, d)?;
-        let kern = FemKernels::new(g)?;
-        let dmesh = DeviceHoMesh::upload_rows(g, &lho, &rows)?;
-        g.synchronize().map_err(gpu_err)?;
-        let mesh_ms = t.elapsed().as_secs_f64() * 1e3;
-        let mut asm = GpuAssembler::new(&kern, &dmesh, Summation::PerNode)?;
-        let matrix = asm.assemble::<f64>(op)?;
-        g.synchronize().map_err(gpu_err)?;
-        let stats = asm.stats().clone();
-        let device_ms = stats.stages_ms.values().sum();
-        let dm = &layout.domains[d];
-        let matrix =
-            DeviceDomainMatrix::new(matrix, dm.num_interior, dm.num_halo(), dm.halo.clone())?;
-        out.push(DeviceDomainAssembly {
-            matrix,
-            stats,
-            mesh_ms,
-            device_ms,
-            total_ms: t.elapsed().as_secs_f64() * 1e3,
-        });
+    // one host thread per device, each assembling its domains in order: the devices work at
+    // the same time (and the hosts' local meshes are built in parallel)
+    let mut devices: Vec<usize> = Vec::new();
+    for g in placement {
+        if !devices.contains(&g.ordinal()) {
+            devices.push(g.ordinal());
+        }
     }
-    Ok(out)
+    let mut slots: Vec<Option<Result<DeviceDomainAssembly, FemError>>> =
+        (0..placement.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = devices
+            .iter()
+            .map(|&o| {
+                scope.spawn(move || {
+                    placement
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, g)| g.ordinal() == o)
+                        .map(|(d, g)| (d, assemble_one(g, ho, layout, d, op)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for h in handles {
+            match h.join() {
+                Ok(list) => {
+                    for (d, r) in list {
+                        slots[d] = Some(r);
+                    }
+                }
+                Err(_) => {
+                    // a panicking thread leaves its domains unfilled; reported below
+                }
+            }
+        }
+    });
+    slots
+        .into_iter()
+        .enumerate()
+        .map(|(d, r)| {
+            r.unwrap_or_else(|| {
+                Err(FemError::InvalidInput(format!(
+                    "the assembly of domain {d} did not finish (its device thread stopped)"
+                )))
+            })
+        })
+        .collect()
+}
+
+/// Domain `d` of `layout` assembled on `g` (see [`assemble_domains_gpu`]).
+fn assemble_one(
+    g: &Gpu,
+    ho: &HoMesh,
+    layout: &DomainLayout,
+    d: usize,
+    op: Operator,
+) -> Result<DeviceDomainAssembly, FemError> {
+    let t = Instant::now();
+    let (lho, rows) = layout.local_mesh(ho, d)?;
+    let kern = FemKernels::new(g)?;
+    let dmesh = DeviceHoMesh::upload_rows(g, &lho, &rows)?;
+    g.synchronize().map_err(gpu_err)?;
+    let mesh_ms = t.elapsed().as_secs_f64() * 1e3;
+    let mut asm = GpuAssembler::new(&kern, &dmesh, Summation::PerNode)?;
+    let matrix = asm.assemble::<f64>(op)?;
+    g.synchronize().map_err(gpu_err)?;
+    // with the assembler's buffers still held: the assembly's peak on this device
+    let memory_in_use = g
+        .total_memory()
+        .saturating_sub(g.free_memory().map_err(gpu_err)?) as u64;
+    let stats = asm.stats().clone();
+    drop(asm);
+    let device_ms = stats.stages_ms.values().sum();
+    let dm = &layout.domains[d];
+    let matrix = DeviceDomainMatrix::new(matrix, dm.num_interior, dm.num_halo(), dm.halo.clone())?;
+    Ok(DeviceDomainAssembly {
+        matrix,
+        stats,
+        mesh_ms,
+        device_ms,
+        total_ms: t.elapsed().as_secs_f64() * 1e3,
+        memory_in_use,
+    })
 }
 
 fn gpu_err(e: tessera_gpu::GpuError) -> FemError {
@@ -210,6 +273,13 @@ pub struct DeviceDomainsReport {
     pub apply_ms: f64,
     /// Solve time per PCG iteration, ms.
     pub iteration_ms: f64,
+    /// Per device of `devices`: the largest device memory in use seen at the end of each
+    /// domain's assembly (its buffers still held), after the operator and the preconditioner
+    /// were set up, and once the PCG had its vectors (total minus free, `cuMemGetInfo`: the
+    /// process's allocations, the blocks its memory pool keeps, the contexts), bytes.
+    pub peak_memory_bytes: Vec<u64>,
+    /// Per device of `devices`: its total memory, bytes.
+    pub device_memory_bytes: Vec<u64>,
 }
 
 impl DeviceDomainsReport {
@@ -237,6 +307,8 @@ impl DeviceDomainsReport {
             "spmv_ms": self.spmv_ms,
             "apply_ms": self.apply_ms,
             "iteration_ms": self.iteration_ms,
+            "peak_memory_bytes": self.peak_memory_bytes,
+            "device_memory_bytes": self.device_memory_bytes,
         })
     }
 }
@@ -299,7 +371,22 @@ pub fn solve_on_devices(
         0.0
     };
     let hier = match amg {
-        Some((pos, ap)) => Some(DeviceDomainAmg::setup(&dd, &cons.fixed, pos, ap)?),
+        Some((pos, ap)) => Some(DeviceDomainAmg::setup(&dd, &cons.fixed, pos, ap).map_err(
+            |e| {
+                // the domain AMG aggregates the order-p matrix itself (there is no p-multigrid
+                // across domains): at p = 3 on large domains its Galerkin products outgrow the
+                // device's 32-bit offsets and memory
+                StaticError::Solve(SolveError::InvalidInput {
+                    what: "domain AMG",
+                    message: format!(
+                        "the set-up of the domain AMG on the devices failed: {e}. The domain AMG \
+                         runs smoothed aggregation on each domain's order-p matrix (there is no \
+                         p-multigrid across domains); for large p >= 2 domains set \
+                         preconditioner = \"block-jacobi\" in [solver], or use more domains"
+                    ),
+                })
+            },
+        )?),
         None => None,
     };
     let prec = match &hier {
@@ -330,6 +417,7 @@ pub fn solve_on_devices(
     let (r, r0) = (norm(&ku), norm(&kz));
     let true_res = if r0 > 0.0 { r / r0 } else { r };
     let times = dd.timed_apply(&x, &mut y, 5)?;
+    let peak = dd.peak_memory();
     let hs = hier.as_ref().map_or(&[][..], |h| h.hierarchies());
     let stat = |f: fn(&tessera_solve::amg::AmgStats) -> f64| -> Vec<f64> {
         hs.iter().map(|a| a.stats().map_or(f64::NAN, f)).collect()
@@ -370,6 +458,14 @@ pub fn solve_on_devices(
             spmv_ms: times.spmv_ms,
             apply_ms: times.apply_ms,
             iteration_ms: solve_ms / report.iterations.max(1) as f64,
+            peak_memory_bytes: devices
+                .iter()
+                .map(|o| peak.iter().find(|p| p.0 == *o).map_or(0, |p| p.1))
+                .collect(),
+            device_memory_bytes: devices
+                .iter()
+                .map(|o| peak.iter().find(|p| p.0 == *o).map_or(0, |p| p.2))
+                .collect(),
         },
     ))
 }
@@ -400,6 +496,8 @@ pub(crate) fn solve_prepared_on_devices(
     let mut asm_stats: Vec<(AssemblyStats, f64, f64, f64)> = Vec::with_capacity(k);
     let mut host_mats = Vec::new();
     let mut dev_mats = Vec::new();
+    // per device ordinal: the memory in use at the end of its domains' assemblies
+    let mut asm_peak: Vec<(usize, u64)> = Vec::new();
     stage(
         &mut st,
         progress,
@@ -429,7 +527,16 @@ pub(crate) fn solve_prepared_on_devices(
                     host_mats.push(da.matrix);
                 }
             } else {
-                for da in assemble_domains_gpu(&refs, ho, &layout, op)? {
+                for (d, da) in assemble_domains_gpu(&refs, ho, &layout, op)?
+                    .into_iter()
+                    .enumerate()
+                {
+                    let o = refs[d].ordinal();
+                    let at = asm_peak.iter().position(|p: &(usize, u64)| p.0 == o);
+                    match at {
+                        Some(i) => asm_peak[i].1 = asm_peak[i].1.max(da.memory_in_use),
+                        None => asm_peak.push((o, da.memory_in_use)),
+                    }
                     asm_stats.push((da.stats, da.total_ms, da.mesh_ms, da.device_ms));
                     dev_mats.push(da.matrix);
                 }
@@ -518,6 +625,14 @@ pub(crate) fn solve_prepared_on_devices(
         s.spmv_ms = dev.spmv_ms[d];
     }
     dev.assemble_mesh_ms = asm_stats.iter().map(|a| a.2).collect();
+    for (i, o) in opts.devices.iter().enumerate() {
+        if let (Some(p), Some(a)) = (
+            dev.peak_memory_bytes.get_mut(i),
+            asm_peak.iter().find(|a| a.0 == *o),
+        ) {
+            *p = (*p).max(a.1);
+        }
+    }
     dev.assemble_stages_ms = asm_stats.iter().map(|a| a.3).collect();
     let mut info = match (&positions, dd.coarse) {
         (None, _) => single("block-jacobi"),

@@ -367,3 +367,110 @@ fn partitioned_amg_matches_reference() {
         }
     }
 }
+
+/// `k` domains placed round-robin on two GPUs (halos between the devices by NCCL send/receive,
+/// dot products by an NCCL all-reduce) give exactly the iterates of the same `k` domains on one
+/// GPU: the same partitioned SpMV bit for bit, and for the block-Jacobi PCG and the domain-AMG
+/// PCG the same iteration count, residual history and solution bit for bit (the partial sums
+/// are added in domain order wherever the domains are). Also equal to the single-domain solve
+/// to the solver tolerance. Needs two CUDA devices and NCCL; skips with a message otherwise.
+#[test]
+#[ignore = "needs two CUDA GPUs"]
+fn multi_device_solve_matches_one_device() {
+    let Some(g0) = gpu() else { return };
+    let count = Gpu::device_count().unwrap();
+    if count < 2 {
+        eprintln!("skipped: {count} CUDA device(s); this test needs two");
+        return;
+    }
+    if let Err(e) = tessera_gpu::NcclLibrary::load() {
+        eprintln!("skipped: {e}");
+        return;
+    }
+    let g1 = Gpu::new(1).unwrap();
+    eprintln!("second device {}", g1.describe());
+    let params = PcgParams {
+        tolerance: 1e-10,
+        ..Default::default()
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(2122);
+    for p in [1, 2] {
+        let ho = HoMesh::new(tets([14, 4, 4]), p).unwrap();
+        let kg = global(&ho);
+        let (cons, f) = beam_system(&ho);
+        let mut u0 = Vec::new();
+        let rep0 = pcg(&kg, &f, &cons, &params, &mut u0).unwrap();
+        let pos = ho.node_positions();
+        for k in [2, 3, 4] {
+            let lay = layout(&ho, k, Partitioner::Metis);
+            let mats = domains(&ho, &lay);
+            let lc = Constraints {
+                fixed: lay.scatter(&cons.fixed, 3),
+                values: lay.scatter(&cons.values, 3),
+            };
+            let lf = lay.scatter(&f, 3);
+            let one = DeviceDomains::new(&mats, &vec![&g0; k], Default::default()).unwrap();
+            let place: Vec<&Gpu> = (0..k).map(|d| if d % 2 == 0 { &g0 } else { &g1 }).collect();
+            let two = DeviceDomains::new(&mats, &place, Default::default()).unwrap();
+            assert_eq!(two.num_devices(), 2);
+            assert!(two.uses_nccl());
+            assert!(two.remote_bytes_per_apply() > 0);
+            assert_eq!(two.placement(), (0..k).map(|d| d % 2).collect::<Vec<_>>());
+            // the SpMV, bit for bit
+            let n = ho.num_nodes() * 3;
+            let x: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
+            let xl = lay.scatter(&x, 3);
+            let mut y1 = one.zeros().unwrap();
+            one.apply(&one.upload(&xl).unwrap(), &mut y1).unwrap();
+            let mut y2 = two.zeros().unwrap();
+            two.apply(&two.upload(&xl).unwrap(), &mut y2).unwrap();
+            assert_eq!(
+                one.download(&y1).unwrap(),
+                two.download(&y2).unwrap(),
+                "p = {p}, k = {k}: SpMV"
+            );
+            // block-Jacobi PCG
+            let (mut u1, mut u2) = (Vec::new(), Vec::new());
+            let r1 = one.pcg(&lf, &lc, &params, &mut u1).unwrap();
+            let r2 = two.pcg(&lf, &lc, &params, &mut u2).unwrap();
+            eprintln!(
+                "p = {p}, k = {k}: block Jacobi {} iterations on two devices ({} on one, {} \
+                 single-domain CPU), halo {} bytes per apply, {} between the devices",
+                r2.iterations,
+                r1.iterations,
+                rep0.iterations,
+                two.halo_bytes_per_apply(),
+                two.remote_bytes_per_apply()
+            );
+            assert_eq!(r2.iterations, r1.iterations, "p = {p}, k = {k}");
+            assert_eq!(r2.history, r1.history, "p = {p}, k = {k}");
+            assert_eq!(u2, u1, "p = {p}, k = {k}");
+            let u = lay.gather(&u2, 3);
+            assert!(rel_diff(&u, &u0) <= 1e-7, "p = {p}, k = {k}");
+            assert!(r2.iterations.abs_diff(rep0.iterations) <= 2);
+            // domain AMG, hierarchies set up on each domain's device
+            let lpos = lay.owned_positions(&pos);
+            let amg_params = AmgParams::default();
+            let a1 = DeviceDomainAmg::setup(&one, &lc.fixed, &lpos, &amg_params).unwrap();
+            let a2 = DeviceDomainAmg::setup(&two, &lc.fixed, &lpos, &amg_params).unwrap();
+            let (mut v1, mut v2) = (Vec::new(), Vec::new());
+            let s1 = one
+                .pcg_with(&lf, &lc, &params, DomainPreconditioner::Amg(&a1), &mut v1)
+                .unwrap();
+            let s2 = two
+                .pcg_with(&lf, &lc, &params, DomainPreconditioner::Amg(&a2), &mut v2)
+                .unwrap();
+            eprintln!(
+                "p = {p}, k = {k}: domain AMG {} iterations on two devices, {} on one",
+                s2.iterations, s1.iterations
+            );
+            assert_eq!(s2.iterations, s1.iterations, "p = {p}, k = {k}: AMG");
+            assert_eq!(s2.history, s1.history, "p = {p}, k = {k}: AMG");
+            assert_eq!(v2, v1, "p = {p}, k = {k}: AMG");
+            assert!(
+                rel_diff(&lay.gather(&v2, 3), &u0) <= 1e-7,
+                "p = {p}, k = {k}"
+            );
+        }
+    }
+}
