@@ -397,6 +397,21 @@ fn print_domains(dd: &serde_json::Value) {
     }
 }
 
+/// `cuda:0 12.3 of 139.8 GiB, cuda:1 ...`: the peak device memory in use of a `--devices`
+/// run's summary (`device.peak_memory_bytes`), or `None` when it has none.
+pub(crate) fn device_memory_line(dev: &serde_json::Value) -> Option<String> {
+    let gib = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN) / (1u64 << 30) as f64;
+    let peak = dev["peak_memory_bytes"].as_array()?;
+    let total = dev["device_memory_bytes"].as_array()?;
+    let devices: Vec<&str> = dev["devices"].as_str()?.split(',').collect();
+    let parts: Vec<String> = devices
+        .iter()
+        .zip(peak.iter().zip(total))
+        .map(|(d, (p, t))| format!("{d} {:.1} of {:.1} GiB", gib(p), gib(t)))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
 /// The device part of a `--devices` run: placement, bytes and per-application stage times.
 fn print_device_domains(dev: &serde_json::Value) {
     let f = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
@@ -458,4 +473,7 @@ fn print_device_domains(dev: &serde_json::Value) {
         f(&dev["iteration_ms"]),
         f(&dev["upload_ms"])
     );
+    if let Some(m) = device_memory_line(dev) {
+        println!("device memory    peak in use {m}");
+    }
 }
