@@ -17,9 +17,9 @@
 //! - **Local numbering.** Owned nodes first - interior ones (all of whose cells hold only
 //!   owned nodes, so their rows need no halo value), then boundary ones, each run ascending
 //!   by global node and then, within windows of [`ROW_WINDOW`] rows, by descending row length
-//!   (less bin padding: [`order_rows_in_windows`]) - then the halo (the other nodes of the local cells, i.e. exactly the
-//!   off-domain columns of the owned rows), grouped by owning domain ascending, then by global
-//!   node. The halo segment of neighbour `j` is therefore contiguous and in the order of
+//!   (less bin padding: [`order_rows_in_windows`]) - then the halo (the other nodes of the
+//!   local cells, i.e. exactly the off-domain columns of the owned rows), grouped by owning
+//!   domain ascending, then by global node. The halo segment of neighbour `j` is therefore contiguous and in the order of
 //!   `j`'s send list to this domain ([`tessera_solve::HaloPlan`]).
 //! - **Assembly.** Each domain builds the sub-mesh of its local cells (vertices renumbered
 //!   in ascending global order, cells in ascending global order, so every cell keeps its

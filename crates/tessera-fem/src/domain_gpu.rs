@@ -146,9 +146,7 @@ fn assemble_one(
     let matrix = asm.assemble::<f64>(op)?;
     g.synchronize().map_err(gpu_err)?;
     // with the assembler's buffers still held: the assembly's peak on this device
-    let memory_in_use = g
-        .total_memory()
-        .saturating_sub(g.free_memory().map_err(gpu_err)?) as u64;
+    let memory_in_use = g.memory_in_use().map_err(gpu_err)? as u64;
     let stats = asm.stats().clone();
     drop(asm);
     let device_ms = stats.stages_ms.values().sum();
@@ -496,8 +494,8 @@ pub(crate) fn solve_prepared_on_devices(
     let mut asm_stats: Vec<(AssemblyStats, f64, f64, f64)> = Vec::with_capacity(k);
     let mut host_mats = Vec::new();
     let mut dev_mats = Vec::new();
-    // per device ordinal: the memory in use at the end of its domains' assemblies
-    let mut asm_peak: Vec<(usize, u64)> = Vec::new();
+    // (device ordinal, memory in use at the end of the domain's assembly) per domain
+    let mut asm_memory: Vec<(usize, u64)> = Vec::with_capacity(k);
     stage(
         &mut st,
         progress,
@@ -531,12 +529,7 @@ pub(crate) fn solve_prepared_on_devices(
                     .into_iter()
                     .enumerate()
                 {
-                    let o = refs[d].ordinal();
-                    let at = asm_peak.iter().position(|p: &(usize, u64)| p.0 == o);
-                    match at {
-                        Some(i) => asm_peak[i].1 = asm_peak[i].1.max(da.memory_in_use),
-                        None => asm_peak.push((o, da.memory_in_use)),
-                    }
+                    asm_memory.push((refs[d].ordinal(), da.memory_in_use));
                     asm_stats.push((da.stats, da.total_ms, da.mesh_ms, da.device_ms));
                     dev_mats.push(da.matrix);
                 }
@@ -625,12 +618,9 @@ pub(crate) fn solve_prepared_on_devices(
         s.spmv_ms = dev.spmv_ms[d];
     }
     dev.assemble_mesh_ms = asm_stats.iter().map(|a| a.2).collect();
-    for (i, o) in opts.devices.iter().enumerate() {
-        if let (Some(p), Some(a)) = (
-            dev.peak_memory_bytes.get_mut(i),
-            asm_peak.iter().find(|a| a.0 == *o),
-        ) {
-            *p = (*p).max(a.1);
+    for (p, o) in dev.peak_memory_bytes.iter_mut().zip(&opts.devices) {
+        for &(_, m) in asm_memory.iter().filter(|a| a.0 == *o) {
+            *p = (*p).max(m);
         }
     }
     dev.assemble_stages_ms = asm_stats.iter().map(|a| a.3).collect();

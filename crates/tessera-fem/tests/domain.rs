@@ -3,7 +3,9 @@
 //! PCG against the single-domain solve.
 
 mod domain_common;
-use domain_common::{beam_system, global, layout, rel_diff, stiffness_op, tets};
+use domain_common::{
+    beam_system, global, layout, rel_diff, scatter_constraints, stiffness_op, tets,
+};
 use std::collections::BTreeSet;
 
 use rand::{Rng, SeedableRng};
@@ -150,13 +152,6 @@ fn partitioned_spmv_matches_global() {
                 }
             }
         }
-    }
-}
-
-fn scatter_constraints(lay: &DomainLayout, cons: &Constraints) -> Constraints {
-    Constraints {
-        fixed: lay.scatter(&cons.fixed, 3),
-        values: lay.scatter(&cons.values, 3),
     }
 }
 

@@ -6,7 +6,9 @@
 //! one.
 
 mod domain_common;
-use domain_common::{beam_system, global, layout, rel_diff, stiffness_op, tets};
+use domain_common::{
+    beam_system, global, layout, rel_diff, scatter_constraints, stiffness_op, tets,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tessera_core::Par;
@@ -20,7 +22,7 @@ use tessera_solve::cuda::{
     DeviceDomainsOptions, DomainPreconditioner, SolveKernels,
 };
 use tessera_solve::{
-    pcg, pcg_with, AmgParams, BlockOperator, Constraints, DomainAmg, DomainMatrix, InProcess,
+    pcg, pcg_with, AmgParams, BlockOperator, DomainAmg, DomainMatrix, InProcess,
     PartitionedOperator, PcgParams,
 };
 
@@ -127,10 +129,7 @@ fn partitioned_solve_matches_reference() {
         for k in [1, 2, 4, 8] {
             let lay = layout(&ho, k, Partitioner::Metis);
             let mats = domains(&ho, &lay);
-            let lc = Constraints {
-                fixed: lay.scatter(&cons.fixed, 3),
-                values: lay.scatter(&cons.values, 3),
-            };
+            let lc = scatter_constraints(&lay, &cons);
             let lf = lay.scatter(&f, 3);
             let dd = DeviceDomains::new(&mats, &vec![&g; k], Default::default()).unwrap();
             let mut us = Vec::new();
@@ -253,10 +252,7 @@ fn domain_assembly_matches_reference() {
                 );
             }
             // the device-assembled operator gives the iterates of the uploaded one
-            let lc = Constraints {
-                fixed: lay.scatter(&cons.fixed, 3),
-                values: lay.scatter(&cons.values, 3),
-            };
+            let lc = scatter_constraints(&lay, &cons);
             let lf = lay.scatter(&f, 3);
             let up = DeviceDomains::new(&host, &vec![&g; k], Default::default()).unwrap();
             let mut uh = Vec::new();
@@ -300,10 +296,7 @@ fn partitioned_amg_matches_reference() {
         for k in [1, 2, 4] {
             let lay = layout(&ho, k, Partitioner::Metis);
             let host = domains(&ho, &lay);
-            let lc = Constraints {
-                fixed: lay.scatter(&cons.fixed, 3),
-                values: lay.scatter(&cons.values, 3),
-            };
+            let lc = scatter_constraints(&lay, &cons);
             let lf = lay.scatter(&f, 3);
             let lpos = lay.owned_positions(&pos);
             // CPU reference
@@ -404,10 +397,7 @@ fn multi_device_solve_matches_one_device() {
         for k in [2, 3, 4] {
             let lay = layout(&ho, k, Partitioner::Metis);
             let mats = domains(&ho, &lay);
-            let lc = Constraints {
-                fixed: lay.scatter(&cons.fixed, 3),
-                values: lay.scatter(&cons.values, 3),
-            };
+            let lc = scatter_constraints(&lay, &cons);
             let lf = lay.scatter(&f, 3);
             let one = DeviceDomains::new(&mats, &vec![&g0; k], Default::default()).unwrap();
             let place: Vec<&Gpu> = (0..k).map(|d| if d % 2 == 0 { &g0 } else { &g1 }).collect();

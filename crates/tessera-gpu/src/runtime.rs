@@ -179,6 +179,12 @@ impl Gpu {
                 .map_err(|e| GpuError::driver("cuMemGetInfo", e))
         })
     }
+    /// Device memory in use in bytes (queried now): total minus free as the driver reports it,
+    /// i.e. this process's allocations, the blocks its memory pool keeps, the contexts, and
+    /// anything else on the device.
+    pub fn memory_in_use(&self) -> GpuResult<usize> {
+        Ok(self.total_mem.saturating_sub(self.free_memory()?))
+    }
     /// NVRTC version `(major, minor)`.
     pub fn nvrtc_version(&self) -> (i32, i32) {
         self.nvrtc.unwrap_or((0, 0))

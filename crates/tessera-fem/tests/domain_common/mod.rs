@@ -64,6 +64,14 @@ pub fn beam_system(ho: &HoMesh) -> (Constraints, Vec<f64>) {
     (cons, f)
 }
 
+/// The constraints of the global problem in the layout's concatenated owned order.
+pub fn scatter_constraints(lay: &DomainLayout, cons: &Constraints) -> Constraints {
+    Constraints {
+        fixed: lay.scatter(&cons.fixed, 3),
+        values: lay.scatter(&cons.values, 3),
+    }
+}
+
 /// `|a - b| / |b|` in the 2-norm.
 pub fn rel_diff(a: &[f64], b: &[f64]) -> f64 {
     let d = a

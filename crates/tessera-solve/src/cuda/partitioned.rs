@@ -36,6 +36,7 @@ use rayon::prelude::*;
 use tessera_gpu::{DeviceBuffer, Event, Gpu, Kernel, LaunchConfig, NcclComm, Transfer};
 
 use super::halo::halo_pack;
+use super::pcg::device_pcg_result;
 use super::{
     cfg, to_u32, up, DeviceAmg, DeviceBinBcsr, DeviceBlockCsr, SolveKernels, BLOCK, DOT_BLOCKS,
 };
@@ -404,16 +405,12 @@ impl<'g> DeviceDomains<'g> {
         })
     }
 
-    /// Device memory in use on every device (in the order of first use), bytes: total minus
-    /// free as the driver reports it (`cuMemGetInfo`), i.e. this process's allocations and
-    /// the blocks its memory pool keeps, plus the contexts and anything else on the device.
+    /// Device memory in use on every device (in the order of first use), bytes
+    /// ([`Gpu::memory_in_use`]).
     pub fn memory_in_use(&self) -> Result<Vec<u64>, SolveError> {
         self.devices
             .iter()
-            .map(|d| {
-                let free = d.gpu.free_memory()?;
-                Ok(d.gpu.total_memory().saturating_sub(free) as u64)
-            })
+            .map(|d| Ok(d.gpu.memory_in_use()? as u64))
             .collect()
     }
 
@@ -800,7 +797,7 @@ impl DeviceDomains<'_> {
             .iter()
             .map(|dev| DomainKernels::new(&dev.k))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut xd = self.upload(&cons.start_vector())?;
+        let xd = self.upload(&cons.start_vector())?;
         let bd = self.upload(b)?;
         let mut r = self.zeros()?;
         let c = self.zeros()?;
@@ -838,15 +835,13 @@ impl DeviceDomains<'_> {
                         .run()?;
                     self.dot(d, &r[d], &c[d], 2)?;
                 }
-                Some(a) => {
-                    self.precondition_amg(a, d, &r[d], &c[d], &fixed[d], lens[d], &scal[dm.dev])?
-                }
+                Some(a) => self.precondition_amg(a, d, &r[d], &c[d], &fixed[d], &scal, &kns)?,
             }
         }
         let sums = self.reduce(&[1, 2])?;
         let r0 = sums[0].sqrt();
         let delta = sums[1];
-        let mut history = vec![1.0];
+        let history = vec![1.0];
         if !r0.is_finite() {
             return Err(SolveError::NonFinite {
                 what: "initial residual",
@@ -969,7 +964,7 @@ impl DeviceDomains<'_> {
                             .arg(&sa)
                             .arg(&sc.status)
                             .run()?;
-                        self.precondition_amg(a, d, &r[d], &s[d], &fixed[d], lens[d], sc)?;
+                        self.precondition_amg(a, d, &r[d], &s[d], &fixed[d], &scal, &kns)?;
                     }
                 }
             }
@@ -1010,52 +1005,11 @@ impl DeviceDomains<'_> {
             }
         }
         let g0 = self.devices[0].gpu;
-        let upto = ended.map_or(last, |(_, i)| i);
-        if upto > 0 {
-            history.extend(g0.download_range(&scal[0].hist, 1..upto + 1)?);
-            if monitored {
-                crate::monitor::report(upto, history[upto]);
-            }
-        }
-        let at = |i: usize| history.get(i).copied().unwrap_or(f64::NAN);
-        match ended {
-            Some((1, it)) => {
-                *x = self.download(&xd)?;
-                Ok(SolveReport {
-                    iterations: it,
-                    final_residual: at(it),
-                    history,
-                })
-            }
-            Some((2, it)) => Err(SolveError::NonFinite {
-                what: "search direction",
-                iteration: it,
-            }),
-            Some((3, it)) => Err(SolveError::Singular {
-                iteration: it,
-                value: g0.download_at(&scal[0].st, 6)?,
-            }),
-            Some((4, it)) => Err(SolveError::NonFinite {
-                what: "residual",
-                iteration: it,
-            }),
-            Some((5, it)) => Err(SolveError::Diverged {
-                iteration: it,
-                residual: at(it),
-            }),
-            Some((code, _)) => Err(SolveError::Device {
-                device: format!("cuda:{}", g0.ordinal()),
-                reason: format!("partitioned PCG status {code} is unknown"),
-            }),
-            None => {
-                let _ = &mut xd;
-                Err(SolveError::NotConverged {
-                    iterations: params.max_iterations,
-                    residual: at(params.max_iterations),
-                    tolerance: params.tolerance,
-                })
-            }
-        }
+        let (hist, st) = (&scal[0].hist, &scal[0].st);
+        device_pcg_result(g0, ended, last, hist, st, history, params, || {
+            *x = self.download(&xd)?;
+            Ok(())
+        })
     }
 
     /// Global sums of the partial-sum slots `s0 .. s0 + ns` into `out[s]` of every device's
@@ -1109,8 +1063,8 @@ impl DeviceDomains<'_> {
     }
 
     /// `z = S M_d⁻¹ r` on domain `d` (one V-cycle of its hierarchy, then the constraint
-    /// filter) and the partials of `rᵀz` into slot `2 k + d` (skipped once `sc`'s status has
-    /// ended the solve).
+    /// filter) and the partials of `rᵀz` into slot `2 k + d` (skipped once the status of the
+    /// domain's device in `scal` has ended the solve).
     #[allow(clippy::too_many_arguments)]
     fn precondition_amg(
         &self,
@@ -1119,26 +1073,24 @@ impl DeviceDomains<'_> {
         r: &DeviceBuffer<f64>,
         z: &DeviceBuffer<f64>,
         fixed: &DeviceBuffer<u32>,
-        len: u32,
-        sc: &DeviceScalars,
+        scal: &[DeviceScalars],
+        kns: &[DomainKernels],
     ) -> Result<(), SolveError> {
         let dm = &self.domains[d];
-        let dev = &self.devices[dm.dev];
+        let (dev, kn, sc) = (&self.devices[dm.dev], &kns[dm.dev], &scal[dm.dev]);
         let g = dev.gpu;
+        let len = to_u32(dm.n_owned * self.e, "DOFs")?;
         amg.amgs[d].cycle(&dev.k, r, z)?;
-        g.launch(
-            &dev.k.k("pcg_filter_dot_partial")?,
-            LaunchConfig::blocks(DOT_BLOCKS, 256),
-        )
-        .arg(&len)
-        .arg(fixed)
-        .arg(z)
-        .arg(r)
-        .arg(&dm.partial)
-        .arg(&sc.status)
-        .run()?;
+        g.launch(&kn.filter_dot, LaunchConfig::blocks(DOT_BLOCKS, 256))
+            .arg(&len)
+            .arg(fixed)
+            .arg(z)
+            .arg(r)
+            .arg(&dm.partial)
+            .arg(&sc.status)
+            .run()?;
         let at = (2 * self.domains.len() + d) as u32;
-        g.launch(&dev.k.k("dot_final_dev")?, LaunchConfig::blocks(1, 256))
+        g.launch(&kn.dot_final, LaunchConfig::blocks(1, 256))
             .arg(&DOT_BLOCKS)
             .arg(&dm.partial)
             .arg(&dev.red)

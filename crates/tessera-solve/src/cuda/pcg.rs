@@ -1,7 +1,7 @@
 //! The filtered PCG on device vectors (dissertation §4.4.2).
 
 use rayon::prelude::*;
-use tessera_gpu::{DeviceBuffer, LaunchConfig};
+use tessera_gpu::{DeviceBuffer, Gpu, LaunchConfig};
 
 use super::{
     cfg, dot_into, to_u32, up, DeviceOperator, DevicePreconditioner, SolveKernels, BLOCK,
@@ -90,7 +90,7 @@ fn pcg_gpu_impl<A: DeviceOperator + ?Sized>(
     let x0: Vec<f64> = (0..n)
         .map(|i| if cons.fixed[i] { cons.values[i] } else { 0.0 })
         .collect();
-    let mut xd = up(g, &x0)?;
+    let xd = up(g, &x0)?;
     let bd = up(g, b)?;
     let mut r = g.zeros::<f64>(n.max(1))?;
     let mut c = g.zeros::<f64>(n.max(1))?;
@@ -112,7 +112,7 @@ fn pcg_gpu_impl<A: DeviceOperator + ?Sized>(
         .run()?;
     dot_into(k, n32, &r, &r, &out, 0)?;
     let r0 = g.download_at(&out, 0)?.sqrt();
-    let mut history = vec![1.0];
+    let history = vec![1.0];
     if !r0.is_finite() {
         return Err(SolveError::NonFinite {
             what: "initial residual",
@@ -303,55 +303,71 @@ fn pcg_gpu_impl<A: DeviceOperator + ?Sized>(
         }
     }
     drop(partial);
+    device_pcg_result(g, ended, last, &hist, &st, history, params, || {
+        fetch(&xd, x)
+    })
+}
+
+/// The end of a PCG whose scalars live on the device (`pcg_alpha`, `pcg_beta`): the relative
+/// residuals of iterations `1..=upto` read back from `hist` (`upto` = the iteration that ended
+/// the solve, else the `last` one run), and the result of the device status `ended`
+/// (`(state, iteration)`, `None` when the iteration limit was reached): on convergence the
+/// report, after `fetch` has read the solution back; otherwise the error of the state that
+/// stopped the iteration (`st[6]` holds the `cᵀq` of a breakdown). Shared by [`pcg_gpu`] and
+/// the partitioned PCG ([`super::DeviceDomains::pcg_with`]).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn device_pcg_result(
+    g: &Gpu,
+    ended: Option<(u32, usize)>,
+    last: usize,
+    hist: &DeviceBuffer<f64>,
+    st: &DeviceBuffer<f64>,
+    mut history: Vec<f64>,
+    params: &PcgParams,
+    fetch: impl FnOnce() -> Result<(), SolveError>,
+) -> Result<SolveReport, SolveError> {
     let upto = ended.map_or(last, |(_, i)| i);
     if upto > 0 {
-        history.extend(g.download_range(&hist, 1..upto + 1)?);
-        if monitored {
+        history.extend(g.download_range(hist, 1..upto + 1)?);
+        if crate::monitor::is_monitored() {
             crate::monitor::report(upto, history[upto]);
         }
     }
     let at = |i: usize| history.get(i).copied().unwrap_or(f64::NAN);
     match ended {
         Some((1, it)) => {
-            fetch(&xd, x)?;
+            fetch()?;
+            let final_residual = at(it);
             Ok(SolveReport {
                 iterations: it,
-                final_residual: at(it),
+                final_residual,
                 history,
             })
         }
         Some((2, it)) => Err(SolveError::NonFinite {
             what: "search direction",
             iteration: it,
-        }
-        .into()),
+        }),
         Some((3, it)) => Err(SolveError::Singular {
             iteration: it,
-            value: g.download_at(&st, 6)?,
-        }
-        .into()),
+            value: g.download_at(st, 6)?,
+        }),
         Some((4, it)) => Err(SolveError::NonFinite {
             what: "residual",
             iteration: it,
-        }
-        .into()),
+        }),
         Some((5, it)) => Err(SolveError::Diverged {
             iteration: it,
             residual: at(it),
-        }
-        .into()),
+        }),
         Some((code, _)) => Err(SolveError::Device {
             device: format!("cuda:{}", g.ordinal()),
             reason: format!("PCG status {code} is unknown"),
         }),
-        None => {
-            let _ = &mut xd;
-            Err(SolveError::NotConverged {
-                iterations: params.max_iterations,
-                residual: at(params.max_iterations),
-                tolerance: params.tolerance,
-            }
-            .into())
-        }
+        None => Err(SolveError::NotConverged {
+            iterations: params.max_iterations,
+            residual: at(params.max_iterations),
+            tolerance: params.tolerance,
+        }),
     }
 }
