@@ -18,7 +18,7 @@ use tessera_fem::nodes::HoMesh;
 use tessera_gpu::Gpu;
 use tessera_mesh::partition::Partitioner;
 use tessera_solve::cuda::{
-    owned_filtered_copy, pcg_gpu, DeviceBinBcsr, DeviceDomainAmg, DeviceDomains,
+    owned_filtered_copy, pcg_gpu, BinSchedule, DeviceBinBcsr, DeviceDomainAmg, DeviceDomains,
     DeviceDomainsOptions, DomainPreconditioner, SolveKernels,
 };
 use tessera_solve::{
@@ -69,9 +69,18 @@ fn partitioned_device_spmv_matches_global() {
             for partitioner in [Partitioner::Metis, Partitioner::Rcb] {
                 let lay = layout(&ho, k, partitioner);
                 let mats = domains(&ho, &lay);
-                for overlap in [true, false] {
+                // overlap with the boundary bins beside the interior bins (both schedules),
+                // after them, and no overlap
+                for (overlap, concurrent_boundary, schedule) in [
+                    (true, true, BinSchedule::Resident),
+                    (true, true, BinSchedule::PerBin),
+                    (true, false, BinSchedule::PerBin),
+                    (false, false, BinSchedule::Resident),
+                ] {
                     let opts = DeviceDomainsOptions {
                         overlap,
+                        concurrent_boundary,
+                        schedule,
                         ..Default::default()
                     };
                     let dd = DeviceDomains::new(&mats, &vec![&g; k], opts).unwrap();
@@ -87,7 +96,7 @@ fn partitioned_device_spmv_matches_global() {
                     // f64 round-off of a row sum in a different column order
                     assert!(
                         err <= 1e-13 * scale,
-                        "p = {p}, k = {k}, {partitioner}, overlap {overlap}: {err:e} vs {scale:e}"
+                        "p = {p}, k = {k}, {partitioner}, {opts:?}: {err:e} vs {scale:e}"
                     );
                     if k == 1 {
                         assert_eq!(dd.halo_bytes_per_apply(), 0);
@@ -150,16 +159,32 @@ fn partitioned_solve_matches_reference() {
                 rep0.iterations
             );
             assert!(rep.final_residual <= params.tolerance);
-            // no overlap, and (when NCCL is there) the NCCL all-reduce over one rank: the
-            // same partial sums added in the same order, so bitwise the same iterates
-            let mut variants = vec![DeviceDomainsOptions {
-                overlap: false,
-                force_nccl: false,
-            }];
+            // no overlap; the boundary bins after the interior ones, in row order; and (when
+            // NCCL is there) the NCCL all-reduce over one rank: the same rows and partial sums
+            // added in the same order, so bitwise the same iterates
+            let mut variants = vec![
+                DeviceDomainsOptions {
+                    overlap: false,
+                    force_nccl: false,
+                    concurrent_boundary: false,
+                    schedule: BinSchedule::Resident,
+                    high_priority_exchange: false,
+                },
+                DeviceDomainsOptions {
+                    overlap: true,
+                    force_nccl: false,
+                    concurrent_boundary: false,
+                    schedule: BinSchedule::PerBin,
+                    high_priority_exchange: true,
+                },
+            ];
             if nccl.is_ok() {
                 variants.push(DeviceDomainsOptions {
                     overlap: true,
                     force_nccl: true,
+                    concurrent_boundary: true,
+                    schedule: BinSchedule::Resident,
+                    high_priority_exchange: false,
                 });
             }
             for opts in variants {

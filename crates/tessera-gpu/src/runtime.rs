@@ -212,11 +212,23 @@ impl Gpu {
     /// the interior rows of an SpMV). Kernels resolved through either `Gpu` launch on both;
     /// order the two streams with [`Event::record`] and [`Gpu::wait_event`].
     pub fn fork_stream(&self) -> GpuResult<Gpu> {
+        self.fork_stream_with(false)
+    }
+
+    /// [`Gpu::fork_stream`] with the device's highest stream priority when `high`: when
+    /// multiprocessors free up, the block scheduler starts this stream's pending blocks
+    /// before those of normal-priority streams (a halo exchange and the rows waiting for it,
+    /// beside a long SpMV).
+    pub fn fork_stream_with(&self, high: bool) -> GpuResult<Gpu> {
         guard("cuStreamCreate", || {
-            let stream = self
-                .ctx
-                .new_stream()
-                .map_err(|e| GpuError::driver("cuStreamCreate", e))?;
+            let stream = if high {
+                let (_, greatest) = cudarc::driver::result::stream::get_priority_range()
+                    .map_err(|e| GpuError::driver("cuCtxGetStreamPriorityRange", e))?;
+                self.ctx.new_stream_with_priority(greatest)
+            } else {
+                self.ctx.new_stream()
+            }
+            .map_err(|e| GpuError::driver("cuStreamCreate", e))?;
             Ok(Gpu {
                 ctx: self.ctx.clone(),
                 stream,
@@ -896,6 +908,15 @@ pub struct Kernel {
 impl Kernel {
     pub fn name(&self) -> &str {
         &self.name
+    }
+    /// How many blocks of `threads` threads (no dynamic shared memory) of this kernel one
+    /// multiprocessor holds at once (`cuOccupancyMaxActiveBlocksPerMultiprocessor`).
+    pub fn max_active_blocks_per_sm(&self, threads: u32) -> GpuResult<u32> {
+        guard("cuOccupancyMaxActiveBlocksPerMultiprocessor", || {
+            self.func
+                .occupancy_max_active_blocks_per_multiprocessor(threads, 0, None)
+                .map_err(|e| GpuError::driver("cuOccupancyMaxActiveBlocksPerMultiprocessor", e))
+        })
     }
 }
 

@@ -27,8 +27,8 @@ mod setup;
 pub use matrix::{DeviceBinBcsr, DeviceBinBcsrPattern, DeviceOperator};
 pub use multigrid::{DeviceAmg, DeviceBlockCsr, DevicePmg, DevicePreconditioner};
 pub use partitioned::{
-    owned_filtered_copy, DeviceApplyTimes, DeviceDomainAmg, DeviceDomainMatrix, DeviceDomains,
-    DeviceDomainsOptions, DomainPreconditioner,
+    owned_filtered_copy, BinSchedule, DeviceApplyTimes, DeviceDomainAmg, DeviceDomainMatrix,
+    DeviceDomains, DeviceDomainsOptions, DomainPreconditioner,
 };
 pub use pcg::{pcg_gpu, pcg_gpu_with};
 pub use setup::{

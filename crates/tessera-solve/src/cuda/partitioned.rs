@@ -8,15 +8,25 @@
 //! a halo part, a separate buffer). `y = A x` ([`DeviceDomains::apply`]) is, per device:
 //!
 //! 1. **pack** ([`super::halo::halo_pack`]) the owned values every neighbour needs into the
-//!    domain's send buffer (main stream);
-//! 2. **exchange** on a second stream of the device: between domains of one device a device
+//!    domain's send buffer, on a second stream of the device (the exchange stream, once the
+//!    main stream has written `x`);
+//! 2. **exchange** on the exchange stream: between domains of one device a device
 //!    copy, between devices NCCL send/receive in one group ([`tessera_gpu::NcclComm`]). The
 //!    halo of a domain is laid out neighbour by neighbour in the order of that neighbour's
 //!    send list, so each segment lands directly in its place: the unpack is the identity
 //!    and is skipped ([`super::halo::halo_unpack`] serves other layouts);
 //! 3. meanwhile, the **interior bins** (rows with owned columns only) are multiplied on the
 //!    main stream;
-//! 4. the main stream waits for the exchange and multiplies the **boundary bins**.
+//! 4. the **boundary bins** are multiplied on the exchange stream as soon as the halo has
+//!    arrived, *while* the interior bins run ([`DeviceDomainsOptions::concurrent_boundary`]);
+//!    the main stream then waits for them. For the exchange stream's kernels (pack, NCCL,
+//!    boundary bins) to start during the interior SpMV, that stream has the device's highest
+//!    priority and the interior launch gives each warp one bin, so its blocks retire and free
+//!    multiprocessors as it goes ([`BinSchedule`]). (Serially, after the interior bins, the
+//!    boundary bins were a launch of a few hundred bins, one per warp, and the whole GPU
+//!    waited for the slowest.)
+//!
+//! Row results do not depend on the stream, only on the row.
 //!
 //! Dot products are per-domain partial sums by the fixed-grid kernels of the one-domain PCG,
 //! written to slot `d` of a small per-device buffer; across devices an NCCL all-reduce of these
@@ -60,13 +70,50 @@ pub struct DeviceDomainsOptions {
     /// all-reduce path of several devices, checked on one); with several devices NCCL is
     /// always used.
     pub force_nccl: bool,
+    /// With `overlap`: multiply the boundary bins on the exchange stream while the interior
+    /// bins run (default), instead of after them on the main stream.
+    /// `TESSERA_DD_BOUNDARY=serial` turns it off (for comparisons).
+    pub concurrent_boundary: bool,
+    /// How the SpMV launches hand out bins ([`BinSchedule`]).
+    /// `TESSERA_DD_SCHEDULE=resident|per-bin` overrides the default (for comparisons).
+    pub schedule: BinSchedule,
+    /// With `overlap`: the exchange stream has the device's highest priority, so the pack,
+    /// the exchange and the boundary bins start as soon as blocks of the interior bins
+    /// retire. `TESSERA_DD_SIDE_PRIORITY=normal` turns it off (for comparisons).
+    pub high_priority_exchange: bool,
+}
+
+/// How an SpMV launch of [`DeviceDomains`] hands out its bins to warps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinSchedule {
+    /// Listing 4.1's dynamic schedule: as many blocks as the device holds at once, each warp
+    /// takes bins from an atomic counter until none is left; beside concurrent boundary bins
+    /// the interior launch leaves one block per multiprocessor free for them.
+    Resident,
+    /// One bin per warp and as many blocks as that needs: blocks retire as they finish, and
+    /// the hardware starts the next (the exchange stream's first, when it has priority).
+    PerBin,
+    /// `PerBin` when the domains exchange a halo (the exchange and the boundary bins then
+    /// start while the interior bins run), `Resident` otherwise (default). Measured on two
+    /// H200 (bracket-1.69M p = 2, BENCHMARKS.md): per bin with the high-priority exchange
+    /// stream 1.158 ms per iteration against 1.19-1.34 for the resident schedule; one
+    /// domain alone 1.93 ms resident against 2.01 per bin.
+    Auto,
 }
 
 impl Default for DeviceDomainsOptions {
     fn default() -> Self {
+        let env = |k: &str| std::env::var(k).unwrap_or_default();
         DeviceDomainsOptions {
             overlap: true,
             force_nccl: false,
+            concurrent_boundary: env("TESSERA_DD_BOUNDARY") != "serial",
+            schedule: match env("TESSERA_DD_SCHEDULE").as_str() {
+                "resident" => BinSchedule::Resident,
+                "per-bin" => BinSchedule::PerBin,
+                _ => BinSchedule::Auto,
+            },
+            high_priority_exchange: env("TESSERA_DD_SIDE_PRIORITY") != "normal",
         }
     }
 }
@@ -77,8 +124,12 @@ struct Device<'g> {
     /// The exchange stream ([`Gpu::fork_stream`]), when overlapping.
     side: Option<Gpu>,
     k: SolveKernels<'g>,
-    packed: Event,
+    /// Recorded on the main stream once the input of an `apply` is written.
+    x_ready: Event,
+    /// Recorded on the exchange stream after the halo exchange (and the boundary bins).
     delivered: Event,
+    /// Blocks of the SpMV kernel one multiprocessor holds.
+    spmv_blocks_per_sm: u32,
     /// `3 k` partial sums (slot `s k + d`), only this device's domains written.
     red: DeviceBuffer<f64>,
     partials_done: Event,
@@ -199,6 +250,9 @@ impl DeviceDomainMatrix {
 /// A domain-decomposed operator on one or several GPUs (see the [module docs](self)).
 pub struct DeviceDomains<'g> {
     e: usize,
+    /// Boundary bins on the exchange stream while the interior bins run.
+    concurrent_boundary: bool,
+    schedule: BinSchedule,
     devices: Vec<Device<'g>>,
     domains: Vec<Domain>,
     /// Block-row offsets of the domains in concatenated vectors.
@@ -289,16 +343,21 @@ impl<'g> DeviceDomains<'g> {
         let mut devices = Vec::with_capacity(gpus.len());
         for g in &gpus {
             let side = if opts.overlap {
-                Some(g.fork_stream()?)
+                Some(g.fork_stream_with(opts.high_priority_exchange)?)
             } else {
                 None
             };
+            let kern = SolveKernels::new(g)?;
+            let spmv_blocks_per_sm = kern
+                .k(&format!("dd_spmv_{e}"))?
+                .max_active_blocks_per_sm(BLOCK)?;
             devices.push(Device {
                 gpu: g,
                 side,
-                k: SolveKernels::new(g)?,
-                packed: g.new_event()?,
+                k: kern,
+                x_ready: g.new_event()?,
                 delivered: g.new_event()?,
+                spmv_blocks_per_sm,
                 red: g.zeros::<f64>(3 * k)?,
                 partials_done: g.new_event()?,
                 reduced: g.new_event()?,
@@ -380,6 +439,12 @@ impl<'g> DeviceDomains<'g> {
         }
         Ok(DeviceDomains {
             e,
+            concurrent_boundary: opts.overlap && opts.concurrent_boundary,
+            schedule: match opts.schedule {
+                BinSchedule::Auto if halo_values > 0 => BinSchedule::PerBin,
+                BinSchedule::Auto => BinSchedule::Resident,
+                s => s,
+            },
             devices,
             domains: out,
             offsets,
@@ -558,34 +623,51 @@ impl<'g> DeviceDomains<'g> {
         let sc = &mut *guard;
         self.pack(x, sc)?;
         self.exchange(sc)?;
-        self.spmv(x, sc, y, true)?;
+        let all = DomainFilter(usize::MAX);
+        if self.concurrent_boundary {
+            // boundary bins on the exchange stream, behind the halo they read; the interior
+            // bins leave room for them
+            self.spmv_filtered(x, sc, y, Bins::Boundary, &all)?;
+            self.spmv_filtered(x, sc, y, Bins::InteriorBesideBoundary, &all)?;
+            self.join_side()
+        } else {
+            self.spmv_filtered(x, sc, y, Bins::Interior, &all)?;
+            self.join_side()?;
+            self.spmv_filtered(x, sc, y, Bins::Boundary, &all)
+        }
+    }
+
+    /// The main stream of every device waits for the work enqueued so far on its exchange
+    /// stream.
+    fn join_side(&self) -> Result<(), SolveError> {
         for dev in &self.devices {
             if let Some(side) = &dev.side {
                 dev.delivered.record(side)?;
                 dev.gpu.wait_event(&dev.delivered)?;
             }
         }
-        self.spmv(x, sc, y, false)
+        Ok(())
     }
 
+    /// Pack on the exchange stream, once the main stream has written `x`.
     fn pack(&self, x: &[DeviceBuffer<f64>], sc: &mut Scratch) -> Result<(), SolveError> {
+        for dev in &self.devices {
+            if let Some(side) = &dev.side {
+                dev.x_ready.record(dev.gpu)?;
+                side.wait_event(&dev.x_ready)?;
+            }
+        }
         for (d, dm) in self.domains.iter().enumerate() {
             let dev = &self.devices[dm.dev];
             halo_pack(
                 &dev.k,
-                dev.gpu,
+                dev.side(),
                 dm.n_send,
                 self.e,
                 &dm.send_idx,
                 &x[d],
                 &mut sc.send[d],
             )?;
-        }
-        for dev in &self.devices {
-            if let Some(side) = &dev.side {
-                dev.packed.record(dev.gpu)?;
-                side.wait_event(&dev.packed)?;
-            }
         }
         Ok(())
     }
@@ -622,32 +704,28 @@ impl<'g> DeviceDomains<'g> {
         Ok(())
     }
 
-    /// The interior (`interior`) or boundary (`!interior`) bins of every domain.
-    fn spmv(
-        &self,
-        x: &[DeviceBuffer<f64>],
-        sc: &mut Scratch,
-        y: &mut [DeviceBuffer<f64>],
-        interior: bool,
-    ) -> Result<(), SolveError> {
-        self.spmv_filtered(x, sc, y, interior, &DomainFilter(usize::MAX))
-    }
-
+    /// One range of bins ([`Bins`]) of every domain (or of the domain `only` names).
     fn spmv_filtered(
         &self,
         x: &[DeviceBuffer<f64>],
         sc: &mut Scratch,
         y: &mut [DeviceBuffer<f64>],
-        interior: bool,
+        bins: Bins,
         only: &DomainFilter,
     ) -> Result<(), SolveError> {
         let e = self.e;
+        let interior = bins != Bins::Boundary;
         for (d, dm) in self.domains.iter().enumerate() {
             if only.0 != usize::MAX && only.0 != d {
                 continue;
             }
             let dev = &self.devices[dm.dev];
-            let g = dev.gpu;
+            // the boundary bins run on the exchange stream when they run beside the interior
+            let g = if bins == Bins::Boundary && self.concurrent_boundary {
+                dev.side()
+            } else {
+                dev.gpu
+            };
             let (first, nb) = if interior {
                 (0, dm.interior_bins)
             } else {
@@ -658,12 +736,23 @@ impl<'g> DeviceDomains<'g> {
             }
             let p = dm.matrix.pattern();
             let counter = &mut sc.counters[d][usize::from(!interior)];
-            g.memset_zero(counter)?;
             let warps_per_block = (BLOCK / 32) as usize;
-            let blocks = nb
-                .div_ceil(warps_per_block)
-                .min(g.sm_count().max(1) as usize * 8)
-                .max(1) as u32;
+            let persistent = self.schedule == BinSchedule::Resident;
+            let mut blocks = nb.div_ceil(warps_per_block);
+            if persistent {
+                g.memset_zero(counter)?;
+                // resident blocks only (the bins are handed out dynamically): all of them,
+                // or, beside the boundary bins, one per multiprocessor fewer
+                let per_sm = match bins {
+                    Bins::InteriorBesideBoundary if dm.nbins > dm.interior_bins => {
+                        dev.spmv_blocks_per_sm.saturating_sub(1).max(1)
+                    }
+                    _ => dev.spmv_blocks_per_sm.max(1),
+                };
+                blocks = blocks.min(g.sm_count().max(1) as usize * per_sm as usize);
+            }
+            let blocks = to_u32(blocks.max(1), "SpMV blocks")?;
+            let persistent = u32::from(persistent);
             let kern = dev.k.k(&format!("dd_spmv_{e}"))?;
             let (n, first32, nb32) = (to_u32(dm.n_owned, "owned nodes")?, first as u32, nb as u32);
             // the interior bins read no halo value: they get the owned part as a placeholder,
@@ -682,6 +771,7 @@ impl<'g> DeviceDomains<'g> {
                 .arg(xh)
                 .arg(&y[d])
                 .arg(&*counter)
+                .arg(&persistent)
                 .run()?;
         }
         Ok(())
@@ -1175,10 +1265,9 @@ impl DeviceDomains<'_> {
         for d in 0..self.domains.len() {
             let mut v = Vec::new();
             for _ in 0..runs {
-                let g = self.gpu_of(d);
                 let t0 = Instant::now();
                 self.spmv_one(d, x, &mut guard, y)?;
-                g.synchronize()?;
+                self.synchronize()?;
                 v.push(t0.elapsed().as_secs_f64() * 1e3);
             }
             t.spmv_ms.push(med(v));
@@ -1203,13 +1292,25 @@ impl DeviceDomains<'_> {
     ) -> Result<(), SolveError> {
         // the SpMV of every domain is launched per domain; run only `d`'s by a filtered view
         let only = DomainFilter(d);
-        self.spmv_filtered(x, sc, y, true, &only)?;
-        self.spmv_filtered(x, sc, y, false, &only)
+        self.spmv_filtered(x, sc, y, Bins::Boundary, &only)?;
+        self.spmv_filtered(x, sc, y, Bins::Interior, &only)
     }
 }
 
 /// Restricts an SpMV pass to one domain (for per-domain timings).
 struct DomainFilter(usize);
+
+/// Which bins an SpMV launch multiplies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Bins {
+    /// The interior bins with every resident block.
+    Interior,
+    /// The interior bins, leaving one block per multiprocessor to the boundary bins that
+    /// run at the same time on the exchange stream.
+    InteriorBesideBoundary,
+    /// The boundary bins (rows with halo columns).
+    Boundary,
+}
 
 /// The scalars of the partitioned PCG on one device, as in the one-domain PCG without host
 /// synchronisation (`pcg_alpha`, `pcg_beta`): `st = [δ, α, β, r0, tol, divergence, cᵀq of a

@@ -22,19 +22,27 @@ extern "C" __global__ void halo_unpack(u32 count, u32 e, const u32* idx, const d
 }
 
 // y = A x for the block rows of bins first .. first + nb of a domain's Bin-BCSR* matrix
-// (Listing 4.1, dynamic warp scheduling over the bin range): columns j < n are owned nodes,
+// (Listing 4.1, dynamic warp scheduling over the bin range when `persistent`: resident warps
+// take bins from bin_counter until none is left; otherwise warp w of the grid multiplies bin
+// first + w and its block retires, which frees the multiprocessor for other streams' work):
+// columns j < n are owned nodes,
 // read from xo; the others are halo nodes j - n, read from xh. The interior bins (rows with
 // owned columns only) run before the halo exchange has delivered xh, the boundary bins after.
 // Same summation order as spmv<double, E>.
 template <int E>
 __device__ void dd_spmv(u32 n, u32 first, u32 nb, const u32* bin_offsets, const u32* len, const u32* cols, const double* vals,
-                        const double* diag, const double* xo, const double* xh, double* y, u32* bin_counter) {
+                        const double* diag, const double* xo, const double* xh, double* y, u32* bin_counter, u32 persistent) {
     const int E2 = E * E;
     u32 lane = threadIdx.x % 32;
-    for (;;) {
+    for (u32 round = 0;; ++round) {
         u32 k = 0;
-        if (lane == 0) k = atomicAdd(bin_counter, 1u);
-        k = __shfl_sync(0xffffffffu, k, 0);
+        if (persistent) {
+            if (lane == 0) k = atomicAdd(bin_counter, 1u);
+            k = __shfl_sync(0xffffffffu, k, 0);
+        } else {
+            if (round > 0) return;
+            k = (u32)(((u64)blockIdx.x * blockDim.x + threadIdx.x) / 32);
+        }
         if (k >= nb) return;
         u32 b = first + k;
         u32 i = b * BIN + lane;
@@ -66,8 +74,8 @@ __device__ void dd_spmv(u32 n, u32 first, u32 nb, const u32* bin_offsets, const 
 #define DD_SPMV_WRAPPER(E)                                                                                                          \
     extern "C" __global__ void dd_spmv_##E(u32 n, u32 first, u32 nb, const u32* bin_offsets, const u32* len, const u32* cols,     \
                                            const double* vals, const double* diag, const double* xo, const double* xh, double* y,  \
-                                           u32* bin_counter) {                                                                     \
-        dd_spmv<E>(n, first, nb, bin_offsets, len, cols, vals, diag, xo, xh, y, bin_counter);                                       \
+                                           u32* bin_counter, u32 persistent) {                                                     \
+        dd_spmv<E>(n, first, nb, bin_offsets, len, cols, vals, diag, xo, xh, y, bin_counter, persistent);                           \
     }
 DD_SPMV_WRAPPER(1)
 DD_SPMV_WRAPPER(2)
