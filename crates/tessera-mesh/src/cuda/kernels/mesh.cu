@@ -100,7 +100,7 @@ extern "C" __global__ void tsort_short_rows(i32* vals, const u32* offs, u64 nrow
 }
 // Rows of TS_SHORT..TS_MID entries, one block per row (bitonic sort of the keys in shared
 // memory; keys map back to values one to one); each block scans BLOCK rows at a time.
-extern "C" __global__ void __launch_bounds__(BLOCK) tsort_mid_rows(i32* vals, const u32* offs, u64 nrows, u32* flag) {
+extern "C" __global__ void tsort_mid_rows(i32* vals, const u32* offs, u64 nrows, u32* flag) {
     __shared__ u32 sh[TS_MID];
     __shared__ u32 list[BLOCK];
     __shared__ u32 nlist;
