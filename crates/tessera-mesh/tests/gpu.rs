@@ -474,11 +474,18 @@ fn transpose_long_rows_matches_reference() {
             &want,
         );
         let flag = g.zeros::<u32>(1).unwrap();
-        let t = kern.transpose_edge_pairs_deferred(&d_ev, nv, &flag).unwrap();
+        let t = kern
+            .transpose_edge_pairs_deferred(&d_ev, nv, &flag)
+            .unwrap();
         let f = g.download_at(&flag, 0).unwrap();
         assert_eq!(f != 0, hub > 2048, "{name}: deferred flag {f}");
         if f == 0 {
-            same_tcsr("deferred edge-pair transpose", &name, &t.download(&g).unwrap(), &want);
+            same_tcsr(
+                "deferred edge-pair transpose",
+                &name,
+                &t.download(&g).unwrap(),
+                &want,
+            );
         }
     }
 }
@@ -505,8 +512,14 @@ fn permuted_rows(m: PolyMesh) -> PolyMesh {
 fn face_vertices_uniform_matches_reference() {
     let Some(g) = gpu() else { return };
     for (name, m) in [
-        ("tet box 9x7x5", box_mesh(BoxKind::Tet, [9, 7, 5], [1.0, 1.0, 1.0])),
-        ("hex box 9x7x5", box_mesh(BoxKind::Hex, [9, 7, 5], [1.0, 1.0, 1.0])),
+        (
+            "tet box 9x7x5",
+            box_mesh(BoxKind::Tet, [9, 7, 5], [1.0, 1.0, 1.0]),
+        ),
+        (
+            "hex box 9x7x5",
+            box_mesh(BoxKind::Hex, [9, 7, 5], [1.0, 1.0, 1.0]),
+        ),
         (
             "tet box 6x5x4, rows permuted",
             permuted_rows(box_mesh(BoxKind::Tet, [6, 5, 4], [1.0, 1.0, 1.0])),
@@ -987,7 +1000,10 @@ fn shared_mesh_relations_match_reference() {
             .fold(0.0f64, |a, &x| a.max(x.abs()))
             .max(1.0);
         eprintln!("{name}: relations equal; smoothing x10 largest difference {worst:e}");
-        assert!(worst <= 1e-12 * extent, "{name}: smoothing differs by {worst:e}");
+        assert!(
+            worst <= 1e-12 * extent,
+            "{name}: smoothing differs by {worst:e}"
+        );
     }
 }
 

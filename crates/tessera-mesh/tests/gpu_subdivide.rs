@@ -290,11 +290,20 @@ fn catmull_clark_fast_path_matches_reference() {
     for (kind, label) in [(BoxKind::Tet, "tet box"), (BoxKind::Hex, "hex box")] {
         let m = box_mesh(kind, [6, 5, 4], [1.0, 1.0, 1.0]);
         check(&g, label, &m, 1);
-        check(&g, &format!("{label}, ∂2 rows reversed"), &reversed_rows(&m), 1);
+        check(
+            &g,
+            &format!("{label}, ∂2 rows reversed"),
+            &reversed_rows(&m),
+            1,
+        );
         let dm = DeviceMesh::upload(&g, &m).unwrap();
         let rel = precompute(&dm).unwrap();
         let same = |what: &str, got: &tessera_mesh::cuda::DeviceTcsr, want: &Tcsr| {
-            assert_eq!(&got.download(&g).unwrap(), want, "{label}: precomputed {what}");
+            assert_eq!(
+                &got.download(&g).unwrap(),
+                want,
+                "{label}: precomputed {what}"
+            );
         };
         same("face vertices", &rel.face_vertices, m.face_vertices());
         same("δ3", &rel.face_cells, m.face_cells());
@@ -302,8 +311,16 @@ fn catmull_clark_fast_path_matches_reference() {
         same("δ1", &rel.vertex_edges, m.vertex_edges());
         same("cell edges", &rel.cell_edges, m.cell_edges());
         same("cell vertices", &rel.cell_vertices, m.cell_vertices());
-        same("edge -> cells", &rel.edge_cells, &m.cell_edges().transpose(Par::Seq));
-        same("vertex -> cells", &rel.vertex_cells, &m.cell_vertices().transpose(Par::Seq));
+        same(
+            "edge -> cells",
+            &rel.edge_cells,
+            &m.cell_edges().transpose(Par::Seq),
+        );
+        same(
+            "vertex -> cells",
+            &rel.vertex_cells,
+            &m.cell_vertices().transpose(Par::Seq),
+        );
 
         let open = open_cells(kind);
         let dm = DeviceMesh::upload(&g, &open).unwrap();

@@ -210,12 +210,15 @@ impl<'g> MeshKernels<'g> {
         let grid = nrows
             .div_ceil(BLOCK as usize)
             .clamp(1, (g.sm_count().max(1) * 4) as usize) as u32;
-        g.launch(&self.k("tsort_mid_rows")?, LaunchConfig::blocks(grid, BLOCK))
-            .arg(vals)
-            .arg(offsets)
-            .arg(&nr)
-            .arg(flag)
-            .run()?;
+        g.launch(
+            &self.k("tsort_mid_rows")?,
+            LaunchConfig::blocks(grid, BLOCK),
+        )
+        .arg(vals)
+        .arg(offsets)
+        .arg(&nr)
+        .arg(flag)
+        .run()?;
         Ok(())
     }
 

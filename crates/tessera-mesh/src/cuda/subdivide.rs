@@ -185,7 +185,9 @@ fn precompute_deferred<'a>(
     mark(st, "pre: face vertices")?;
     let face_cells = get(&c.face_cells, &|| k.transpose_short_rows(&dm.cell_faces))?;
     mark(st, "pre: δ3")?;
-    let edge_faces = get(&c.edge_faces, &|| k.transpose_deferred(&dm.face_edges, flag))?;
+    let edge_faces = get(&c.edge_faces, &|| {
+        k.transpose_deferred(&dm.face_edges, flag)
+    })?;
     mark(st, "pre: δ2")?;
     let vertex_edges = get(&c.vertex_edges, &|| {
         k.transpose_edge_pairs_deferred(&dm.edge_vertices, dm.nvertices, flag)
@@ -531,7 +533,10 @@ fn subdivide<'g>(
     if g.download_at(err, 0)? != 0 {
         return failed(dm);
     }
-    mark(st, "checks of faces and edges, flags of the pre-computation (1 sync)")?;
+    mark(
+        st,
+        "checks of faces and edges, flags of the pre-computation (1 sync)",
+    )?;
 
     // topology: new ∂2 and ∂3 (cells also check closedness)
     let (e2, e3) = ((2 * ne) as u32, (2 * ne + nnz2) as u32);
