@@ -394,6 +394,153 @@ fn transpose_short_rows_matches_reference() {
     }
 }
 
+/// Random rows of `k` distinct signed columns over `ncols` (as the faces of cells).
+fn random_uniform_tcsr(r: &mut Rng, nrows: usize, k: u32, ncols: usize) -> Tcsr {
+    let mut cols = Vec::with_capacity(nrows * k as usize);
+    for _ in 0..nrows {
+        let mut row: Vec<i32> = Vec::new();
+        while row.len() < k as usize {
+            let c = (r.next() % ncols as u64) as i32;
+            if !row.contains(&c) {
+                row.push(c);
+            }
+        }
+        cols.extend(
+            row.into_iter()
+                .map(|c| if r.next() & 1 == 0 { c } else { !c }),
+        );
+    }
+    let offs: Vec<u32> = (0..=nrows as u32).map(|i| i * k).collect();
+    Tcsr::new(ncols, offs, cols).unwrap()
+}
+
+/// The transposes whose rows are sorted without reading the longest row first: rows of at
+/// most 64 entries (one thread per row), 65..=2048 (one block per row) and longer (left to
+/// the general sort: the deferred variants set their flag exactly then), for the TCSR
+/// transpose and the edge-pair variant (a star vertex of 300 or 3000 edges).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn transpose_long_rows_matches_reference() {
+    let Some(g) = gpu() else { return };
+    let kern = tessera_mesh::cuda::MeshKernels::new(&g).unwrap();
+    let mut r = Rng(77);
+    for (nrows, k, ncols) in [
+        (40_000usize, 3u32, 30_000usize),
+        (3000, 4, 40),
+        (20_000, 4, 25),
+        (5000, 2, 3),
+    ] {
+        let m = random_uniform_tcsr(&mut r, nrows, k, ncols);
+        let want = m.transpose(Par::Seq);
+        let longest = (0..want.nrows()).map(|c| want.row_len(c)).max().unwrap();
+        let dm = tessera_mesh::cuda::DeviceTcsr::upload(&g, &m).unwrap();
+        let name = format!("random {nrows} x {k} over {ncols} columns (longest row {longest})");
+        same_tcsr(
+            "transpose",
+            &name,
+            &kern.transpose(&dm).unwrap().download(&g).unwrap(),
+            &want,
+        );
+        let flag = g.zeros::<u32>(1).unwrap();
+        let t = kern.transpose_deferred(&dm, &flag).unwrap();
+        let f = g.download_at(&flag, 0).unwrap();
+        assert_eq!(f != 0, longest > 2048, "{name}: deferred flag {f}");
+        if f == 0 {
+            same_tcsr("deferred transpose", &name, &t.download(&g).unwrap(), &want);
+        }
+    }
+    for (hub, ring) in [(300u32, 50u32), (3000, 100)] {
+        // vertex 0 joined to every other vertex (random direction), plus a path
+        let nv = (hub + 1) as usize;
+        let mut ev: Vec<[u32; 2]> = Vec::new();
+        for v in 1..=hub {
+            ev.push(if r.next() & 1 == 0 { [0, v] } else { [v, 0] });
+            if v < ring {
+                ev.push([v, v + 1]);
+            }
+        }
+        let want = tessera_mesh::relations::transpose_edge_vertices(&ev, nv, Par::Seq);
+        let flat: Vec<u32> = ev.iter().flatten().copied().collect();
+        let d_ev = g.upload(&flat).unwrap();
+        let name = format!("star of {hub} edges");
+        same_tcsr(
+            "edge-pair transpose",
+            &name,
+            &kern
+                .transpose_edge_pairs(&d_ev, nv)
+                .unwrap()
+                .download(&g)
+                .unwrap(),
+            &want,
+        );
+        let flag = g.zeros::<u32>(1).unwrap();
+        let t = kern
+            .transpose_edge_pairs_deferred(&d_ev, nv, &flag)
+            .unwrap();
+        let f = g.download_at(&flag, 0).unwrap();
+        assert_eq!(f != 0, hub > 2048, "{name}: deferred flag {f}");
+        if f == 0 {
+            same_tcsr(
+                "deferred edge-pair transpose",
+                &name,
+                &t.download(&g).unwrap(),
+                &want,
+            );
+        }
+    }
+}
+
+/// `m` with every ∂2 row rotated (f % 3 == 1) or reversed (f % 3 == 0): loops to chain.
+fn permuted_rows(m: PolyMesh) -> PolyMesh {
+    let (pos, ev, fe, cf) = m.into_parts();
+    let (ncols, offs, mut cols) = fe.into_raw();
+    for f in 0..offs.len() - 1 {
+        let row = &mut cols[offs[f] as usize..offs[f + 1] as usize];
+        match f % 3 {
+            0 => row.reverse(),
+            1 => row.rotate_left(1),
+            _ => {}
+        }
+    }
+    PolyMesh::from_operators(pos, ev, Tcsr::new(ncols, offs, cols).unwrap(), cf).unwrap()
+}
+
+/// Faces of one length (triangles, quadrilaterals: one kernel that also writes the offsets,
+/// rows out of loop order chained by the same thread) against the reference.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn face_vertices_uniform_matches_reference() {
+    let Some(g) = gpu() else { return };
+    for (name, m) in [
+        (
+            "tet box 9x7x5",
+            box_mesh(BoxKind::Tet, [9, 7, 5], [1.0, 1.0, 1.0]),
+        ),
+        (
+            "hex box 9x7x5",
+            box_mesh(BoxKind::Hex, [9, 7, 5], [1.0, 1.0, 1.0]),
+        ),
+        (
+            "tet box 6x5x4, rows permuted",
+            permuted_rows(box_mesh(BoxKind::Tet, [6, 5, 4], [1.0, 1.0, 1.0])),
+        ),
+        (
+            "hex box 6x5x4, rows permuted",
+            permuted_rows(box_mesh(BoxKind::Hex, [6, 5, 4], [1.0, 1.0, 1.0])),
+        ),
+        ("fan of 100 tets", fan_mesh(100)),
+    ] {
+        let mut dm = DeviceMesh::upload(&g, &m).unwrap();
+        assert!(dm.face_edges().uniform.is_some(), "{name}: uniform ∂2 rows");
+        same_tcsr(
+            "face vertices (uniform rows)",
+            name,
+            &dm.face_vertices().unwrap().download(&g).unwrap(),
+            m.face_vertices(),
+        );
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn face_vertices_matches_reference() {
@@ -806,6 +953,60 @@ fn simplex_test_meshes_build() {
 /// `device-pack --data` puts them): the GPU columns of Tables 3.2-3.4 with the bytes each
 /// operation must move and the fraction of 3.0 TB/s, plus a conformance check of the
 /// relations and the boundary on the real meshes. Skips meshes that are absent.
+/// The relations the shared-mesh benchmark does not compare (face vertices, δ2, δ1 and the
+/// smoothing) on the shared meshes carried to the device (skipped when absent).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn shared_mesh_relations_match_reference() {
+    let Some(g) = gpu() else { return };
+    for name in ["bunny-50k.msh.gz", "dragon-817k.msh.gz"] {
+        let path = std::path::Path::new(".device/data").join(name);
+        if !path.exists() {
+            eprintln!("{name}: not present, skipped");
+            continue;
+        }
+        let m = tessera_mesh::io::read_mesh(&path).unwrap().mesh;
+        let mut dm = DeviceMesh::upload(&g, &m).unwrap();
+        same_tcsr(
+            "face vertices",
+            name,
+            &dm.face_vertices().unwrap().download(&g).unwrap(),
+            m.face_vertices(),
+        );
+        same_tcsr(
+            "δ2",
+            name,
+            &dm.edge_faces().unwrap().download(&g).unwrap(),
+            m.edge_faces(),
+        );
+        same_tcsr(
+            "δ1",
+            name,
+            &dm.vertex_edges().unwrap().download(&g).unwrap(),
+            m.vertex_edges(),
+        );
+        let want = smoothed_positions(&m, 10);
+        dm.laplacian_smooth(10).unwrap();
+        let got = dm.download_positions().unwrap();
+        let worst = got
+            .iter()
+            .zip(&want)
+            .flat_map(|(a, b)| (0..3).map(move |d| (a[d] - b[d]).abs()))
+            .fold(0.0f64, f64::max);
+        let extent = m
+            .positions()
+            .iter()
+            .flat_map(|p| p.iter())
+            .fold(0.0f64, |a, &x| a.max(x.abs()))
+            .max(1.0);
+        eprintln!("{name}: relations equal; smoothing x10 largest difference {worst:e}");
+        assert!(
+            worst <= 1e-12 * extent,
+            "{name}: smoothing differs by {worst:e}"
+        );
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_mesh_bench_shared_meshes() {

@@ -259,6 +259,83 @@ fn catmull_clark_rejects_non_manifold_like_reference() {
     assert!(same_error(&cpu, &gpu_err), "CPU: {cpu}; GPU: {gpu_err}");
 }
 
+/// Cells of one shape of which two are not closed (one face of each replaced by a far face).
+fn open_cells(kind: BoxKind) -> PolyMesh {
+    let m = box_mesh(kind, [6, 5, 4], [1.0, 1.0, 1.0]);
+    let cf = m.cell_faces();
+    let k = cf.row_len(0);
+    let mut cols = cf.columns().to_vec();
+    let nf = m.num_faces() as i32;
+    cols[3 * k + 1] = nf - 1;
+    cols[7 * k + 2] = !(nf - 2);
+    let cf = Tcsr::new(cf.ncols(), cf.offsets().to_vec(), cols).unwrap();
+    PolyMesh::from_operators(
+        m.positions().to_vec(),
+        m.edge_vertices().to_vec(),
+        m.face_edges().clone(),
+        cf,
+    )
+    .unwrap()
+}
+
+/// The fast path of a level (relations enqueued with no host synchronisation, their flags
+/// read with the manifold checks) and its fallbacks: tetrahedra and hexahedra (register
+/// kernels), the same with two open cells (a device flag sends the level to the careful
+/// path, which returns the CPU's error), ∂2 rows out of loop order; and the relations of
+/// `precompute` against the CPU's.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn catmull_clark_fast_path_matches_reference() {
+    let Some(g) = gpu() else { return };
+    for (kind, label) in [(BoxKind::Tet, "tet box"), (BoxKind::Hex, "hex box")] {
+        let m = box_mesh(kind, [6, 5, 4], [1.0, 1.0, 1.0]);
+        check(&g, label, &m, 1);
+        check(
+            &g,
+            &format!("{label}, ∂2 rows reversed"),
+            &reversed_rows(&m),
+            1,
+        );
+        let dm = DeviceMesh::upload(&g, &m).unwrap();
+        let rel = precompute(&dm).unwrap();
+        let same = |what: &str, got: &tessera_mesh::cuda::DeviceTcsr, want: &Tcsr| {
+            assert_eq!(
+                &got.download(&g).unwrap(),
+                want,
+                "{label}: precomputed {what}"
+            );
+        };
+        same("face vertices", &rel.face_vertices, m.face_vertices());
+        same("δ3", &rel.face_cells, m.face_cells());
+        same("δ2", &rel.edge_faces, m.edge_faces());
+        same("δ1", &rel.vertex_edges, m.vertex_edges());
+        same("cell edges", &rel.cell_edges, m.cell_edges());
+        same("cell vertices", &rel.cell_vertices, m.cell_vertices());
+        same(
+            "edge -> cells",
+            &rel.edge_cells,
+            &m.cell_edges().transpose(Par::Seq),
+        );
+        same(
+            "vertex -> cells",
+            &rel.vertex_cells,
+            &m.cell_vertices().transpose(Par::Seq),
+        );
+
+        let open = open_cells(kind);
+        let dm = DeviceMesh::upload(&g, &open).unwrap();
+        match tessera_mesh::subdivide::catmull_clark(&open) {
+            Err(cpu) => {
+                let Err(gpu_err) = catmull_clark_gpu(&dm) else {
+                    panic!("{label} with open cells: GPU accepted what the CPU rejects ({cpu})")
+                };
+                assert!(same_error(&cpu, &gpu_err), "CPU: {cpu}; GPU: {gpu_err}");
+            }
+            Ok(_) => check(&g, &format!("{label} with open cells"), &open, 1),
+        }
+    }
+}
+
 /// Times level 1 of the dragon (Table 3.4) when the mesh was carried with
 /// `device-pack --data /work/shared/meshes/dragon-817k.msh.gz`; skips when absent.
 #[test]

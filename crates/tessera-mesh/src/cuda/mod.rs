@@ -158,20 +158,87 @@ impl<'g> MeshKernels<'g> {
 
     /// Transpose of a TCSR matrix (Listing 3.1): count entries per column with atomics,
     /// scan, fill with atomic slots, then sort every row by decoded column. The result is
-    /// identical to [`Tcsr::transpose`]. The total is `nnz` (known on the host), so the one
-    /// host synchronisation is the read of the longest row (which picks the row sort), after
-    /// the fill has been enqueued.
+    /// identical to [`Tcsr::transpose`]. The total is `nnz` (known on the host) and the rows
+    /// are sorted without first reading the longest row ([`MeshKernels::transpose_deferred`]);
+    /// the one host synchronisation, at the end, reads whether some row was longer than the
+    /// block sort takes (then those rows are sorted again by the general segmented sort).
     pub fn transpose(&self, m: &DeviceTcsr) -> Result<DeviceTcsr, MeshError> {
-        let (offsets, mut out) = self.transpose_unsorted(m)?;
-        let longest = self.prims.max_row_len(&offsets)?;
-        self.prims
-            .segmented_sort_known(&mut out, &offsets, SegOrder::TcsrColumn, longest)?;
+        let flag = self.gpu.zeros::<u32>(1)?;
+        let mut t = self.transpose_deferred(m, &flag)?;
+        self.finish_deferred_sort(&mut t, &flag)?;
+        Ok(t)
+    }
+
+    /// [`MeshKernels::transpose`] with no host synchronisation: rows of more than 2048
+    /// entries are left unsorted and set `flag` (to be read by the caller, which must then
+    /// sort again or discard the result).
+    pub fn transpose_deferred(
+        &self,
+        m: &DeviceTcsr,
+        flag: &DeviceBuffer<u32>,
+    ) -> Result<DeviceTcsr, MeshError> {
+        let (offsets, out) = self.transpose_unsorted(m)?;
+        self.sort_rows_deferred(&out, &offsets, flag)?;
         Ok(DeviceTcsr {
             offsets,
             columns: out,
             ncols: m.nrows(),
             uniform: None,
         })
+    }
+
+    /// SortRows (by decoded column) without reading the longest row first: rows of up to 64
+    /// entries one thread per row, rows of 65..=2048 one block per row; longer rows stay
+    /// unsorted and set `flag`.
+    fn sort_rows_deferred(
+        &self,
+        vals: &DeviceBuffer<i32>,
+        offsets: &DeviceBuffer<u32>,
+        flag: &DeviceBuffer<u32>,
+    ) -> Result<(), MeshError> {
+        let nrows = offsets.len().saturating_sub(1);
+        if nrows == 0 || vals.is_empty() {
+            return Ok(());
+        }
+        let g = self.gpu;
+        let nr = nrows as u64;
+        g.launch(&self.k("tsort_short_rows")?, Self::cfg(nrows)?)
+            .arg(vals)
+            .arg(offsets)
+            .arg(&nr)
+            .run()?;
+        let grid = nrows
+            .div_ceil(BLOCK as usize)
+            .clamp(1, (g.sm_count().max(1) * 4) as usize) as u32;
+        g.launch(
+            &self.k("tsort_mid_rows")?,
+            LaunchConfig::blocks(grid, BLOCK),
+        )
+        .arg(vals)
+        .arg(offsets)
+        .arg(&nr)
+        .arg(flag)
+        .run()?;
+        Ok(())
+    }
+
+    /// Read the flag of a deferred sort (one host synchronisation); when some row was too
+    /// long for it, sort every row with the general segmented sort (radix for long rows).
+    fn finish_deferred_sort(
+        &self,
+        t: &mut DeviceTcsr,
+        flag: &DeviceBuffer<u32>,
+    ) -> Result<(), MeshError> {
+        if self.gpu.download_at(flag, 0)? != 0 {
+            let longest = self.prims.max_row_len(&t.offsets)?;
+            self.prims.segmented_sort_known(
+                &mut t.columns,
+                &t.offsets,
+                SegOrder::TcsrColumn,
+                longest,
+            )?;
+        }
+        Ok(())
     }
 
     /// δ3 = ∂3ᵀ (face -> cells) with no host synchronisation: a face of a 3-manifold mesh
@@ -238,10 +305,25 @@ impl<'g> MeshKernels<'g> {
 
     /// δ1 from ∂1 stored as `(from, to)` pairs (the edge-pair variant of the transpose,
     /// dissertation §3.4.1): vertex -> signed edges, +1 where the edge ends at the vertex.
+    /// One host synchronisation, at the end (see [`MeshKernels::transpose`]).
     pub fn transpose_edge_pairs(
         &self,
         edge_vertices: &DeviceBuffer<u32>,
         nvertices: usize,
+    ) -> Result<DeviceTcsr, MeshError> {
+        let flag = self.gpu.zeros::<u32>(1)?;
+        let mut t = self.transpose_edge_pairs_deferred(edge_vertices, nvertices, &flag)?;
+        self.finish_deferred_sort(&mut t, &flag)?;
+        Ok(t)
+    }
+
+    /// [`MeshKernels::transpose_edge_pairs`] with no host synchronisation (rows of more than
+    /// 2048 entries set `flag`, as [`MeshKernels::transpose_deferred`]).
+    pub fn transpose_edge_pairs_deferred(
+        &self,
+        edge_vertices: &DeviceBuffer<u32>,
+        nvertices: usize,
+        flag: &DeviceBuffer<u32>,
     ) -> Result<DeviceTcsr, MeshError> {
         let g = self.gpu;
         let ne = edge_vertices.len() / 2;
@@ -253,7 +335,7 @@ impl<'g> MeshKernels<'g> {
             .arg(&counts)
             .run()?;
         let offsets = self.prims.exclusive_scan_with_total(&counts)?;
-        let mut out = g.alloc::<i32>(2 * ne)?;
+        let out = g.alloc::<i32>(2 * ne)?;
         g.launch(&self.k("edge_fill_transpose")?, Self::cfg(ne)?)
             .arg(edge_vertices)
             .arg(&nn)
@@ -261,9 +343,7 @@ impl<'g> MeshKernels<'g> {
             .arg(&counts)
             .arg(&out)
             .run()?;
-        let longest = self.prims.max_row_len(&offsets)?;
-        self.prims
-            .segmented_sort_known(&mut out, &offsets, SegOrder::TcsrColumn, longest)?;
+        self.sort_rows_deferred(&out, &offsets, flag)?;
         Ok(DeviceTcsr {
             offsets,
             columns: out,
@@ -309,8 +389,85 @@ impl<'g> MeshKernels<'g> {
         })
     }
 
-    /// ∂̂2¹: face -> ordered vertex loop.
+    /// ∂̂2¹: face -> ordered vertex loop. Faces of 3 or 4 edges each (uniform ∂2 rows): one
+    /// kernel that also writes the offsets ([`MeshKernels::face_vertices_deferred`]), then one
+    /// host synchronisation for its flag; the general path when it is set.
     pub fn face_vertices(
+        &self,
+        fe: &DeviceTcsr,
+        edge_vertices: &DeviceBuffer<u32>,
+        nvertices: usize,
+    ) -> Result<DeviceTcsr, MeshError> {
+        if Self::uniform_face_kernel(fe).is_some() {
+            let flag = self.gpu.zeros::<u32>(1)?;
+            let r = self.face_vertices_deferred(fe, edge_vertices, nvertices, &flag)?;
+            if self.gpu.download_at(&flag, 0)? == 0 {
+                return Ok(r);
+            }
+        }
+        self.face_vertices_general(fe, edge_vertices, nvertices)
+    }
+
+    /// The kernel for faces of one length (3 or 4 edges), when ∂2's rows are uniform.
+    fn uniform_face_kernel(fe: &DeviceTcsr) -> Option<&'static str> {
+        match fe.uniform {
+            Some(3) if fe.nnz() == 3 * fe.nrows() => Some("face_vertices_3"),
+            Some(4) if fe.nnz() == 4 * fe.nrows() => Some("face_vertices_4"),
+            _ => None,
+        }
+    }
+
+    /// ∂̂2¹ with no host synchronisation: any face whose loop does not close (or a row not in
+    /// loop order of more than 512 edges) sets `flag`, and the result must then be discarded.
+    pub fn face_vertices_deferred(
+        &self,
+        fe: &DeviceTcsr,
+        edge_vertices: &DeviceBuffer<u32>,
+        nvertices: usize,
+        flag: &DeviceBuffer<u32>,
+    ) -> Result<DeviceTcsr, MeshError> {
+        let g = self.gpu;
+        let nf = fe.nrows();
+        let out = g.alloc::<i32>(fe.nnz())?;
+        let n = nf as u64;
+        if let Some(kernel) = Self::uniform_face_kernel(fe) {
+            let offsets = g.alloc::<u32>(nf + 1)?;
+            g.launch(&self.k(kernel)?, Self::cfg(nf + 1)?)
+                .arg(&fe.columns)
+                .arg(edge_vertices)
+                .arg(&n)
+                .arg(&offsets)
+                .arg(&out)
+                .arg(flag)
+                .run()?;
+            return Ok(DeviceTcsr {
+                offsets,
+                columns: out,
+                ncols: nvertices,
+                uniform: fe.uniform,
+            });
+        }
+        let written = g.alloc::<u32>(nf)?;
+        g.launch(&self.k("face_vertices_fill")?, Self::cfg(nf)?)
+            .arg(&fe.offsets)
+            .arg(&fe.columns)
+            .arg(edge_vertices)
+            .arg(&n)
+            .arg(&out)
+            .arg(&written)
+            .arg(flag)
+            .run()?;
+        Ok(DeviceTcsr {
+            offsets: g.duplicate(&fe.offsets)?,
+            columns: out,
+            ncols: nvertices,
+            uniform: fe.uniform,
+        })
+    }
+
+    /// ∂̂2¹ for any rows: one thread per face, loop order (chained when rows are out of order),
+    /// compaction when some loop did not close.
+    fn face_vertices_general(
         &self,
         fe: &DeviceTcsr,
         edge_vertices: &DeviceBuffer<u32>,
@@ -395,6 +552,28 @@ impl<'g> MeshKernels<'g> {
         row: u32,
         ncols: usize,
     ) -> Result<Option<DeviceTcsr>, MeshError> {
+        let bad = self.gpu.zeros::<u32>(1)?;
+        let r = self.uniform_cell_rows_deferred(kernel, cf, fe, edge_vertices, row, ncols, &bad)?;
+        if r.is_none() || self.gpu.download_at(&bad, 0)? != 0 {
+            return Ok(None);
+        }
+        Ok(r)
+    }
+
+    /// The launch of [`MeshKernels::uniform_cell_rows`] without reading `bad` (set when some
+    /// cell is not closed; its row is then padded with 0). `None` when the sizes exceed the
+    /// 32-bit limits (nothing launched).
+    #[allow(clippy::too_many_arguments)]
+    fn uniform_cell_rows_deferred(
+        &self,
+        kernel: &str,
+        cf: &DeviceTcsr,
+        fe: &DeviceTcsr,
+        edge_vertices: Option<&DeviceBuffer<u32>>,
+        row: u32,
+        ncols: usize,
+        bad: &DeviceBuffer<u32>,
+    ) -> Result<Option<DeviceTcsr>, MeshError> {
         let g = self.gpu;
         let nc = cf.nrows();
         if row as u64 * nc as u64 > u32::MAX as u64 || ncols >= i32::MAX as usize {
@@ -402,7 +581,6 @@ impl<'g> MeshKernels<'g> {
         }
         let offsets = g.alloc::<u32>(nc + 1)?;
         let out = g.alloc::<i32>(row as usize * nc)?;
-        let bad = g.zeros::<u32>(1)?;
         let n = nc as u64;
         let k = self.k(kernel)?;
         let mut l = g
@@ -412,16 +590,61 @@ impl<'g> MeshKernels<'g> {
         if let Some(ev) = edge_vertices {
             l = l.arg(ev);
         }
-        l.arg(&n).arg(&offsets).arg(&out).arg(&bad).run()?;
-        if g.download_at(&bad, 0)? != 0 {
-            return Ok(None);
-        }
+        l.arg(&n).arg(&offsets).arg(&out).arg(bad).run()?;
         Ok(Some(DeviceTcsr {
             offsets,
             columns: out,
             ncols,
             uniform: Some(row),
         }))
+    }
+
+    /// ∂̂3¹ with no host synchronisation for cells of one shape (tetrahedra, hexahedra): a
+    /// cell that is not closed sets `flag` and the result must be discarded. Other meshes
+    /// take [`MeshKernels::cell_edges`] (with its synchronisations; `flag` stays as it is).
+    pub fn cell_edges_deferred(
+        &self,
+        cf: &DeviceTcsr,
+        fe: &DeviceTcsr,
+        flag: &DeviceBuffer<u32>,
+    ) -> Result<DeviceTcsr, MeshError> {
+        if let Some((name, k, m)) = Self::uniform_shape(cf, fe) {
+            let kernel = format!("cell_edges_{name}");
+            if let Some(r) =
+                self.uniform_cell_rows_deferred(&kernel, cf, fe, None, k * m / 2, fe.ncols, flag)?
+            {
+                return Ok(r);
+            }
+        }
+        self.cell_edges(cf, fe)
+    }
+
+    /// ∂̂3² with no host synchronisation for cells of one shape (see
+    /// [`MeshKernels::cell_edges_deferred`]).
+    pub fn cell_vertices_deferred(
+        &self,
+        cf: &DeviceTcsr,
+        fe: &DeviceTcsr,
+        edge_vertices: &DeviceBuffer<u32>,
+        nvertices: usize,
+        flag: &DeviceBuffer<u32>,
+    ) -> Result<DeviceTcsr, MeshError> {
+        if let Some((name, k, m)) = Self::uniform_shape(cf, fe) {
+            let kernel = format!("cell_vertices_{name}");
+            let row = 2 + k * (m - 2) / 2;
+            if let Some(r) = self.uniform_cell_rows_deferred(
+                &kernel,
+                cf,
+                fe,
+                Some(edge_vertices),
+                row,
+                nvertices,
+                flag,
+            )? {
+                return Ok(r);
+            }
+        }
+        self.cell_vertices(cf, fe, edge_vertices, nvertices)
     }
 
     /// ∂̂3¹: cell -> its edges, sorted.
@@ -886,6 +1109,10 @@ mod tests {
                     "cell_vertices_4x3",
                     "cell_vertices_6x4",
                     "face_vertices_fill",
+                    "face_vertices_3",
+                    "face_vertices_4",
+                    "tsort_short_rows",
+                    "tsort_mid_rows",
                     "cell_edges_count",
                     "cell_edges_fill",
                     "cell_vertices_count",

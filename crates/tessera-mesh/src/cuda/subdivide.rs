@@ -142,8 +142,85 @@ fn mark(st: &mut Option<Stages<'_>>, name: &'static str) -> Result<(), MeshError
 /// Pre-computation of one level (dissertation Table 3.4, "Pre."): the relations of
 /// [`SubdivisionRelations`], taken from the device cache of `dm` where present, else
 /// computed on the device (and not cached: `dm` is borrowed shared).
+///
+/// The relations are enqueued with no host synchronisation ([`precompute_deferred`]: rows
+/// sorted without reading the longest row, register kernels for cells of one shape whose
+/// closedness is checked on the device); one synchronisation at the end reads the flag of
+/// those checks, and when it is set the relations are computed again by the general
+/// operations (one synchronisation each).
 pub fn precompute<'a>(dm: &'a DeviceMesh<'_>) -> Result<SubdivisionRelations<'a>, MeshError> {
+    let flag = dm.gpu().zeros::<u32>(1)?;
+    let rel = precompute_deferred(dm, &mut None, &flag)?;
+    if dm.gpu().download_at(&flag, 0)? == 0 {
+        return Ok(rel);
+    }
+    drop(rel);
     precompute_staged(dm, &mut None)
+}
+
+/// The relations of [`precompute`] with no host synchronisation (for meshes whose cells
+/// are of one shape; otherwise cell edges and vertices take the general path). Every
+/// condition under which a relation may differ from the general operation's (a row of
+/// more than 2048 entries left unsorted, a face loop that does not close, a cell that is
+/// not closed) sets `flag`: the caller must read it before using the relations as indices
+/// (they stay in range either way) and discard them when it is set.
+fn precompute_deferred<'a>(
+    dm: &'a DeviceMesh<'_>,
+    st: &mut Option<Stages<'_>>,
+    flag: &tessera_gpu::DeviceBuffer<u32>,
+) -> Result<SubdivisionRelations<'a>, MeshError> {
+    let k = &dm.kernels;
+    let c: &DeviceRelations = &dm.cache;
+    let get = |cached: &'a Option<DeviceTcsr>,
+               f: &dyn Fn() -> Result<DeviceTcsr, MeshError>|
+     -> Result<Rel<'a>, MeshError> {
+        Ok(match cached {
+            Some(r) => Rel::Cached(r),
+            None => Rel::Owned(f()?),
+        })
+    };
+    let face_vertices = get(&c.face_vertices, &|| {
+        k.face_vertices_deferred(&dm.face_edges, &dm.edge_vertices, dm.nvertices, flag)
+    })?;
+    mark(st, "pre: face vertices")?;
+    let face_cells = get(&c.face_cells, &|| k.transpose_short_rows(&dm.cell_faces))?;
+    mark(st, "pre: δ3")?;
+    let edge_faces = get(&c.edge_faces, &|| {
+        k.transpose_deferred(&dm.face_edges, flag)
+    })?;
+    mark(st, "pre: δ2")?;
+    let vertex_edges = get(&c.vertex_edges, &|| {
+        k.transpose_edge_pairs_deferred(&dm.edge_vertices, dm.nvertices, flag)
+    })?;
+    mark(st, "pre: δ1")?;
+    let cell_edges = get(&c.cell_edges, &|| {
+        k.cell_edges_deferred(&dm.cell_faces, &dm.face_edges, flag)
+    })?;
+    mark(st, "pre: cell edges")?;
+    let cell_vertices = get(&c.cell_vertices, &|| {
+        k.cell_vertices_deferred(
+            &dm.cell_faces,
+            &dm.face_edges,
+            &dm.edge_vertices,
+            dm.nvertices,
+            flag,
+        )
+    })?;
+    mark(st, "pre: cell vertices")?;
+    let edge_cells = k.transpose_deferred(&cell_edges, flag)?;
+    mark(st, "pre: edge -> cells")?;
+    let vertex_cells = k.transpose_deferred(&cell_vertices, flag)?;
+    mark(st, "pre: vertex -> cells")?;
+    Ok(SubdivisionRelations {
+        face_vertices,
+        face_cells,
+        edge_faces,
+        vertex_edges,
+        cell_edges,
+        cell_vertices,
+        edge_cells,
+        vertex_cells,
+    })
 }
 
 fn precompute_staged<'a>(
@@ -203,14 +280,55 @@ fn precompute_staged<'a>(
 
 /// One level of volumetric Catmull-Clark subdivision on the device (dissertation §3.4.3):
 /// [`precompute`] then [`catmull_clark_gpu_with`]. The result lives on the same device.
+///
+/// Two host synchronisations on a mesh that passes every check: the loop-order flag, the
+/// flags of [`precompute_deferred`] and the manifold checks are read together once, before
+/// anything is written at offsets taken from the relations, and the cell checks at the end.
+/// When a flag is set the level is computed again the careful way (rows reordered first,
+/// the general operations, the CPU reference's error for rejected input).
 pub fn catmull_clark_gpu<'g>(dm: &DeviceMesh<'g>) -> Result<DeviceMesh<'g>, MeshError> {
     let gpu = dm.gpu();
     let m = module(gpu)?;
-    if let Some(ordered) = loop_ordered(dm, &m)? {
+    let flag = gpu.zeros::<u32>(1)?;
+    loop_order_flag(dm, &m, &flag)?;
+    let rel = precompute_deferred(dm, &mut None, &flag)?;
+    if let Some(out) = subdivide(dm, &rel, &m, &mut None, Some(&flag))? {
+        return Ok(out);
+    }
+    drop(rel);
+    catmull_clark_careful(dm, &m)
+}
+
+/// One level with a host synchronisation after every data-dependent step (the path taken
+/// when a flag of the fast path is set): the exact result or the CPU reference's error.
+fn catmull_clark_careful<'g>(dm: &DeviceMesh<'g>, m: &Module) -> Result<DeviceMesh<'g>, MeshError> {
+    if let Some(ordered) = loop_ordered(dm, m)? {
         return catmull_clark_gpu(&ordered);
     }
-    let rel = precompute(dm)?;
-    subdivide(dm, &rel, &m, &mut None)
+    let rel = precompute_staged(dm, &mut None)?;
+    Ok(subdivide(dm, &rel, m, &mut None, None)?.expect("errors are returned without a flag"))
+}
+
+/// Enqueue the loop-order check of the ∂2 rows: any row out of loop order sets `flag`.
+fn loop_order_flag(
+    dm: &DeviceMesh<'_>,
+    m: &Module,
+    flag: &tessera_gpu::DeviceBuffer<u32>,
+) -> Result<(), MeshError> {
+    let nf = dm.num_faces();
+    if nf == 0 {
+        return Ok(());
+    }
+    let n = nf as u64;
+    dm.gpu()
+        .launch(&m.function("cc_loop_order_flags")?, cfg(nf)?)
+        .arg(&dm.face_edges.offsets)
+        .arg(&dm.face_edges.columns)
+        .arg(&dm.edge_vertices)
+        .arg(&n)
+        .arg(flag)
+        .run()?;
+    Ok(())
 }
 
 /// One level from relations computed by [`precompute`] (for timing the two phases apart).
@@ -224,7 +342,7 @@ pub fn catmull_clark_gpu_with<'g>(
     if let Some(ordered) = loop_ordered(dm, &m)? {
         return catmull_clark_gpu(&ordered);
     }
-    subdivide(dm, rel, &m, &mut None)
+    Ok(subdivide(dm, rel, &m, &mut None, None)?.expect("errors are returned without a flag"))
 }
 
 /// `levels` levels of [`catmull_clark_gpu`] (`levels = 0` returns a copy on the device).
@@ -327,13 +445,17 @@ fn loop_ordered<'g>(dm: &DeviceMesh<'g>, m: &Module) -> Result<Option<DeviceMesh
     }))
 }
 
-/// The subdivision proper (rows of ∂2 in loop order, relations precomputed).
+/// The subdivision proper (rows of ∂2 in loop order, relations precomputed). With `pre`
+/// (the flag of the fast path: loop order and [`precompute_deferred`]), the checks OR into
+/// it and `Ok(None)` is returned when it is set at either synchronisation (the caller then
+/// takes the careful path); without, a failed check returns the CPU reference's error.
 fn subdivide<'g>(
     dm: &DeviceMesh<'g>,
     rel: &SubdivisionRelations<'_>,
     m: &Module,
     st: &mut Option<Stages<'_>>,
-) -> Result<DeviceMesh<'g>, MeshError> {
+    pre: Option<&tessera_gpu::DeviceBuffer<u32>>,
+) -> Result<Option<DeviceMesh<'g>>, MeshError> {
     let g = dm.gpu();
     let k = |n: &str| -> Result<Kernel, MeshError> { Ok(m.function(n)?) };
     let (nv, ne, nf, nc) = (
@@ -356,6 +478,10 @@ fn subdivide<'g>(
     );
     let limit = u32::MAX as usize;
     if v_cc > limit || e_cc > limit || 4 * f_cc > limit || c_cc > limit {
+        if pre.is_some() {
+            // the sizes of flagged relations may differ: let the careful path decide
+            return Ok(None);
+        }
         return Err(MeshError::Unsupported(format!(
             "subdividing a mesh of {nv} vertices, {ne} edges, {nf} faces and {nc} cells exceeds 32-bit indices"
         )));
@@ -372,7 +498,20 @@ fn subdivide<'g>(
     let (ec, vc) = (&rel.edge_cells, &rel.vertex_cells);
 
     // manifold checks (faces, edges; cells in cc_cells)
-    let err = g.zeros::<u32>(1)?;
+    let err_own;
+    let err = match pre {
+        Some(f) => f,
+        None => {
+            err_own = g.zeros::<u32>(1)?;
+            &err_own
+        }
+    };
+    let failed = |dm: &DeviceMesh<'g>| -> Result<Option<DeviceMesh<'g>>, MeshError> {
+        match pre {
+            Some(_) => Ok(None),
+            None => Err(explain(dm)),
+        }
+    };
     let (nf64, ne64, nc64, nv64) = (nf as u64, ne as u64, nc as u64, nv as u64);
     g.launch(&k("cc_check_faces")?, cfg(nf)?)
         .arg(&fe.offsets)
@@ -381,7 +520,7 @@ fn subdivide<'g>(
         .arg(&fv.offsets)
         .arg(&fv.columns)
         .arg(&nf64)
-        .arg(&err)
+        .arg(err)
         .run()?;
     g.launch(&k("cc_check_edges")?, cfg(ne)?)
         .arg(&ef.offsets)
@@ -389,12 +528,15 @@ fn subdivide<'g>(
         .arg(&fc.offsets)
         .arg(ev)
         .arg(&ne64)
-        .arg(&err)
+        .arg(err)
         .run()?;
-    if g.download_at(&err, 0)? != 0 {
-        return Err(explain(dm));
+    if g.download_at(err, 0)? != 0 {
+        return failed(dm);
     }
-    mark(st, "checks of faces and edges (1 sync)")?;
+    mark(
+        st,
+        "checks of faces and edges, flags of the pre-computation (1 sync)",
+    )?;
 
     // topology: new ∂2 and ∂3 (cells also check closedness)
     let (e2, e3) = ((2 * ne) as u32, (2 * ne + nnz2) as u32);
@@ -450,7 +592,7 @@ fn subdivide<'g>(
         .arg(&offsets3)
         .arg(&nnz32_64)
         .arg(&cols3)
-        .arg(&err)
+        .arg(err)
         .run()?;
     mark(st, "cells: cell-faces and new ∂3 (cc_cells)")?;
 
@@ -556,11 +698,11 @@ fn subdivide<'g>(
         .arg(&at_c)
         .arg(&out)
         .run()?;
-    if g.download_at(&err, 0)? != 0 {
-        return Err(explain(dm));
+    if g.download_at(err, 0)? != 0 {
+        return failed(dm);
     }
     mark(st, "vertex points and final check (1 sync)")?;
-    Ok(DeviceMesh {
+    Ok(Some(DeviceMesh {
         kernels: clone_kernels(&dm.kernels)?,
         nvertices: v_cc,
         edge_vertices: new_ev,
@@ -578,7 +720,7 @@ fn subdivide<'g>(
         },
         positions: out,
         cache: DeviceRelations::default(),
-    })
+    }))
 }
 
 /// Table 3.4 on the GPU: `(row, median ms, bytes)` for "precompute" (level 1) and
@@ -665,8 +807,15 @@ pub fn bench_catmull_clark_stages(
             marks: Vec::new(),
         });
         mark(&mut st, "start")?;
-        let rel = precompute_staged(&dm, &mut st)?;
-        let out = subdivide(&dm, &rel, &m, &mut st)?;
+        let flag = gpu.zeros::<u32>(1)?;
+        loop_order_flag(&dm, &m, &flag)?;
+        let rel = precompute_deferred(&dm, &mut st, &flag)?;
+        let out = subdivide(&dm, &rel, &m, &mut st, Some(&flag))?;
+        if out.is_none() {
+            return Err(MeshError::Unsupported(
+                "stage timing: a check of the fast path fired".into(),
+            ));
+        }
         drop(out);
         let marks = st.expect("set above").marks;
         if run < 3 {

@@ -67,10 +67,118 @@ extern "C" __global__ void edge_fill_transpose(const u32* ev, u64 ne, const u32*
     out[next_slot(toffs, counts, b)] = tenc((u32)e, false);
 }
 
+// SortRows without a host synchronisation (the longest row is not read first). Order: by
+// decoded column, then +c before -c (Primitives' SegOrder::TcsrColumn). Rows up to TS_SHORT
+// entries: one thread per row, insertion sort in place (as Primitives::segmented_sort);
+// rows of TS_SHORT..TS_MID entries: tsort_mid_rows; longer rows are left unsorted and set
+// *flag, so the caller sorts them again with the general sort (or discards the result).
+#define TS_SHORT 64
+#define TS_MID 2048
+__device__ __forceinline__ u32 tkey(i32 v) {
+    u32 s = (u32)(v >> 31);
+    return (((u32)v ^ s) << 1) | (s == 0u ? 1u : 0u);
+}
+__device__ __forceinline__ i32 tunkey(u32 k) {
+    u32 c = k >> 1;
+    return (i32)((k & 1u) ? c : ~c);
+}
+extern "C" __global__ void tsort_short_rows(i32* vals, const u32* offs, u64 nrows) {
+    u64 r = TID;
+    if (r >= nrows) return;
+    u32 a = offs[r], b = offs[r + 1];
+    if (b - a > TS_SHORT) return;
+    for (u32 j = a + 1; j < b; j++) {
+        i32 x = vals[j];
+        u32 kx = tkey(x);
+        u32 p = j;
+        while (p > a && tkey(vals[p - 1]) > kx) {
+            vals[p] = vals[p - 1];
+            p--;
+        }
+        vals[p] = x;
+    }
+}
+// Rows of TS_SHORT..TS_MID entries, one block per row (bitonic sort of the keys in shared
+// memory; keys map back to values one to one); each block scans BLOCK rows at a time.
+extern "C" __global__ void tsort_mid_rows(i32* vals, const u32* offs, u64 nrows, u32* flag) {
+    __shared__ u32 sh[TS_MID];
+    __shared__ u32 list[BLOCK];
+    __shared__ u32 nlist;
+    for (u64 r0 = (u64)blockIdx.x * BLOCK; r0 < nrows; r0 += (u64)gridDim.x * BLOCK) {
+        if (threadIdx.x == 0) nlist = 0;
+        __syncthreads();
+        u64 r = r0 + threadIdx.x;
+        if (r < nrows) {
+            u32 n = offs[r + 1] - offs[r];
+            if (n > TS_MID) atomicOr(flag, 1u);
+            else if (n > TS_SHORT) list[atomicAdd(&nlist, 1u)] = threadIdx.x;
+        }
+        __syncthreads();
+        u32 m = nlist;
+        for (u32 q = 0; q < m; q++) {
+            u64 row = r0 + list[q];
+            u32 a = offs[row], n = offs[row + 1] - a;
+            u32 p = 1;
+            while (p < n) p <<= 1;
+            for (u32 i = threadIdx.x; i < p; i += BLOCK) sh[i] = i < n ? tkey(vals[a + i]) : 0xffffffffu;
+            __syncthreads();
+            for (u32 k = 2; k <= p; k <<= 1) {
+                for (u32 j = k >> 1; j > 0; j >>= 1) {
+                    for (u32 i = threadIdx.x; i < p; i += BLOCK) {
+                        u32 ixj = i ^ j;
+                        if (ixj > i) {
+                            u32 x = sh[i], y = sh[ixj];
+                            bool up = (i & k) == 0;
+                            if ((x > y) == up) {
+                                sh[i] = y;
+                                sh[ixj] = x;
+                            }
+                        }
+                    }
+                    __syncthreads();
+                }
+            }
+            for (u32 i = threadIdx.x; i < n; i += BLOCK) vals[a + i] = tunkey(sh[i]);
+            __syncthreads();
+        }
+        __syncthreads();
+    }
+}
+
 // ---------------------------------------------------------------- face vertices
 // The start vertex of each signed edge in loop order; rows not in loop order are chained
 // (as relations::face_loop on the CPU). err bit 0: an out-of-order row longer than 512;
 // bit 1: some row came out shorter than its ∂2 row (the caller then compacts).
+// Chain the row a..a+n (not in loop order) starting with its first edge; returns the entries
+// written (< n when the loop does not close). err bit 0: the row is longer than 512.
+__device__ u32 face_chain(const i32* cols, const u32* ev, u32 a, u32 n, i32* out, u32* err) {
+    if (n > 512) { atomicOr(err, 3u); return 0; }
+    u32 s0, t0;
+    ends(ev, cols[a], s0, t0);
+    u64 used[8];
+    for (int w = 0; w < 8; w++) used[w] = 0;
+    used[0] = 1;
+    out[a] = (i32)s0;
+    u32 k = 1, cur = t0;
+    while (k < n) {
+        u32 found = n;
+        for (u32 j = 0; j < n; j++) {
+            if (used[j >> 6] & (1ull << (j & 63))) continue;
+            u32 s, t;
+            ends(ev, cols[a + j], s, t);
+            if (s == cur) { found = j; break; }
+        }
+        if (found == n) break;
+        used[found >> 6] |= 1ull << (found & 63);
+        out[a + k] = (i32)cur;
+        k++;
+        u32 s, t;
+        ends(ev, cols[a + found], s, t);
+        cur = t;
+    }
+    if (k < n) atomicOr(err, 2u);
+    return k;
+}
 extern "C" __global__ void face_vertices_fill(const u32* offs, const i32* cols, const u32* ev, u64 nf, i32* out,
                                               u32* written, u32* err) {
     u64 f = TID;
@@ -96,30 +204,44 @@ extern "C" __global__ void face_vertices_fill(const u32* offs, const i32* cols, 
         written[f] = n;
         return;
     }
-    if (n > 512) { atomicOr(err, 3u); written[f] = 0; return; }
-    u64 used[8];
-    for (int w = 0; w < 8; w++) used[w] = 0;
-    used[0] = 1;
-    out[a] = (i32)s0;
-    u32 k = 1, cur = t0;
-    while (k < n) {
-        u32 found = n;
-        for (u32 j = 0; j < n; j++) {
-            if (used[j >> 6] & (1ull << (j & 63))) continue;
-            u32 s, t;
-            ends(ev, cols[a + j], s, t);
-            if (s == cur) { found = j; break; }
-        }
-        if (found == n) break;
-        used[found >> 6] |= 1ull << (found & 63);
-        out[a + k] = (i32)cur;
-        k++;
-        u32 s, t;
-        ends(ev, cols[a + found], s, t);
-        cur = t;
+    written[f] = face_chain(cols, ev, a, n, out, err);
+}
+// Faces of M edges each (offsets M f, known on the host): one thread per face with the row
+// and its M edge pairs in registers (8-byte loads); also writes the offsets. A row not in
+// loop order is chained as in face_vertices_fill; any err bit makes the caller take the
+// general path (the rows written here are then not used).
+template <int M>
+__device__ void uniform_face_vertices(const i32* cols, const uint2* ev2, const u32* ev, u64 nf, u32* offs, i32* out,
+                                      u32* err) {
+    u64 f = TID;
+    if (f > nf) return;
+    offs[f] = (u32)(M * f);
+    if (f == nf) return;
+    i32 y[M];
+    u32 s[M], t[M];
+#pragma unroll
+    for (int i = 0; i < M; i++) y[i] = cols[(u64)M * f + i];
+#pragma unroll
+    for (int i = 0; i < M; i++) {
+        uint2 p = ev2[tcol(y[i])];
+        s[i] = y[i] >= 0 ? p.x : p.y;
+        t[i] = y[i] >= 0 ? p.y : p.x;
     }
-    written[f] = k;
-    if (k < n) atomicOr(err, 2u);
+    bool ordered = true;
+#pragma unroll
+    for (int i = 0; i < M; i++) ordered &= t[i] == s[(i + 1) % M];
+    if (ordered) {
+#pragma unroll
+        for (int i = 0; i < M; i++) out[(u64)M * f + i] = (i32)s[i];
+        return;
+    }
+    face_chain(cols, ev, (u32)(M * f), M, out, err);
+}
+extern "C" __global__ void face_vertices_3(const i32* cols, const u32* ev, u64 nf, u32* offs, i32* out, u32* err) {
+    uniform_face_vertices<3>(cols, (const uint2*)ev, ev, nf, offs, out, err);
+}
+extern "C" __global__ void face_vertices_4(const i32* cols, const u32* ev, u64 nf, u32* offs, i32* out, u32* err) {
+    uniform_face_vertices<4>(cols, (const uint2*)ev, ev, nf, offs, out, err);
 }
 
 // ---------------------------------------------------------------- cell edges / vertices
@@ -194,17 +316,62 @@ __device__ __forceinline__ void sort_net(i32* v) {
         }
     }
 }
-// write the distinct values of the sorted v (below `stop`) to o[0..R); returns their count
+// the distinct values of the sorted v (other than `stop`) into the registers d[0..R) (0 where
+// there are fewer; the caller then discards the rows); returns their count
 template <int N, int R>
-__device__ __forceinline__ int write_distinct(const i32* v, i32 stop, i32* o) {
+__device__ __forceinline__ int distinct_regs(const i32* v, i32 stop, i32* d) {
+#pragma unroll
+    for (int k = 0; k < R; k++) d[k] = 0;
     int u = 0;
 #pragma unroll
     for (int i = 0; i < N; i++) {
-        if (v[i] != stop && (i == 0 || v[i] != v[i - 1])) {
-            if (u < R) o[u] = v[i];
-            u++;
-        }
+        bool keep = v[i] != stop && (i == 0 || v[i] != v[i - 1]);
+#pragma unroll
+        for (int k = 0; k < R; k++) d[k] = (keep && u == k) ? v[i] : d[k];
+        u += keep ? 1 : 0;
     }
+    return u;
+}
+// store the row d[0..R) at o (o is aligned to 4 R bytes): 16-byte stores for R = 4 and 8,
+// 8-byte stores for even R, else 4-byte stores
+template <int R>
+__device__ __forceinline__ void store_row(i32* o, const i32* d) {
+    if constexpr (R % 4 == 0) {
+#pragma unroll
+        for (int k = 0; k < R; k += 4) ((int4*)o)[k / 4] = make_int4(d[k], d[k + 1], d[k + 2], d[k + 3]);
+    } else if constexpr (R % 2 == 0) {
+#pragma unroll
+        for (int k = 0; k < R; k += 2) ((int2*)o)[k / 2] = make_int2(d[k], d[k + 1]);
+    } else {
+#pragma unroll
+        for (int k = 0; k < R; k++) o[k] = d[k];
+    }
+}
+// load the row p[0..K) (p aligned to 4 K bytes) with the widest loads its alignment allows
+template <int K>
+__device__ __forceinline__ void load_row(const i32* p, i32* d) {
+    if constexpr (K % 4 == 0) {
+#pragma unroll
+        for (int k = 0; k < K; k += 4) {
+            int4 q = ((const int4*)p)[k / 4];
+            d[k] = q.x; d[k + 1] = q.y; d[k + 2] = q.z; d[k + 3] = q.w;
+        }
+    } else if constexpr (K % 2 == 0) {
+#pragma unroll
+        for (int k = 0; k < K; k += 2) {
+            int2 q = ((const int2*)p)[k / 2];
+            d[k] = q.x; d[k + 1] = q.y;
+        }
+    } else {
+#pragma unroll
+        for (int k = 0; k < K; k++) d[k] = p[k];
+    }
+}
+template <int N, int R>
+__device__ __forceinline__ int write_distinct(const i32* v, i32 stop, i32* o) {
+    i32 d[R];
+    int u = distinct_regs<N, R>(v, stop, d);
+    store_row<R>(o, d);
     return u;
 }
 template <int K, int M>
@@ -215,14 +382,18 @@ __device__ void uniform_cell_vertices(const i32* cf_cols, const i32* fe_cols, co
     if (c > nc) return;
     offs[c] = (u32)(R * c);
     if (c == nc) return;
-    i32 v[N];
+    i32 v[N], cfs[K];
+    load_row<K>(cf_cols + (u64)K * c, cfs);
 #pragma unroll
     for (int j = 0; j < K; j++) {
-        u64 f = tcol(cf_cols[(u64)K * c + j]);
+        u64 f = tcol(cfs[j]);
+        i32 ys[M];
+        load_row<M>(fe_cols + (u64)M * f, ys);
 #pragma unroll
         for (int i = 0; i < M; i++) {
-            i32 y = fe_cols[(u64)M * f + i];
-            v[j * M + i] = (i32)ev[2 * (u64)tcol(y) + (y < 0 ? 1 : 0)];  // start of the signed edge
+            i32 y = ys[i];
+            uint2 p = ((const uint2*)ev)[tcol(y)];
+            v[j * M + i] = (i32)(y < 0 ? p.y : p.x);  // start of the signed edge
         }
     }
     sort_net<N>(v);
@@ -236,14 +407,17 @@ __device__ void uniform_cell_edges(const i32* cf_cols, const i32* fe_cols, u64 n
     if (c > nc) return;
     offs[c] = (u32)(R * c);
     if (c == nc) return;
-    i32 v[N];
+    i32 v[N], cfs[K];
+    load_row<K>(cf_cols + (u64)K * c, cfs);
 #pragma unroll
     for (int j = 0; j < K; j++) {
-        i32 fv = cf_cols[(u64)K * c + j];
+        i32 fv = cfs[j];
         u64 f = tcol(fv);
+        i32 ys[M];
+        load_row<M>(fe_cols + (u64)M * f, ys);
 #pragma unroll
         for (int i = 0; i < M; i++) {
-            i32 y = fe_cols[(u64)M * f + i];
+            i32 y = ys[i];
             v[j * M + i] = ((fv < 0) == (y < 0)) ? (i32)tcol(y) : NONE;
         }
     }
