@@ -7,7 +7,7 @@
 //! shared machine disturbs much less than the wall clock.
 //!
 //! ```text
-//! cargo run --release -p tessera-mesh --example relations_threads -- MESH... [--threads 1,2,16] [--runs 7]
+//! cargo run --release -p tessera-mesh --example relations_threads -- MESH... [--threads 1,2,16] [--runs 7] [--only NAME] [--min]
 //! ```
 
 use std::time::Instant;
@@ -71,10 +71,16 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+fn minimum(v: Vec<f64>) -> f64 {
+    v.into_iter().fold(f64::INFINITY, f64::min)
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut files = Vec::new();
     let mut threads = vec![1usize, 2, 16];
     let mut runs = 7usize;
+    let mut only: Option<String> = None;
+    let mut use_min = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -87,6 +93,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     .collect::<Result<_, _>>()?
             }
             "--runs" => runs = args.next().ok_or("--runs needs a number")?.parse()?,
+            "--only" => only = Some(args.next().ok_or("--only needs a name")?),
+            "--min" => use_min = true,
             f => files.push(f.to_string()),
         }
     }
@@ -101,11 +109,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for f in &files {
         let mesh = tessera_mesh::io::read_mesh(std::path::Path::new(f))?.mesh;
         println!(
-            "== {f}: V {} E {} F {} C {} (ms, median of {runs} runs after a warm-up)",
+            "== {f}: V {} E {} F {} C {} (ms, {} of {runs} runs after a warm-up)",
             mesh.num_vertices(),
             mesh.num_edges(),
             mesh.num_faces(),
-            mesh.num_cells()
+            mesh.num_cells(),
+            if use_min { "minimum" } else { "median" }
         );
         let mut head = format!("{:<22}", "operation");
         for t in &threads {
@@ -120,6 +129,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         println!("{head}");
         for (name, run) in OPS {
+            if only.as_ref().is_some_and(|o| !name.contains(o.as_str())) {
+                continue;
+            }
             let mut ms = Vec::new();
             let mut cpu = Vec::new();
             let mut first: Option<Out> = None;
@@ -141,7 +153,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                             (t, (process_cpu_ns().unwrap_or(0) - c) as f64 * 1e-6)
                         })
                         .unzip();
-                    (median(t), median(c), out)
+                    if use_min {
+                        (minimum(t), minimum(c), out)
+                    } else {
+                        (median(t), median(c), out)
+                    }
                 });
                 ms.push(t);
                 cpu.push(c);

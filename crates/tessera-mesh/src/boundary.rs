@@ -28,7 +28,7 @@
 use crate::relations::{build_rows, face_loop};
 use crate::{Point, PolyMesh};
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use tessera_core::Par;
 use tessera_sparse::tcsr::{decode, encode};
 
@@ -142,32 +142,31 @@ pub fn extract_boundary(mesh: &PolyMesh) -> Boundary {
     // vertices of the boundary edges (∂1)
     let fe = mesh.face_edges();
     let ev = mesh.edge_vertices();
-    let edge_mark: Vec<AtomicBool> = (0..mesh.num_edges())
-        .map(|_| AtomicBool::new(false))
-        .collect();
+    // the markers are zeroed pages from the allocator (no serial pass writing each one)
+    let mut edge_bytes = vec![0u8; mesh.num_edges()];
+    let edge_mark = as_atomic(&mut edge_bytes);
     let mark_face = |hf: &i32| {
         for &e in fe.row(decode(*hf).0 as usize) {
-            edge_mark[decode(e).0 as usize].store(true, Ordering::Relaxed);
+            edge_mark[decode(e).0 as usize].store(1, Ordering::Relaxed);
         }
     };
     match par {
         Par::Seq => faces.iter().for_each(mark_face),
         Par::Rayon => faces.par_iter().with_min_len(4096).for_each(mark_face),
     }
-    let edges = compact_marked(par, &edge_mark);
-    let vertex_mark: Vec<AtomicBool> = (0..mesh.num_vertices())
-        .map(|_| AtomicBool::new(false))
-        .collect();
+    let edges = compact_marked(par, edge_mark);
+    let mut vertex_bytes = vec![0u8; mesh.num_vertices()];
+    let vertex_mark = as_atomic(&mut vertex_bytes);
     let mark_edge = |e: &u32| {
         for v in ev[*e as usize] {
-            vertex_mark[v as usize].store(true, Ordering::Relaxed);
+            vertex_mark[v as usize].store(1, Ordering::Relaxed);
         }
     };
     match par {
         Par::Seq => edges.iter().for_each(mark_edge),
         Par::Rayon => edges.par_iter().with_min_len(4096).for_each(mark_edge),
     }
-    let vertices = compact_marked(par, &vertex_mark);
+    let vertices = compact_marked(par, vertex_mark);
     Boundary {
         faces,
         edges,
@@ -203,10 +202,23 @@ where
     out
 }
 
+/// Markers shared between threads, viewed over a byte buffer.
+fn as_atomic(bytes: &mut [u8]) -> &[AtomicU8] {
+    // SAFETY: `AtomicU8` has the size and alignment of `u8` (documented), so a slice of one
+    // is a valid slice of the other; `bytes` is borrowed mutably for the whole lifetime of
+    // the view, so nothing else reads or writes it meanwhile (`AtomicU8::from_mut_slice`,
+    // not yet stable).
+    unsafe { &*(bytes as *mut [u8] as *const [AtomicU8]) }
+}
+
 /// Indices of the set markers, in increasing order (count -> scan -> fill over chunks).
-fn compact_marked(par: Par, mark: &[AtomicBool]) -> Vec<u32> {
-    let chunks: Vec<&[AtomicBool]> = mark.chunks(FACE_CHUNK).collect();
-    let count = |c: &&[AtomicBool]| c.iter().filter(|m| m.load(Ordering::Relaxed)).count() as u32;
+fn compact_marked(par: Par, mark: &[AtomicU8]) -> Vec<u32> {
+    let chunks: Vec<&[AtomicU8]> = mark.chunks(FACE_CHUNK).collect();
+    let count = |c: &&[AtomicU8]| {
+        c.iter()
+            .filter(|m| m.load(Ordering::Relaxed) != 0)
+            .count() as u32
+    };
     let counts: Vec<u32> = match par {
         Par::Seq => chunks.iter().map(count).collect(),
         Par::Rayon => chunks.par_iter().map(count).collect(),
@@ -214,7 +226,7 @@ fn compact_marked(par: Par, mark: &[AtomicBool]) -> Vec<u32> {
     fill_chunks(par, &counts, |k, out| {
         let mut w = 0;
         for (j, m) in chunks[k].iter().enumerate() {
-            if m.load(Ordering::Relaxed) {
+            if m.load(Ordering::Relaxed) != 0 {
                 out[w] = (k * FACE_CHUNK + j) as u32;
                 w += 1;
             }

@@ -366,3 +366,60 @@ fn two_slot_d3_only_on_consistently_oriented_manifolds() {
         assert_eq!(m.face_cells(), &want);
     }
 }
+
+/// Every relation the thread-scaling example times, on meshes large enough for the
+/// default parameters to take the parallel paths (more than 2^16 entries in ∂1, ∂2 and
+/// ∂3): bit-identical with 1, 2 and 4 threads (a tetrahedral box: the fixed-length and
+/// two-slot paths; the same box with one cell flipped: the general δ3; a mixed box: the
+/// general paths).
+#[test]
+fn relations_identical_on_1_2_and_4_threads() {
+    use tessera_mesh::boundary::extract_boundary;
+    let tets = tet_mesh([20, 16, 16], 9, Damage::None);
+    let flipped = tet_mesh([20, 16, 16], 9, Damage::FlipFace(4321));
+    let mixed = box_mesh(BoxKind::Mixed, [24, 20, 20], [1.0, 2.0, 1.0]);
+    let pools: Vec<rayon::ThreadPool> = [1, 2, 4]
+        .into_iter()
+        .map(|t| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .unwrap()
+        })
+        .collect();
+    for m in [&tets, &flipped, &mixed] {
+        assert!(m.cell_faces().nnz() > 1 << 16 && m.face_edges().nnz() > 1 << 16);
+        assert!(2 * m.num_edges() > 1 << 16);
+        let all = |pool: &rayon::ThreadPool, par: Par| {
+            let mut m = m.clone();
+            m.purge_caches();
+            m.set_par(par);
+            pool.install(|| {
+                (
+                    [
+                        transpose_edge_vertices(m.edge_vertices(), m.num_vertices(), par),
+                        m.face_edges().transpose(par),
+                        compute_face_cells(&m, par),
+                        m.cell_faces().transpose(par),
+                        compute_face_vertices(&m, par),
+                        compute_cell_edges(&m, par),
+                        compute_cell_vertices(&m, par),
+                        m.vertex_cells().clone(),
+                        m.edge_cells().clone(),
+                    ],
+                    extract_boundary(&m),
+                )
+            })
+        };
+        let want = all(&pools[0], Par::Seq);
+        assert_eq!(want.0[2], want.0[3], "two-slot and general δ3");
+        for pool in &pools {
+            let got = all(pool, Par::Rayon);
+            let t = pool.current_num_threads();
+            for (i, (g, w)) in got.0.iter().zip(&want.0).enumerate() {
+                assert!(g == w, "relation {i}, {t} threads");
+            }
+            assert_eq!(got.1, want.1, "boundary, {t} threads");
+        }
+    }
+}

@@ -229,7 +229,7 @@ impl Tcsr {
     pub fn transpose_with(&self, par: Par, params: TransposeParams) -> Tcsr {
         let parallel = par.is_parallel();
         let n = self.ncols;
-        let (offsets, columns) = match self.uniform_row_len() {
+        let (offsets, columns) = match self.uniform_row_len_with(par) {
             Some(2) => transpose_entries(
                 &StridedEntries::<2> {
                     columns: &self.columns,
@@ -286,7 +286,7 @@ impl Tcsr {
     pub fn transpose_two_sided_with(&self, par: Par, params: TransposeParams) -> Tcsr {
         let parallel = par.is_parallel();
         let n = self.ncols;
-        let fast = match self.uniform_row_len() {
+        let fast = match self.uniform_row_len_with(par) {
             Some(4) => transpose_two_sided(
                 &StridedEntries::<4> {
                     columns: &self.columns,
@@ -318,18 +318,38 @@ impl Tcsr {
     /// The common length of all rows, if every row has the same length (and there is at
     /// least one row).
     pub fn uniform_row_len(&self) -> Option<usize> {
+        self.uniform_row_len_with(Par::Seq)
+    }
+
+    /// [`Tcsr::uniform_row_len`], checked by blocks of offsets (each block without an early
+    /// exit, so that it vectorizes), the blocks in parallel with `Par::Rayon`: the
+    /// transposes ask it first, and a serial pass over millions of offsets would be a
+    /// serial part of every parallel transpose.
+    pub fn uniform_row_len_with(&self, par: Par) -> Option<usize> {
         let n = self.nrows();
         if n == 0 {
             return None;
         }
         let k = self.row_len(0);
-        (self.columns.len() == n * k
-            && self
-                .offsets
-                .iter()
-                .enumerate()
-                .all(|(r, &o)| o as usize == r * k))
-        .then_some(k)
+        if self.columns.len() != n * k {
+            return None;
+        }
+        // every offset fits in u32 (it is at most nnz), so r * k does for r <= n
+        const BLOCK: usize = 1 << 14;
+        let block_ok = |(b, offs): (usize, &[u32])| {
+            let mut expect = (b * BLOCK * k) as u32;
+            let mut bad = 0u32;
+            for &o in offs {
+                bad |= o ^ expect;
+                expect = expect.wrapping_add(k as u32);
+            }
+            bad == 0
+        };
+        let ok = match par {
+            Par::Seq => self.offsets.chunks(BLOCK).enumerate().all(block_ok),
+            Par::Rayon => self.offsets.par_chunks(BLOCK).enumerate().all(block_ok),
+        };
+        ok.then_some(k)
     }
 
     /// Sort every row by decoded column (SortRows of Listing 3.1).
@@ -427,6 +447,42 @@ mod tests {
         #[test]
         fn transpose_seq_equals_rayon(m in arb_tcsr()) {
             prop_assert_eq!(m.transpose(Par::Seq), m.transpose(Par::Rayon));
+        }
+
+        #[test]
+        fn uniform_row_len_by_blocks_equals_row_by_row(m in arb_tcsr()) {
+            let k = m.row_len(0);
+            let want = (0..m.nrows()).all(|r| m.row_len(r) == k).then_some(k);
+            prop_assert_eq!(m.uniform_row_len(), want);
+            prop_assert_eq!(m.uniform_row_len_with(Par::Seq), want);
+            prop_assert_eq!(m.uniform_row_len_with(Par::Rayon), want);
+        }
+    }
+
+    /// Rows of 3 over several blocks of the check, one row broken in one block at a time
+    /// (first, middle and last offsets included).
+    #[test]
+    fn uniform_row_len_over_several_blocks() {
+        let nr = 50_000usize;
+        let cols: Vec<i32> = (0..nr).flat_map(|r| [0, 1 + (r % 3) as i32, 5]).collect();
+        let offs: Vec<u32> = (0..=nr as u32).map(|r| 3 * r).collect();
+        let m = Tcsr::new(7, offs.clone(), cols.clone()).unwrap();
+        for par in [Par::Seq, Par::Rayon] {
+            assert_eq!(m.uniform_row_len_with(par), Some(3));
+        }
+        for r in [0usize, 1, 16_383, 16_384, 16_385, 40_000, nr - 1] {
+            // row r one entry shorter, row r + 1 (or r - 1) one longer: same nnz
+            let mut o = offs.clone();
+            if r + 1 < nr {
+                o[r + 1] -= 1;
+            } else {
+                o[r] += 1;
+            }
+            let m = Tcsr::new(7, o, cols.clone());
+            let Ok(m) = m else { continue };
+            for par in [Par::Seq, Par::Rayon] {
+                assert_eq!(m.uniform_row_len_with(par), None, "row {r}");
+            }
         }
     }
 

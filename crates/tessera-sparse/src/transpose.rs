@@ -46,7 +46,7 @@
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
-use tessera_core::par::filled_vec;
+use tessera_core::bulk::{advise_huge_pages, filled};
 use tessera_core::Par;
 
 /// A source of entries for [`transpose_entries`]: rows of entries, each entry with the
@@ -252,11 +252,32 @@ pub fn prefetch<T>(x: &T) {
     let _ = x;
 }
 
+/// Hint the processor to fetch the cache line holding `x` for writing (`prefetchw`: in
+/// the exclusive state, so that a line another core wrote last moves once, not twice as
+/// with a read prefetch followed by the store's ownership request; no effect on results).
+#[inline(always)]
+pub fn prefetch_write<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint: it never faults and never changes memory, and the
+    // address comes from a valid reference. `prefetchw` executes as a no-op on x86_64
+    // processors without it (it sits in the 0F 0D no-op opcode space).
+    unsafe {
+        std::arch::asm!(
+            "prefetchw [{}]",
+            in(reg) x as *const T,
+            options(nostack, preserves_flags, readonly)
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
 /// One thread: count, scan, fill with the offsets as cursors.
 fn transpose_serial<E: Entries>(src: &E, ncols: usize) -> (Vec<u32>, Vec<i32>) {
     let nnz = src.nnz();
     let nrows = src.nrows();
     let mut offsets = vec![0u32; ncols + 1];
+    advise_huge_pages(&mut offsets);
     {
         let cur = &mut offsets[1..];
         for i in 0..nnz {
@@ -273,6 +294,7 @@ fn transpose_serial<E: Entries>(src: &E, ncols: usize) -> (Vec<u32>, Vec<i32>) {
         }
     }
     let mut out = vec![0i32; nnz];
+    advise_huge_pages(&mut out);
     {
         let cur = &mut offsets[1..];
         for r in 0..nrows {
@@ -365,7 +387,8 @@ fn fill_chunk<E: Entries>(
             }
             if i + AHEAD < e {
                 if let Some(slot) = out.get(cur[src.col(i + AHEAD) as usize] as usize) {
-                    prefetch(slot);
+                    // the other chunks write the neighbouring entries of the same rows
+                    prefetch_write(slot);
                 }
             }
             let c = src.col(i) as usize;
@@ -393,15 +416,33 @@ fn transpose_counters<E: Entries>(src: &E, ncols: usize, chunks: usize) -> (Vec<
         .next_power_of_two()
         .trailing_zeros();
     let nranges = ncols.div_ceil(1 << range_bits);
-    // zeroed by the threads (calloc zeroes reused memory on the calling thread alone)
-    let mut offsets = filled_vec(Par::Rayon, ncols + 1, 0u32);
-    let mut extra = filled_vec(Par::Rayon, (chunks - 1) * ncols, 0u32);
-    let mut counters: Vec<&mut [u32]> = extra.chunks_mut(ncols).collect();
-    counters.push(&mut offsets[1..]);
-    counters
-        .par_iter_mut()
-        .enumerate()
-        .for_each(|(k, h)| count_chunk(src, bounds[k]..bounds[k + 1], h));
+    // every chunk zeroes its own counters right before counting into them (calloc would
+    // zero reused memory on the calling thread alone), so they start in its core's cache
+    let mut offsets: Vec<u32> = Vec::with_capacity(ncols + 1);
+    let mut extra: Vec<u32> = Vec::with_capacity((chunks - 1) * ncols);
+    advise_huge_pages(&mut offsets);
+    advise_huge_pages(&mut extra);
+    let mut counters: Vec<&mut [u32]> = {
+        let mut pieces: Vec<&mut [MaybeUninit<u32>]> = extra.spare_capacity_mut()
+            [..(chunks - 1) * ncols]
+            .chunks_mut(ncols)
+            .collect();
+        let (o0, orest) = offsets.spare_capacity_mut()[..ncols + 1].split_at_mut(1);
+        o0[0].write(0);
+        pieces.push(orest);
+        pieces
+            .into_par_iter()
+            .enumerate()
+            .map(|(k, h)| {
+                h.fill(MaybeUninit::new(0));
+                // SAFETY: every element was initialized on the line above, and
+                // `MaybeUninit<u32>` has the size, alignment and layout of `u32`.
+                let h: &mut [u32] = unsafe { &mut *(h as *mut [MaybeUninit<u32>] as *mut [u32]) };
+                count_chunk(src, bounds[k]..bounds[k + 1], h);
+                h
+            })
+            .collect()
+    };
     // exclusive scan over (output row, chunk): the totals of the ranges of output rows,
     // then the ranges in parallel, each from its base
     let totals: Vec<u32> = (0..nranges)
@@ -453,7 +494,7 @@ fn transpose_counters<E: Entries>(src: &E, ncols: usize, chunks: usize) -> (Vec<
                 }
             });
     }
-    let mut out = filled_vec(Par::Rayon, nnz, 0i32);
+    let mut out = filled(nnz, 0i32, Par::Rayon);
     {
         // SAFETY: `AtomicI32` has the same size and alignment as `i32` (documented), so a
         // slice of one is a valid slice of the other; `out` is borrowed mutably for the
@@ -467,6 +508,9 @@ fn transpose_counters<E: Entries>(src: &E, ncols: usize, chunks: usize) -> (Vec<
             .for_each(|(k, cur)| fill_chunk(src, bounds[k]..bounds[k + 1], cur, shared));
     }
     drop(counters);
+    // SAFETY: `offsets[0]` was written above and the last chunk's counters, all of them
+    // initialized (zeroed) before counting, are the other `ncols` elements of the capacity.
+    unsafe { offsets.set_len(ncols + 1) };
     (offsets, out)
 }
 
@@ -530,7 +574,7 @@ pub fn transpose_two_sided<E: Entries>(
     };
     let bounds = chunk_bounds(src, nchunks);
 
-    let mut slots = filled_vec(par, 2 * ncols, EMPTY);
+    let mut slots = filled(2 * ncols, EMPTY, par);
     let failed = AtomicBool::new(false);
     let hists: Vec<Vec<u32>> = {
         // SAFETY: as in `transpose_counters`: same size and alignment, and `slots` is
@@ -595,6 +639,8 @@ pub fn transpose_two_sided<E: Entries>(
     // (checked by the counts), so they are not zeroed first
     let mut offsets: Vec<u32> = Vec::with_capacity(ncols + 1);
     let mut out: Vec<i32> = Vec::with_capacity(nnz);
+    advise_huge_pages(&mut offsets);
+    advise_huge_pages(&mut out);
     let ok = {
         let slots = &slots;
         let (o0, mut orest) = offsets.spare_capacity_mut()[..ncols + 1].split_at_mut(1);
