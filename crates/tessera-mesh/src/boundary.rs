@@ -214,11 +214,8 @@ fn as_atomic(bytes: &mut [u8]) -> &[AtomicU8] {
 /// Indices of the set markers, in increasing order (count -> scan -> fill over chunks).
 fn compact_marked(par: Par, mark: &[AtomicU8]) -> Vec<u32> {
     let chunks: Vec<&[AtomicU8]> = mark.chunks(FACE_CHUNK).collect();
-    let count = |c: &&[AtomicU8]| {
-        c.iter()
-            .filter(|m| m.load(Ordering::Relaxed) != 0)
-            .count() as u32
-    };
+    let count =
+        |c: &&[AtomicU8]| c.iter().filter(|m| m.load(Ordering::Relaxed) != 0).count() as u32;
     let counts: Vec<u32> = match par {
         Par::Seq => chunks.iter().map(count).collect(),
         Par::Rayon => chunks.par_iter().map(count).collect(),
