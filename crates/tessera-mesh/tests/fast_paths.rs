@@ -49,20 +49,23 @@ fn forced(chunks: usize, split: TransposeSplit, bucket_bits: u32) -> TransposePa
     }
 }
 
+/// Local rayon pools of the given numbers of threads.
+fn thread_pools(threads: &[usize]) -> Vec<rayon::ThreadPool> {
+    threads
+        .iter()
+        .map(|&t| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .unwrap()
+        })
+        .collect()
+}
+
 /// Local rayon pools of 1, 2, 3 and 7 threads (built once).
 fn pools() -> &'static [rayon::ThreadPool] {
     static POOLS: std::sync::OnceLock<Vec<rayon::ThreadPool>> = std::sync::OnceLock::new();
-    POOLS.get_or_init(|| {
-        [1, 2, 3, 7]
-            .into_iter()
-            .map(|t| {
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(t)
-                    .build()
-                    .unwrap()
-            })
-            .collect()
-    })
+    POOLS.get_or_init(|| thread_pools(&[1, 2, 3, 7]))
 }
 
 /// Damage applied to a tetrahedral box before the comparison.
@@ -378,15 +381,7 @@ fn relations_identical_on_1_2_and_4_threads() {
     let tets = tet_mesh([20, 16, 16], 9, Damage::None);
     let flipped = tet_mesh([20, 16, 16], 9, Damage::FlipFace(4321));
     let mixed = box_mesh(BoxKind::Mixed, [24, 20, 20], [1.0, 2.0, 1.0]);
-    let pools: Vec<rayon::ThreadPool> = [1, 2, 4]
-        .into_iter()
-        .map(|t| {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(t)
-                .build()
-                .unwrap()
-        })
-        .collect();
+    let pools = thread_pools(&[1, 2, 4]);
     for m in [&tets, &flipped, &mixed] {
         assert!(m.cell_faces().nnz() > 1 << 16 && m.face_edges().nnz() > 1 << 16);
         assert!(2 * m.num_edges() > 1 << 16);

@@ -20,6 +20,10 @@ use tessera_mesh::smooth::{safe_smoothed_positions, smoothed_positions, SafeSetu
 use tessera_mesh::{CellType, PolyMesh, PolyMeshBuilder};
 use tessera_sparse::Tcsr;
 
+#[path = "common/open_cells.rs"]
+mod open_cells;
+use open_cells::open_cells;
+
 fn gpu() -> Option<Gpu> {
     match Gpu::probe() {
         Ok(g) => {
@@ -158,29 +162,6 @@ fn meshes() -> Vec<(&'static str, PolyMesh)> {
             box_mesh(BoxKind::Tet, [30, 30, 30], [1.0, 1.0, 1.0]),
         ),
     ]
-}
-
-/// Cells of one shape (tetrahedra, hexahedra: the fixed-stride register kernels) of which two
-/// are not closed: one face of each replaced by a face of the far end of the box. Their rows
-/// have more distinct vertices and other edges, so the device must notice and take the
-/// general path.
-fn open_cells(kind: BoxKind) -> PolyMesh {
-    let m = box_mesh(kind, [6, 5, 4], [1.0, 1.0, 1.0]);
-    let cf = m.cell_faces();
-    let k = cf.row_len(0);
-    assert!((0..m.num_cells()).all(|c| cf.row_len(c) == k));
-    let mut cols = cf.columns().to_vec();
-    let nf = m.num_faces() as i32;
-    cols[3 * k + 1] = nf - 1;
-    cols[7 * k + 2] = !(nf - 2);
-    let cf = Tcsr::new(cf.ncols(), cf.offsets().to_vec(), cols).unwrap();
-    PolyMesh::from_operators(
-        m.positions().to_vec(),
-        m.edge_vertices().to_vec(),
-        m.face_edges().clone(),
-        cf,
-    )
-    .unwrap()
 }
 
 /// The register kernels for cells of one shape against the reference, on closed cells and
@@ -352,24 +333,9 @@ fn transpose_short_rows_matches_reference() {
     );
     let mut r = Rng(2025);
     for (nrows, k, ncols) in [(500usize, 4u32, 50usize), (3000, 6, 997), (257, 3, 5)] {
-        let mut cols = Vec::with_capacity(nrows * k as usize);
-        for _ in 0..nrows {
-            // distinct columns within a row (as the faces of a cell): no ties in a row of
-            // the transpose
-            let mut row: Vec<i32> = Vec::new();
-            while row.len() < k as usize {
-                let c = (r.next() % ncols as u64) as i32;
-                if !row.contains(&c) {
-                    row.push(c);
-                }
-            }
-            cols.extend(
-                row.into_iter()
-                    .map(|c| if r.next() & 1 == 0 { c } else { !c }),
-            );
-        }
-        let offs: Vec<u32> = (0..=nrows as u32).map(|i| i * k).collect();
-        let m = Tcsr::new(ncols, offs, cols).unwrap();
+        // distinct columns within a row (as the faces of a cell): no ties in a row of the
+        // transpose
+        let m = random_uniform_tcsr(&mut r, nrows, k, ncols);
         let dm = tessera_mesh::cuda::DeviceTcsr::upload(&g, &m).unwrap();
         assert_eq!(dm.uniform, Some(k));
         let kern = tessera_mesh::cuda::MeshKernels::new(&g).unwrap();
@@ -629,6 +595,39 @@ fn boundary_matches_reference() {
     );
 }
 
+/// Smoothed positions `got` (GPU) equal `want` (CPU reference) to 1e-12 of `m`'s extent,
+/// every coordinate finite.
+fn assert_positions_close(name: &str, m: &PolyMesh, got: &[[f64; 3]], want: &[[f64; 3]]) {
+    assert_eq!(got.len(), want.len(), "{name}");
+    let extent = m
+        .positions()
+        .iter()
+        .flat_map(|p| p.iter())
+        .fold(0.0f64, |a, &x| a.max(x.abs()))
+        .max(1.0);
+    let tol = 1e-12 * extent;
+    let mut worst = (0.0f64, 0usize);
+    for (v, (a, b)) in got.iter().zip(want).enumerate() {
+        for d in 0..3 {
+            assert!(a[d].is_finite(), "{name}: vertex {v} not finite");
+            let e = (a[d] - b[d]).abs();
+            if e > worst.0 {
+                worst = (e, v);
+            }
+        }
+    }
+    eprintln!(
+        "{name}: largest position difference {:e} at vertex {} (tolerance {tol:e})",
+        worst.0, worst.1
+    );
+    assert!(
+        worst.0 <= tol,
+        "{name}: smoothed vertex {} differs by {:e} > {tol:e}",
+        worst.1,
+        worst.0
+    );
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn laplacian_smoothing_matches_reference() {
@@ -640,34 +639,7 @@ fn laplacian_smoothing_matches_reference() {
         let mut dm = DeviceMesh::upload(&g, &m).unwrap();
         dm.laplacian_smooth(iters).unwrap();
         let got = dm.download_positions().unwrap();
-        assert_eq!(got.len(), want.len(), "{name}");
-        let extent = m
-            .positions()
-            .iter()
-            .flat_map(|p| p.iter())
-            .fold(0.0f64, |a, &x| a.max(x.abs()))
-            .max(1.0);
-        let tol = 1e-12 * extent;
-        let mut worst = (0.0f64, 0usize);
-        for (v, (a, b)) in got.iter().zip(&want).enumerate() {
-            for d in 0..3 {
-                assert!(a[d].is_finite(), "{name}: vertex {v} not finite");
-                let e = (a[d] - b[d]).abs();
-                if e > worst.0 {
-                    worst = (e, v);
-                }
-            }
-        }
-        eprintln!(
-            "{name}: largest position difference {:e} at vertex {} (tolerance {tol:e})",
-            worst.0, worst.1
-        );
-        assert!(
-            worst.0 <= tol,
-            "{name}: smoothed vertex {} differs by {:e} > {tol:e}",
-            worst.1,
-            worst.0
-        );
+        assert_positions_close(name, &m, &got, &want);
         // the GPU moves vertices exactly where the CPU does (thin meshes may have no inner vertex)
         let moved = |p: &[[f64; 3]]| p.iter().zip(m.positions()).filter(|(a, b)| a != b).count();
         assert_eq!(
@@ -949,10 +921,6 @@ fn simplex_test_meshes_build() {
     );
 }
 
-/// Benchmark meshes of `../shared/meshes` (or `.device/data/` on the device machine, where
-/// `device-pack --data` puts them): the GPU columns of Tables 3.2-3.4 with the bytes each
-/// operation must move and the fraction of 3.0 TB/s, plus a conformance check of the
-/// relations and the boundary on the real meshes. Skips meshes that are absent.
 /// The relations the shared-mesh benchmark does not compare (face vertices, δ2, δ1 and the
 /// smoothing) on the shared meshes carried to the device (skipped when absent).
 #[test]
@@ -988,25 +956,15 @@ fn shared_mesh_relations_match_reference() {
         let want = smoothed_positions(&m, 10);
         dm.laplacian_smooth(10).unwrap();
         let got = dm.download_positions().unwrap();
-        let worst = got
-            .iter()
-            .zip(&want)
-            .flat_map(|(a, b)| (0..3).map(move |d| (a[d] - b[d]).abs()))
-            .fold(0.0f64, f64::max);
-        let extent = m
-            .positions()
-            .iter()
-            .flat_map(|p| p.iter())
-            .fold(0.0f64, |a, &x| a.max(x.abs()))
-            .max(1.0);
-        eprintln!("{name}: relations equal; smoothing x10 largest difference {worst:e}");
-        assert!(
-            worst <= 1e-12 * extent,
-            "{name}: smoothing differs by {worst:e}"
-        );
+        eprintln!("{name}: relations equal");
+        assert_positions_close(name, &m, &got, &want);
     }
 }
 
+/// Benchmark meshes of `../shared/meshes` (or `.device/data/` on the device machine, where
+/// `device-pack --data` puts them): the GPU columns of Tables 3.2-3.4 with the bytes each
+/// operation must move and the fraction of 3.0 TB/s, plus a conformance check of the
+/// relations and the boundary on the real meshes. Skips meshes that are absent.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_mesh_bench_shared_meshes() {

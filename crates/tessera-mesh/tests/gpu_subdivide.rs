@@ -20,6 +20,10 @@ use tessera_mesh::subdivide::catmull_clark_levels;
 use tessera_mesh::{CellType, MeshError, Point, PolyMesh, PolyMeshBuilder};
 use tessera_sparse::Tcsr;
 
+#[path = "common/open_cells.rs"]
+mod open_cells;
+use open_cells::open_cells;
+
 fn gpu() -> Option<Gpu> {
     match Gpu::probe() {
         Ok(g) => {
@@ -257,25 +261,6 @@ fn catmull_clark_rejects_non_manifold_like_reference() {
         panic!("GPU accepted an open cell")
     };
     assert!(same_error(&cpu, &gpu_err), "CPU: {cpu}; GPU: {gpu_err}");
-}
-
-/// Cells of one shape of which two are not closed (one face of each replaced by a far face).
-fn open_cells(kind: BoxKind) -> PolyMesh {
-    let m = box_mesh(kind, [6, 5, 4], [1.0, 1.0, 1.0]);
-    let cf = m.cell_faces();
-    let k = cf.row_len(0);
-    let mut cols = cf.columns().to_vec();
-    let nf = m.num_faces() as i32;
-    cols[3 * k + 1] = nf - 1;
-    cols[7 * k + 2] = !(nf - 2);
-    let cf = Tcsr::new(cf.ncols(), cf.offsets().to_vec(), cols).unwrap();
-    PolyMesh::from_operators(
-        m.positions().to_vec(),
-        m.edge_vertices().to_vec(),
-        m.face_edges().clone(),
-        cf,
-    )
-    .unwrap()
 }
 
 /// The fast path of a level (relations enqueued with no host synchronisation, their flags

@@ -539,32 +539,63 @@ impl<'g> MeshKernels<'g> {
         }
     }
 
-    /// Cell edges or vertices of cells of one shape (tetrahedra, hexahedra): one thread per
-    /// cell gathers its `K M` entries, sorts them in registers and writes the `row` distinct
-    /// ones at a fixed stride (no count, scan, sort or compaction pass). `None` when some cell
-    /// has another number of distinct entries (not closed): the caller takes the general path.
-    fn uniform_cell_rows(
+    /// The result of `launch` (a uniform-shape launch given a zeroed flag, which it sets for
+    /// a cell that is not closed) once the flag is read (one host synchronisation): `None`
+    /// when nothing was launched or some cell was not closed (the caller takes the general
+    /// path).
+    fn unless_flagged(
         &self,
-        kernel: &str,
-        cf: &DeviceTcsr,
-        fe: &DeviceTcsr,
-        edge_vertices: Option<&DeviceBuffer<u32>>,
-        row: u32,
-        ncols: usize,
+        launch: impl FnOnce(&DeviceBuffer<u32>) -> Result<Option<DeviceTcsr>, MeshError>,
     ) -> Result<Option<DeviceTcsr>, MeshError> {
         let bad = self.gpu.zeros::<u32>(1)?;
-        let r = self.uniform_cell_rows_deferred(kernel, cf, fe, edge_vertices, row, ncols, &bad)?;
+        let r = launch(&bad)?;
         if r.is_none() || self.gpu.download_at(&bad, 0)? != 0 {
             return Ok(None);
         }
         Ok(r)
     }
 
-    /// The launch of [`MeshKernels::uniform_cell_rows`] without reading `bad` (set when some
-    /// cell is not closed; its row is then padded with 0). `None` when the sizes exceed the
-    /// 32-bit limits (nothing launched).
+    /// ∂̂3¹ of cells of one shape by the register kernel ([`MeshKernels::uniform_cell_rows`]),
+    /// or `None` for other meshes (nothing launched).
+    fn uniform_cell_edges(
+        &self,
+        cf: &DeviceTcsr,
+        fe: &DeviceTcsr,
+        bad: &DeviceBuffer<u32>,
+    ) -> Result<Option<DeviceTcsr>, MeshError> {
+        let Some((name, k, m)) = Self::uniform_shape(cf, fe) else {
+            return Ok(None);
+        };
+        let kernel = format!("cell_edges_{name}");
+        self.uniform_cell_rows(&kernel, cf, fe, None, k * m / 2, fe.ncols, bad)
+    }
+
+    /// ∂̂3² of cells of one shape by the register kernel ([`MeshKernels::uniform_cell_rows`]),
+    /// or `None` for other meshes (nothing launched).
+    fn uniform_cell_vertices(
+        &self,
+        cf: &DeviceTcsr,
+        fe: &DeviceTcsr,
+        edge_vertices: &DeviceBuffer<u32>,
+        nvertices: usize,
+        bad: &DeviceBuffer<u32>,
+    ) -> Result<Option<DeviceTcsr>, MeshError> {
+        let Some((name, k, m)) = Self::uniform_shape(cf, fe) else {
+            return Ok(None);
+        };
+        let kernel = format!("cell_vertices_{name}");
+        let row = 2 + k * (m - 2) / 2;
+        self.uniform_cell_rows(&kernel, cf, fe, Some(edge_vertices), row, nvertices, bad)
+    }
+
+    /// Cell edges or vertices of cells of one shape (tetrahedra, hexahedra): one thread per
+    /// cell gathers its `K M` entries, sorts them in registers and writes the `row` distinct
+    /// ones at a fixed stride (no count, scan, sort or compaction pass). A cell with another
+    /// number of distinct entries (not closed) sets `bad` (its row is padded with 0; the
+    /// result must then be discarded). `None` when the sizes exceed the 32-bit limits
+    /// (nothing launched).
     #[allow(clippy::too_many_arguments)]
-    fn uniform_cell_rows_deferred(
+    fn uniform_cell_rows(
         &self,
         kernel: &str,
         cf: &DeviceTcsr,
@@ -608,13 +639,8 @@ impl<'g> MeshKernels<'g> {
         fe: &DeviceTcsr,
         flag: &DeviceBuffer<u32>,
     ) -> Result<DeviceTcsr, MeshError> {
-        if let Some((name, k, m)) = Self::uniform_shape(cf, fe) {
-            let kernel = format!("cell_edges_{name}");
-            if let Some(r) =
-                self.uniform_cell_rows_deferred(&kernel, cf, fe, None, k * m / 2, fe.ncols, flag)?
-            {
-                return Ok(r);
-            }
+        if let Some(r) = self.uniform_cell_edges(cf, fe, flag)? {
+            return Ok(r);
         }
         self.cell_edges(cf, fe)
     }
@@ -629,29 +655,16 @@ impl<'g> MeshKernels<'g> {
         nvertices: usize,
         flag: &DeviceBuffer<u32>,
     ) -> Result<DeviceTcsr, MeshError> {
-        if let Some((name, k, m)) = Self::uniform_shape(cf, fe) {
-            let kernel = format!("cell_vertices_{name}");
-            let row = 2 + k * (m - 2) / 2;
-            if let Some(r) = self.uniform_cell_rows_deferred(
-                &kernel,
-                cf,
-                fe,
-                Some(edge_vertices),
-                row,
-                nvertices,
-                flag,
-            )? {
-                return Ok(r);
-            }
+        if let Some(r) = self.uniform_cell_vertices(cf, fe, edge_vertices, nvertices, flag)? {
+            return Ok(r);
         }
         self.cell_vertices(cf, fe, edge_vertices, nvertices)
     }
 
     /// ∂̂3¹: cell -> its edges, sorted.
     pub fn cell_edges(&self, cf: &DeviceTcsr, fe: &DeviceTcsr) -> Result<DeviceTcsr, MeshError> {
-        if let Some((name, k, m)) = Self::uniform_shape(cf, fe) {
-            let kernel = format!("cell_edges_{name}");
-            if let Some(r) = self.uniform_cell_rows(&kernel, cf, fe, None, k * m / 2, fe.ncols)? {
+        if Self::uniform_shape(cf, fe).is_some() {
+            if let Some(r) = self.unless_flagged(|bad| self.uniform_cell_edges(cf, fe, bad))? {
                 return Ok(r);
             }
         }
@@ -690,12 +703,10 @@ impl<'g> MeshKernels<'g> {
         edge_vertices: &DeviceBuffer<u32>,
         nvertices: usize,
     ) -> Result<DeviceTcsr, MeshError> {
-        if let Some((name, k, m)) = Self::uniform_shape(cf, fe) {
-            let kernel = format!("cell_vertices_{name}");
-            let row = 2 + k * (m - 2) / 2;
-            if let Some(r) =
-                self.uniform_cell_rows(&kernel, cf, fe, Some(edge_vertices), row, nvertices)?
-            {
+        if Self::uniform_shape(cf, fe).is_some() {
+            if let Some(r) = self.unless_flagged(|bad| {
+                self.uniform_cell_vertices(cf, fe, edge_vertices, nvertices, bad)
+            })? {
                 return Ok(r);
             }
         }

@@ -143,34 +143,41 @@ fn mark(st: &mut Option<Stages<'_>>, name: &'static str) -> Result<(), MeshError
 /// [`SubdivisionRelations`], taken from the device cache of `dm` where present, else
 /// computed on the device (and not cached: `dm` is borrowed shared).
 ///
-/// The relations are enqueued with no host synchronisation ([`precompute_deferred`]: rows
+/// The relations are enqueued with no host synchronisation (`precompute_relations`: rows
 /// sorted without reading the longest row, register kernels for cells of one shape whose
 /// closedness is checked on the device); one synchronisation at the end reads the flag of
 /// those checks, and when it is set the relations are computed again by the general
 /// operations (one synchronisation each).
 pub fn precompute<'a>(dm: &'a DeviceMesh<'_>) -> Result<SubdivisionRelations<'a>, MeshError> {
     let flag = dm.gpu().zeros::<u32>(1)?;
-    let rel = precompute_deferred(dm, &mut None, &flag)?;
+    let rel = precompute_relations(dm, &mut None, Some(&flag))?;
     if dm.gpu().download_at(&flag, 0)? == 0 {
         return Ok(rel);
     }
     drop(rel);
-    precompute_staged(dm, &mut None)
+    precompute_relations(dm, &mut None, None)
 }
 
-/// The relations of [`precompute`] with no host synchronisation (for meshes whose cells
-/// are of one shape; otherwise cell edges and vertices take the general path). Every
-/// condition under which a relation may differ from the general operation's (a row of
-/// more than 2048 entries left unsorted, a face loop that does not close, a cell that is
-/// not closed) sets `flag`: the caller must read it before using the relations as indices
-/// (they stay in range either way) and discard them when it is set.
-fn precompute_deferred<'a>(
+/// The relations of [`precompute`]. With `flag` (the fast path), with no host
+/// synchronisation (for meshes whose cells are of one shape; otherwise cell edges and
+/// vertices take the general path): every condition under which a relation may differ from
+/// the general operation's (a row of more than 2048 entries left unsorted, a face loop that
+/// does not close, a cell that is not closed) sets `flag`, and the caller must read it before
+/// using the relations as indices (they stay in range either way) and discard them when it is
+/// set. Without `flag` (the careful path), by the general operations, each exact.
+fn precompute_relations<'a>(
     dm: &'a DeviceMesh<'_>,
     st: &mut Option<Stages<'_>>,
-    flag: &tessera_gpu::DeviceBuffer<u32>,
+    flag: Option<&tessera_gpu::DeviceBuffer<u32>>,
 ) -> Result<SubdivisionRelations<'a>, MeshError> {
     let k = &dm.kernels;
     let c: &DeviceRelations = &dm.cache;
+    let (cf, fe, ev, nv) = (
+        &dm.cell_faces,
+        &dm.face_edges,
+        &dm.edge_vertices,
+        dm.nvertices,
+    );
     let get = |cached: &'a Option<DeviceTcsr>,
                f: &dyn Fn() -> Result<DeviceTcsr, MeshError>|
      -> Result<Rel<'a>, MeshError> {
@@ -179,92 +186,37 @@ fn precompute_deferred<'a>(
             None => Rel::Owned(f()?),
         })
     };
-    let face_vertices = get(&c.face_vertices, &|| {
-        k.face_vertices_deferred(&dm.face_edges, &dm.edge_vertices, dm.nvertices, flag)
-    })?;
-    mark(st, "pre: face vertices")?;
-    let face_cells = get(&c.face_cells, &|| k.transpose_short_rows(&dm.cell_faces))?;
-    mark(st, "pre: δ3")?;
-    let edge_faces = get(&c.edge_faces, &|| {
-        k.transpose_deferred(&dm.face_edges, flag)
-    })?;
-    mark(st, "pre: δ2")?;
-    let vertex_edges = get(&c.vertex_edges, &|| {
-        k.transpose_edge_pairs_deferred(&dm.edge_vertices, dm.nvertices, flag)
-    })?;
-    mark(st, "pre: δ1")?;
-    let cell_edges = get(&c.cell_edges, &|| {
-        k.cell_edges_deferred(&dm.cell_faces, &dm.face_edges, flag)
-    })?;
-    mark(st, "pre: cell edges")?;
-    let cell_vertices = get(&c.cell_vertices, &|| {
-        k.cell_vertices_deferred(
-            &dm.cell_faces,
-            &dm.face_edges,
-            &dm.edge_vertices,
-            dm.nvertices,
-            flag,
-        )
-    })?;
-    mark(st, "pre: cell vertices")?;
-    let edge_cells = k.transpose_deferred(&cell_edges, flag)?;
-    mark(st, "pre: edge -> cells")?;
-    let vertex_cells = k.transpose_deferred(&cell_vertices, flag)?;
-    mark(st, "pre: vertex -> cells")?;
-    Ok(SubdivisionRelations {
-        face_vertices,
-        face_cells,
-        edge_faces,
-        vertex_edges,
-        cell_edges,
-        cell_vertices,
-        edge_cells,
-        vertex_cells,
-    })
-}
-
-fn precompute_staged<'a>(
-    dm: &'a DeviceMesh<'_>,
-    st: &mut Option<Stages<'_>>,
-) -> Result<SubdivisionRelations<'a>, MeshError> {
-    let k = &dm.kernels;
-    let c: &DeviceRelations = &dm.cache;
-    let get = |cached: &'a Option<DeviceTcsr>,
-               f: &dyn Fn() -> Result<DeviceTcsr, MeshError>|
-     -> Result<Rel<'a>, MeshError> {
-        Ok(match cached {
-            Some(r) => Rel::Cached(r),
-            None => Rel::Owned(f()?),
-        })
+    let transpose = |m: &DeviceTcsr| match flag {
+        Some(f) => k.transpose_deferred(m, f),
+        None => k.transpose(m),
     };
-    let face_vertices = get(&c.face_vertices, &|| {
-        k.face_vertices(&dm.face_edges, &dm.edge_vertices, dm.nvertices)
+    let face_vertices = get(&c.face_vertices, &|| match flag {
+        Some(f) => k.face_vertices_deferred(fe, ev, nv, f),
+        None => k.face_vertices(fe, ev, nv),
     })?;
     mark(st, "pre: face vertices")?;
-    let face_cells = get(&c.face_cells, &|| k.transpose_short_rows(&dm.cell_faces))?;
+    let face_cells = get(&c.face_cells, &|| k.transpose_short_rows(cf))?;
     mark(st, "pre: δ3")?;
-    let edge_faces = get(&c.edge_faces, &|| k.transpose(&dm.face_edges))?;
+    let edge_faces = get(&c.edge_faces, &|| transpose(fe))?;
     mark(st, "pre: δ2")?;
-    let vertex_edges = get(&c.vertex_edges, &|| {
-        k.transpose_edge_pairs(&dm.edge_vertices, dm.nvertices)
+    let vertex_edges = get(&c.vertex_edges, &|| match flag {
+        Some(f) => k.transpose_edge_pairs_deferred(ev, nv, f),
+        None => k.transpose_edge_pairs(ev, nv),
     })?;
     mark(st, "pre: δ1")?;
-    let cell_edges = get(&c.cell_edges, &|| {
-        k.cell_edges(&dm.cell_faces, &dm.face_edges)
+    let cell_edges = get(&c.cell_edges, &|| match flag {
+        Some(f) => k.cell_edges_deferred(cf, fe, f),
+        None => k.cell_edges(cf, fe),
     })?;
     mark(st, "pre: cell edges")?;
-    let cell_vertices = get(&c.cell_vertices, &|| {
-        k.cell_vertices(
-            &dm.cell_faces,
-            &dm.face_edges,
-            &dm.edge_vertices,
-            dm.nvertices,
-        )
+    let cell_vertices = get(&c.cell_vertices, &|| match flag {
+        Some(f) => k.cell_vertices_deferred(cf, fe, ev, nv, f),
+        None => k.cell_vertices(cf, fe, ev, nv),
     })?;
     mark(st, "pre: cell vertices")?;
-    let edge_cells = k.transpose(&cell_edges)?;
+    let edge_cells = transpose(&cell_edges)?;
     mark(st, "pre: edge -> cells")?;
-    let vertex_cells = k.transpose(&cell_vertices)?;
+    let vertex_cells = transpose(&cell_vertices)?;
     mark(st, "pre: vertex -> cells")?;
     Ok(SubdivisionRelations {
         face_vertices,
@@ -282,7 +234,7 @@ fn precompute_staged<'a>(
 /// [`precompute`] then [`catmull_clark_gpu_with`]. The result lives on the same device.
 ///
 /// Two host synchronisations on a mesh that passes every check: the loop-order flag, the
-/// flags of [`precompute_deferred`] and the manifold checks are read together once, before
+/// flags of `precompute_relations` and the manifold checks are read together once, before
 /// anything is written at offsets taken from the relations, and the cell checks at the end.
 /// When a flag is set the level is computed again the careful way (rows reordered first,
 /// the general operations, the CPU reference's error for rejected input).
@@ -291,7 +243,7 @@ pub fn catmull_clark_gpu<'g>(dm: &DeviceMesh<'g>) -> Result<DeviceMesh<'g>, Mesh
     let m = module(gpu)?;
     let flag = gpu.zeros::<u32>(1)?;
     loop_order_flag(dm, &m, &flag)?;
-    let rel = precompute_deferred(dm, &mut None, &flag)?;
+    let rel = precompute_relations(dm, &mut None, Some(&flag))?;
     if let Some(out) = subdivide(dm, &rel, &m, &mut None, Some(&flag))? {
         return Ok(out);
     }
@@ -305,7 +257,7 @@ fn catmull_clark_careful<'g>(dm: &DeviceMesh<'g>, m: &Module) -> Result<DeviceMe
     if let Some(ordered) = loop_ordered(dm, m)? {
         return catmull_clark_gpu(&ordered);
     }
-    let rel = precompute_staged(dm, &mut None)?;
+    let rel = precompute_relations(dm, &mut None, None)?;
     Ok(subdivide(dm, &rel, m, &mut None, None)?.expect("errors are returned without a flag"))
 }
 
@@ -446,7 +398,7 @@ fn loop_ordered<'g>(dm: &DeviceMesh<'g>, m: &Module) -> Result<Option<DeviceMesh
 }
 
 /// The subdivision proper (rows of ∂2 in loop order, relations precomputed). With `pre`
-/// (the flag of the fast path: loop order and [`precompute_deferred`]), the checks OR into
+/// (the flag of the fast path: loop order and `precompute_relations`), the checks OR into
 /// it and `Ok(None)` is returned when it is set at either synchronisation (the caller then
 /// takes the careful path); without, a failed check returns the CPU reference's error.
 fn subdivide<'g>(
@@ -809,7 +761,7 @@ pub fn bench_catmull_clark_stages(
         mark(&mut st, "start")?;
         let flag = gpu.zeros::<u32>(1)?;
         loop_order_flag(&dm, &m, &flag)?;
-        let rel = precompute_deferred(&dm, &mut st, &flag)?;
+        let rel = precompute_relations(&dm, &mut st, Some(&flag))?;
         let out = subdivide(&dm, &rel, &m, &mut st, Some(&flag))?;
         if out.is_none() {
             return Err(MeshError::Unsupported(

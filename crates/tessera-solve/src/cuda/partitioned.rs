@@ -46,7 +46,7 @@ use rayon::prelude::*;
 use tessera_gpu::{DeviceBuffer, Event, Gpu, Kernel, LaunchConfig, NcclComm, Transfer};
 
 use super::halo::halo_pack;
-use super::pcg::device_pcg_result;
+use super::pcg::{device_pcg_result, device_pcg_state};
 use super::{
     cfg, to_u32, up, DeviceAmg, DeviceBinBcsr, DeviceBlockCsr, SolveKernels, BLOCK, DOT_BLOCKS,
 };
@@ -128,7 +128,9 @@ struct Device<'g> {
     x_ready: Event,
     /// Recorded on the exchange stream after the halo exchange (and the boundary bins).
     delivered: Event,
-    /// Blocks of the SpMV kernel one multiprocessor holds.
+    /// The domain SpMV kernel (`dd_spmv_<e>`) and how many of its blocks one
+    /// multiprocessor holds.
+    spmv: Kernel,
     spmv_blocks_per_sm: u32,
     /// `3 k` partial sums (slot `s k + d`), only this device's domains written.
     red: DeviceBuffer<f64>,
@@ -348,15 +350,15 @@ impl<'g> DeviceDomains<'g> {
                 None
             };
             let kern = SolveKernels::new(g)?;
-            let spmv_blocks_per_sm = kern
-                .k(&format!("dd_spmv_{e}"))?
-                .max_active_blocks_per_sm(BLOCK)?;
+            let spmv = kern.k(&format!("dd_spmv_{e}"))?;
+            let spmv_blocks_per_sm = spmv.max_active_blocks_per_sm(BLOCK)?;
             devices.push(Device {
                 gpu: g,
                 side,
                 k: kern,
                 x_ready: g.new_event()?,
                 delivered: g.new_event()?,
+                spmv,
                 spmv_blocks_per_sm,
                 red: g.zeros::<f64>(3 * k)?,
                 partials_done: g.new_event()?,
@@ -626,37 +628,60 @@ impl<'g> DeviceDomains<'g> {
         let all = DomainFilter(usize::MAX);
         if self.concurrent_boundary {
             // boundary bins on the exchange stream, behind the halo they read; the interior
-            // bins leave room for them
+            // bins make room for them ([`BinSchedule`])
             self.spmv_filtered(x, sc, y, Bins::Boundary, &all)?;
             self.spmv_filtered(x, sc, y, Bins::InteriorBesideBoundary, &all)?;
-            self.join_side()
+            self.main_waits_for_side(|d| &d.delivered)
         } else {
             self.spmv_filtered(x, sc, y, Bins::Interior, &all)?;
-            self.join_side()?;
+            self.main_waits_for_side(|d| &d.delivered)?;
             self.spmv_filtered(x, sc, y, Bins::Boundary, &all)
         }
     }
 
-    /// The main stream of every device waits for the work enqueued so far on its exchange
-    /// stream.
-    fn join_side(&self) -> Result<(), SolveError> {
+    /// On every device with an exchange stream: the exchange stream waits for the work
+    /// enqueued so far on the main stream (marked by the device's event `ev`).
+    fn side_waits_for_main(
+        &self,
+        ev: for<'a> fn(&'a Device<'g>) -> &'a Event,
+    ) -> Result<(), SolveError> {
         for dev in &self.devices {
             if let Some(side) = &dev.side {
-                dev.delivered.record(side)?;
-                dev.gpu.wait_event(&dev.delivered)?;
+                ev(dev).record(dev.gpu)?;
+                side.wait_event(ev(dev))?;
             }
         }
         Ok(())
     }
 
-    /// Pack on the exchange stream, once the main stream has written `x`.
-    fn pack(&self, x: &[DeviceBuffer<f64>], sc: &mut Scratch) -> Result<(), SolveError> {
+    /// On every device with an exchange stream: the main stream waits for the work enqueued
+    /// so far on the exchange stream (marked by the device's event `ev`).
+    fn main_waits_for_side(
+        &self,
+        ev: for<'a> fn(&'a Device<'g>) -> &'a Event,
+    ) -> Result<(), SolveError> {
         for dev in &self.devices {
             if let Some(side) = &dev.side {
-                dev.x_ready.record(dev.gpu)?;
-                side.wait_event(&dev.x_ready)?;
+                ev(dev).record(side)?;
+                dev.gpu.wait_event(ev(dev))?;
             }
         }
+        Ok(())
+    }
+
+    /// Sum of every device's partial-sum slots `red` into `red_all` of every device (NCCL
+    /// all-reduce on the exchange streams, once the main streams have written the partials).
+    fn all_reduce_slots(&self, comm: &NcclComm, sc: &mut Scratch) -> Result<(), SolveError> {
+        self.side_waits_for_main(|d| &d.partials_done)?;
+        let send: Vec<&DeviceBuffer<f64>> = self.devices.iter().map(|d| &d.red).collect();
+        let mut recv: Vec<&mut DeviceBuffer<f64>> = sc.red_all.iter_mut().collect();
+        comm.all_reduce_sum(&send, &mut recv)?;
+        Ok(())
+    }
+
+    /// Pack on the exchange stream, once the main stream has written `x`.
+    fn pack(&self, x: &[DeviceBuffer<f64>], sc: &mut Scratch) -> Result<(), SolveError> {
+        self.side_waits_for_main(|d| &d.x_ready)?;
         for (d, dm) in self.domains.iter().enumerate() {
             let dev = &self.devices[dm.dev];
             halo_pack(
@@ -713,7 +738,6 @@ impl<'g> DeviceDomains<'g> {
         bins: Bins,
         only: &DomainFilter,
     ) -> Result<(), SolveError> {
-        let e = self.e;
         let interior = bins != Bins::Boundary;
         for (d, dm) in self.domains.iter().enumerate() {
             if only.0 != usize::MAX && only.0 != d {
@@ -753,12 +777,11 @@ impl<'g> DeviceDomains<'g> {
             }
             let blocks = to_u32(blocks.max(1), "SpMV blocks")?;
             let persistent = u32::from(persistent);
-            let kern = dev.k.k(&format!("dd_spmv_{e}"))?;
             let (n, first32, nb32) = (to_u32(dm.n_owned, "owned nodes")?, first as u32, nb as u32);
             // the interior bins read no halo value: they get the owned part as a placeholder,
             // so they do not wait for the exchange that writes the halo part
             let xh = if interior { &x[d] } else { &sc.halo[d] };
-            g.launch(&kern, LaunchConfig::blocks(blocks, BLOCK))
+            g.launch(&dev.spmv, LaunchConfig::blocks(blocks, BLOCK))
                 .arg(&n)
                 .arg(&first32)
                 .arg(&nb32)
@@ -787,15 +810,7 @@ impl DeviceDomains<'_> {
         let k = self.domains.len();
         let vals = if let Some(comm) = &self.nccl {
             let mut guard = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
-            for dev in &self.devices {
-                if let Some(side) = &dev.side {
-                    dev.partials_done.record(dev.gpu)?;
-                    side.wait_event(&dev.partials_done)?;
-                }
-            }
-            let send: Vec<&DeviceBuffer<f64>> = self.devices.iter().map(|d| &d.red).collect();
-            let mut recv: Vec<&mut DeviceBuffer<f64>> = guard.red_all.iter_mut().collect();
-            comm.all_reduce_sum(&send, &mut recv)?;
+            self.all_reduce_slots(comm, &mut guard)?;
             self.devices[0].side().download(&guard.red_all[0])?
         } else {
             self.devices[0].gpu.download(&self.devices[0].red)?
@@ -952,16 +967,7 @@ impl DeviceDomains<'_> {
         // (dd_sum_slots), so all devices compute the same numbers. The host polls the status
         // of device 0 every `poll` iterations; once a device has ended the solve, every
         // vector kernel returns at once and the iterate stays frozen.
-        let st0 = [
-            delta,
-            0.0,
-            0.0,
-            r0,
-            params.tolerance,
-            params.divergence_factor,
-            0.0,
-            0.0,
-        ];
+        let st0 = device_pcg_state(delta, r0, params);
         for (dev, sc) in self.devices.iter().zip(&mut scal) {
             dev.gpu.copy_to_device(&st0, &mut sc.st)?;
         }
@@ -1117,21 +1123,8 @@ impl DeviceDomains<'_> {
         let mut guard = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
         let sc = &mut *guard;
         if let Some(comm) = &self.nccl {
-            for dev in &self.devices {
-                if let Some(side) = &dev.side {
-                    dev.partials_done.record(dev.gpu)?;
-                    side.wait_event(&dev.partials_done)?;
-                }
-            }
-            let send: Vec<&DeviceBuffer<f64>> = self.devices.iter().map(|d| &d.red).collect();
-            let mut recv: Vec<&mut DeviceBuffer<f64>> = sc.red_all.iter_mut().collect();
-            comm.all_reduce_sum(&send, &mut recv)?;
-            for dev in &self.devices {
-                if let Some(side) = &dev.side {
-                    dev.reduced.record(side)?;
-                    dev.gpu.wait_event(&dev.reduced)?;
-                }
-            }
+            self.all_reduce_slots(comm, sc)?;
+            self.main_waits_for_side(|d| &d.reduced)?;
         }
         for (i, dev) in self.devices.iter().enumerate() {
             let red = if self.nccl.is_some() {

@@ -155,19 +155,7 @@ fn pcg_gpu_impl<A: DeviceOperator + ?Sized>(
     // has ended, and the host polls the status every POLL iterations. The arithmetic is
     // the same as the CPU solver's, iteration for iteration.
     let poll = if prec.is_none() { 16 } else { 1 };
-    let st = up(
-        g,
-        &[
-            delta,
-            0.0,
-            0.0,
-            r0,
-            params.tolerance,
-            params.divergence_factor,
-            0.0,
-            0.0,
-        ],
-    )?;
+    let st = up(g, &device_pcg_state(delta, r0, params))?;
     let status = g.zeros::<u32>(2)?;
     let hist = g.zeros::<f64>(params.max_iterations + 1)?;
     let out3 = g.zeros::<f64>(3)?;
@@ -306,6 +294,21 @@ fn pcg_gpu_impl<A: DeviceOperator + ?Sized>(
     device_pcg_result(g, ended, last, &hist, &st, history, params, || {
         fetch(&xd, x)
     })
+}
+
+/// The initial scalar state `st` of the device PCG kernels (`pcg_alpha`, `pcg_beta`, ...):
+/// `[δ, α, β, r0, tolerance, divergence factor, cᵀq of a breakdown, -]`.
+pub(crate) fn device_pcg_state(delta: f64, r0: f64, params: &PcgParams) -> [f64; 8] {
+    [
+        delta,
+        0.0,
+        0.0,
+        r0,
+        params.tolerance,
+        params.divergence_factor,
+        0.0,
+        0.0,
+    ]
 }
 
 /// The end of a PCG whose scalars live on the device (`pcg_alpha`, `pcg_beta`): the relative
