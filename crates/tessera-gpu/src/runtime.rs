@@ -1007,7 +1007,20 @@ impl<'a> Launch<'a> {
     /// Enqueue the kernel on the device's stream. A grid with a zero dimension launches
     /// nothing (empty inputs). Errors from the kernel itself surface at the next
     /// synchronising call (download, [`Gpu::synchronize`]).
-    pub fn run(mut self) -> GpuResult<()> {
+    pub fn run(self) -> GpuResult<()> {
+        self.enqueue(false)
+    }
+
+    /// Enqueue the kernel as a cooperative launch (`cuLaunchCooperativeKernel`): every block
+    /// is resident at once, so the kernel may synchronise the whole grid (grid barriers
+    /// between the phases of a chain). The grid must not exceed
+    /// [`Kernel::max_active_blocks_per_sm`] times the multiprocessors; the driver refuses a
+    /// larger one with an error (no hang).
+    pub fn run_cooperative(self) -> GpuResult<()> {
+        self.enqueue(true)
+    }
+
+    fn enqueue(mut self, cooperative: bool) -> GpuResult<()> {
         let c = self.cfg;
         if c.grid.contains(&0) {
             return Ok(());
@@ -1033,12 +1046,22 @@ impl<'a> Launch<'a> {
             // must match the argument list in count and types; every call site in Tessera
             // passes its kernel's parameters in declaration order, checked by the
             // conformance tests.
-            unsafe { self.args.0.launch(cfg) }
-                .map(|_| ())
-                .map_err(|e| GpuError::Driver {
-                    op: "cuLaunchKernel",
-                    msg: format!("`{name}`: {e}"),
-                })
+            unsafe {
+                if cooperative {
+                    self.args.0.launch_cooperative(cfg)
+                } else {
+                    self.args.0.launch(cfg)
+                }
+            }
+            .map(|_| ())
+            .map_err(|e| GpuError::Driver {
+                op: if cooperative {
+                    "cuLaunchCooperativeKernel"
+                } else {
+                    "cuLaunchKernel"
+                },
+                msg: format!("`{name}`: {e}"),
+            })
         })
     }
 }

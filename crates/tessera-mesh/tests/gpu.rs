@@ -311,35 +311,45 @@ fn transpose_matches_reference() {
 fn transpose_short_rows_matches_reference() {
     let Some(g) = gpu() else { return };
     let mut long_face = false;
+    let launches = tessera_mesh::cuda::MeshKernels::with_chains(&g, false).unwrap();
     for (name, m) in meshes() {
         let dm = DeviceMesh::upload(&g, &m).unwrap();
-        let got = dm
-            .kernels()
-            .transpose_short_rows(dm.cell_faces())
-            .unwrap()
-            .download(&g)
-            .unwrap();
-        same_tcsr(
-            "δ3 without the longest-row read",
-            name,
-            &got,
-            m.face_cells(),
+        assert!(
+            dm.kernels().one_launch_chains(),
+            "cooperative launch on this device"
         );
-        long_face |= (0..got.nrows()).any(|f| got.row_len(f) > 2);
+        for (kern, how) in [(dm.kernels(), "one launch"), (&launches, "launches")] {
+            let got = kern
+                .transpose_short_rows(dm.cell_faces())
+                .unwrap()
+                .download(&g)
+                .unwrap();
+            same_tcsr(
+                &format!("δ3 without the longest-row read ({how})"),
+                name,
+                &got,
+                m.face_cells(),
+            );
+            long_face |= (0..got.nrows()).any(|f| got.row_len(f) > 2);
+        }
     }
     assert!(
         long_face,
         "some test mesh must have a face of more than two cells"
     );
     let mut r = Rng(2025);
-    for (nrows, k, ncols) in [(500usize, 4u32, 50usize), (3000, 6, 997), (257, 3, 5)] {
+    for ((nrows, k, ncols), one_launch) in [(500usize, 4u32, 50usize), (3000, 6, 997), (257, 3, 5)]
+        .into_iter()
+        .flat_map(|c| [(c, true), (c, false)])
+    {
         // distinct columns within a row (as the faces of a cell): no ties in a row of the
         // transpose
         let m = random_uniform_tcsr(&mut r, nrows, k, ncols);
         let dm = tessera_mesh::cuda::DeviceTcsr::upload(&g, &m).unwrap();
         assert_eq!(dm.uniform, Some(k));
-        let kern = tessera_mesh::cuda::MeshKernels::new(&g).unwrap();
-        let name = format!("random {nrows} x {k} over {ncols} columns");
+        let kern = tessera_mesh::cuda::MeshKernels::with_chains(&g, one_launch).unwrap();
+        assert_eq!(kern.one_launch_chains(), one_launch);
+        let name = format!("random {nrows} x {k} over {ncols} columns (one launch: {one_launch})");
         let want = m.transpose(Par::Seq);
         same_tcsr(
             "short-row transpose",
@@ -388,7 +398,13 @@ fn random_uniform_tcsr(r: &mut Rng, nrows: usize, k: u32, ncols: usize) -> Tcsr 
 #[ignore = "needs a CUDA GPU"]
 fn transpose_long_rows_matches_reference() {
     let Some(g) = gpu() else { return };
-    let kern = tessera_mesh::cuda::MeshKernels::new(&g).unwrap();
+    for one_launch in [true, false] {
+        transpose_long_rows_with(&g, one_launch);
+    }
+}
+
+fn transpose_long_rows_with(g: &Gpu, one_launch: bool) {
+    let kern = tessera_mesh::cuda::MeshKernels::with_chains(&g, one_launch).unwrap();
     let mut r = Rng(77);
     for (nrows, k, ncols) in [
         (40_000usize, 3u32, 30_000usize),
@@ -400,11 +416,23 @@ fn transpose_long_rows_matches_reference() {
         let want = m.transpose(Par::Seq);
         let longest = (0..want.nrows()).map(|c| want.row_len(c)).max().unwrap();
         let dm = tessera_mesh::cuda::DeviceTcsr::upload(&g, &m).unwrap();
-        let name = format!("random {nrows} x {k} over {ncols} columns (longest row {longest})");
+        let name = format!(
+            "random {nrows} x {k} over {ncols} columns (longest row {longest}, one launch: {one_launch})"
+        );
         same_tcsr(
             "transpose",
             &name,
             &kern.transpose(&dm).unwrap().download(&g).unwrap(),
+            &want,
+        );
+        same_tcsr(
+            "short-row transpose",
+            &name,
+            &kern
+                .transpose_short_rows(&dm)
+                .unwrap()
+                .download(&g)
+                .unwrap(),
             &want,
         );
         let flag = g.zeros::<u32>(1).unwrap();
@@ -428,7 +456,7 @@ fn transpose_long_rows_matches_reference() {
         let want = tessera_mesh::relations::transpose_edge_vertices(&ev, nv, Par::Seq);
         let flat: Vec<u32> = ev.iter().flatten().copied().collect();
         let d_ev = g.upload(&flat).unwrap();
-        let name = format!("star of {hub} edges");
+        let name = format!("star of {hub} edges (one launch: {one_launch})");
         same_tcsr(
             "edge-pair transpose",
             &name,
@@ -557,9 +585,24 @@ fn cell_vertices_matches_reference() {
 fn boundary_matches_reference() {
     let Some(g) = gpu() else { return };
     let mut saw_non_manifold = false;
-    for (name, m) in meshes() {
+    let launches = tessera_mesh::cuda::MeshKernels::with_chains(&g, false).unwrap();
+    for ((name, m), one_launch) in meshes()
+        .into_iter()
+        .flat_map(|c| [(c.clone(), true), (c, false)])
+    {
         let mut dm = DeviceMesh::upload(&g, &m).unwrap();
-        let got = dm.boundary().unwrap().download(&g).unwrap();
+        let got = if one_launch {
+            assert!(dm.kernels().one_launch_chains());
+            dm.boundary().unwrap()
+        } else {
+            let fc = dm.kernels().transpose_short_rows(dm.cell_faces()).unwrap();
+            launches
+                .boundary(&fc, dm.face_edges(), dm.edge_vertices(), m.num_vertices())
+                .unwrap()
+        }
+        .download(&g)
+        .unwrap();
+        let name = format!("{name} (one launch: {one_launch})");
         let want = extract_boundary(&m);
         assert_eq!(got.manifold, want.manifold, "{name}: manifold flag");
         saw_non_manifold |= !want.manifold;
@@ -640,6 +683,17 @@ fn laplacian_smoothing_matches_reference() {
         dm.laplacian_smooth(iters).unwrap();
         let got = dm.download_positions().unwrap();
         assert_positions_close(name, &m, &got, &want);
+        // the stencil (fixed vertices, neighbours) is cached: 4 + 6 steps on a fresh
+        // mesh, the second call on the cached stencil, give the same positions bit for bit
+        let mut split = DeviceMesh::upload(&g, &m).unwrap();
+        split.laplacian_smooth(4).unwrap();
+        assert!(split.cached().contains(&"smoothing_stencil"), "{name}");
+        split.laplacian_smooth(iters - 4).unwrap();
+        assert_eq!(
+            split.download_positions().unwrap(),
+            got,
+            "{name}: 4 + 6 steps"
+        );
         // the GPU moves vertices exactly where the CPU does (thin meshes may have no inner vertex)
         let moved = |p: &[[f64; 3]]| p.iter().zip(m.positions()).filter(|(a, b)| a != b).count();
         assert_eq!(
@@ -763,8 +817,8 @@ fn gpu_mesh_bench_runs() {
     let rows = tessera_mesh::cuda::bench::run_gpu_mesh_bench(&g, &m, 20).unwrap();
     assert_eq!(
         rows.len(),
-        9,
-        "8 polyhedral rows and the simplex derivation (the bracket is tetrahedral)"
+        10,
+        "8 polyhedral rows, the smoothing stencil and the simplex derivation (the bracket is tetrahedral)"
     );
     for (op, ms, bytes) in rows {
         eprintln!("{op:32} {ms:9.4} ms {bytes:>12} B");
@@ -1051,5 +1105,91 @@ fn gpu_mesh_bench_shared_meshes() {
                 100.0 * gbs / 3000.0
             );
         }
+    }
+}
+
+/// Phase times of the one-launch chains on the dragon (block 0's `%globaltimer` after each
+/// grid barrier; the median of 10 runs per phase): where the time of the transposes and
+/// the boundary extraction goes. Skips when the mesh is absent.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn one_launch_chain_phases_shared_meshes() {
+    let Some(g) = gpu() else { return };
+    let name = "dragon-817k.msh.gz";
+    let Some(path) = [
+        std::path::PathBuf::from(".device/data"),
+        std::path::PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/meshes"
+        )),
+    ]
+    .iter()
+    .map(|d| d.join(name))
+    .find(|p| p.exists()) else {
+        eprintln!("{name}: not present, skipped");
+        return;
+    };
+    let m = tessera_mesh::io::read_mesh(&path).unwrap().mesh;
+    let mut dm = DeviceMesh::upload(&g, &m).unwrap();
+    dm.require_face_cells().unwrap();
+    let nv = m.num_vertices();
+    let k = dm.kernels();
+    if !k.one_launch_chains() {
+        eprintln!("one-launch chains off (TESSERA_MESH_CHAINS=launches): nothing to show");
+        return;
+    }
+    eprintln!(
+        "one-launch grids (transpose, boundary): {:?} blocks of 256 on {} SMs",
+        k.one_launch_grids(),
+        g.sm_count()
+    );
+    let fc = k.transpose_short_rows(dm.cell_faces()).unwrap();
+    let ops: [(&str, &dyn Fn()); 4] = [
+        (
+            "δ3 (two slots: init, scatter, scan sums, scan+rows)",
+            &|| k.transpose_short_rows(dm.cell_faces()).map(drop).unwrap(),
+        ),
+        (
+            "δ2 (zero, count, scan sums, scan, fill, short sort, mid sort)",
+            &|| k.transpose(dm.face_edges()).map(drop).unwrap(),
+        ),
+        (
+            "δ1 (zero, count, scan sums, scan, fill, short sort, mid sort)",
+            &|| {
+                k.transpose_edge_pairs(dm.edge_vertices(), nv)
+                    .map(drop)
+                    .unwrap()
+            },
+        ),
+        (
+            "boundary (zero, flags+marks, scan sums, scan+lists)",
+            &|| {
+                k.boundary(&fc, dm.face_edges(), dm.edge_vertices(), nv)
+                    .map(drop)
+                    .unwrap()
+            },
+        ),
+    ];
+    for (op, f) in ops {
+        let mut runs: Vec<Vec<f64>> = Vec::new();
+        for _ in 0..13 {
+            f();
+            runs.push(k.last_chain_phases_ms().unwrap());
+        }
+        let runs = &runs[3..];
+        let phases = runs.iter().map(Vec::len).min().unwrap_or(0);
+        let med: Vec<String> = (0..phases)
+            .map(|p| {
+                let mut v: Vec<f64> = runs.iter().map(|r| r[p]).collect();
+                format!("{:.4}", tessera_gpu::median(&mut v))
+            })
+            .collect();
+        let total: f64 = (0..phases)
+            .map(|p| {
+                let mut v: Vec<f64> = runs.iter().map(|r| r[p]).collect();
+                tessera_gpu::median(&mut v)
+            })
+            .sum();
+        eprintln!("phases {op}: [{}] ms, sum {total:.4} ms", med.join(", "));
     }
 }

@@ -331,11 +331,7 @@ fn dup_tcsr(g: &Gpu, t: &DeviceTcsr) -> Result<DeviceTcsr, MeshError> {
 }
 
 fn clone_kernels<'g>(k: &MeshKernels<'g>) -> Result<MeshKernels<'g>, MeshError> {
-    Ok(MeshKernels {
-        gpu: k.gpu,
-        prims: k.gpu.primitives()?,
-        module: k.module.clone(),
-    })
+    k.try_clone()
 }
 
 /// The error of the CPU reference for input a device check rejected (downloads the mesh

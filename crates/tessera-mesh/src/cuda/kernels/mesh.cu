@@ -82,11 +82,8 @@ __device__ __forceinline__ i32 tunkey(u32 k) {
     u32 c = k >> 1;
     return (i32)((k & 1u) ? c : ~c);
 }
-extern "C" __global__ void tsort_short_rows(i32* vals, const u32* offs, u64 nrows) {
-    u64 r = TID;
-    if (r >= nrows) return;
-    u32 a = offs[r], b = offs[r + 1];
-    if (b - a > TS_SHORT) return;
+// Insertion sort of vals[a..b) by tkey, by one thread.
+__device__ __forceinline__ void thread_sort_row(i32* vals, u32 a, u32 b) {
     for (u32 j = a + 1; j < b; j++) {
         i32 x = vals[j];
         u32 kx = tkey(x);
@@ -97,6 +94,38 @@ extern "C" __global__ void tsort_short_rows(i32* vals, const u32* offs, u64 nrow
         }
         vals[p] = x;
     }
+}
+// Bitonic sort of vals[a..a + n) (n <= TS_MID) by tkey, by the whole block, through the
+// shared keys `sh` (TS_MID words; keys map back to values one to one). Ends in sync.
+__device__ void block_sort_row(i32* vals, u32 a, u32 n, u32* sh) {
+    u32 p = 1;
+    while (p < n) p <<= 1;
+    for (u32 i = threadIdx.x; i < p; i += blockDim.x) sh[i] = i < n ? tkey(vals[a + i]) : 0xffffffffu;
+    __syncthreads();
+    for (u32 k = 2; k <= p; k <<= 1) {
+        for (u32 j = k >> 1; j > 0; j >>= 1) {
+            for (u32 i = threadIdx.x; i < p; i += blockDim.x) {
+                u32 ixj = i ^ j;
+                if (ixj > i) {
+                    u32 x = sh[i], y = sh[ixj];
+                    bool up = (i & k) == 0;
+                    if ((x > y) == up) {
+                        sh[i] = y;
+                        sh[ixj] = x;
+                    }
+                }
+            }
+            __syncthreads();
+        }
+    }
+    for (u32 i = threadIdx.x; i < n; i += blockDim.x) vals[a + i] = tunkey(sh[i]);
+    __syncthreads();
+}
+extern "C" __global__ void tsort_short_rows(i32* vals, const u32* offs, u64 nrows) {
+    u64 r = TID;
+    if (r >= nrows) return;
+    u32 a = offs[r], b = offs[r + 1];
+    if (b - a <= TS_SHORT) thread_sort_row(vals, a, b);
 }
 // Rows of TS_SHORT..TS_MID entries, one block per row (bitonic sort of the keys in shared
 // memory; keys map back to values one to one); each block scans BLOCK rows at a time.
@@ -117,29 +146,7 @@ extern "C" __global__ void tsort_mid_rows(i32* vals, const u32* offs, u64 nrows,
         u32 m = nlist;
         for (u32 q = 0; q < m; q++) {
             u64 row = r0 + list[q];
-            u32 a = offs[row], n = offs[row + 1] - a;
-            u32 p = 1;
-            while (p < n) p <<= 1;
-            for (u32 i = threadIdx.x; i < p; i += BLOCK) sh[i] = i < n ? tkey(vals[a + i]) : 0xffffffffu;
-            __syncthreads();
-            for (u32 k = 2; k <= p; k <<= 1) {
-                for (u32 j = k >> 1; j > 0; j >>= 1) {
-                    for (u32 i = threadIdx.x; i < p; i += BLOCK) {
-                        u32 ixj = i ^ j;
-                        if (ixj > i) {
-                            u32 x = sh[i], y = sh[ixj];
-                            bool up = (i & k) == 0;
-                            if ((x > y) == up) {
-                                sh[i] = y;
-                                sh[ixj] = x;
-                            }
-                        }
-                    }
-                    __syncthreads();
-                }
-            }
-            for (u32 i = threadIdx.x; i < n; i += BLOCK) vals[a + i] = tunkey(sh[i]);
-            __syncthreads();
+            block_sort_row(vals, offs[row], offs[row + 1] - offs[row], sh);
         }
         __syncthreads();
     }
@@ -548,4 +555,431 @@ extern "C" __global__ void laplace_step(const u32* ve_offs, const u32* nbr, cons
     pout[3 * v] = sx / n;
     pout[3 * v + 1] = sy / n;
     pout[3 * v + 2] = sz / n;
+}
+
+// ---------------------------------------------------------------- one-launch chains (issue 20)
+// Cooperative kernels (launched with cuLaunchCooperativeKernel, so every block is resident)
+// that run a whole count -> scan -> fill chain in one launch, with grid barriers between the
+// phases instead of kernel boundaries and no host synchronisation. `sync` is a persistent
+// scratch word array of the MeshKernels: [0] arrivals, [1] generation of the barrier (the
+// barrier leaves [0] at 0, so it is reusable by the next launch on the stream), [2] the
+// worklist length of the mid-row sort, [3] the number of phase stamps, [4..4 + 3 grid) the
+// blocks' partial sums, then up to 16 phase stamps (u64 %globaltimer of block 0 at the
+// start, after every grid barrier and at its end, as two words each) for the phase table
+// of the benchmarks.
+// Data written by other blocks in an earlier phase is read with ld.global.cg (L2, not a
+// possibly stale L1 line).
+__device__ __forceinline__ u32 ldcg(const u32* p) { return __ldcg(p); }
+__device__ __forceinline__ i32 ldcg(const i32* p) { return __ldcg(p); }
+
+__device__ void coop_stamp(u32* sync) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        u64 t;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+        u32 i = sync[3];
+        if (i < 16) {
+            u32* w = sync + 4 + 3 * gridDim.x + 2 * i;
+            w[0] = (u32)t;
+            w[1] = (u32)(t >> 32);
+            sync[3] = i + 1;
+        }
+    }
+}
+__device__ void coop_start(u32* sync) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        sync[2] = 0u;
+        sync[3] = 0u;
+    }
+    coop_stamp(sync);
+}
+
+__device__ void grid_sync(u32* sync) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        volatile u32* gen = sync + 1;
+        u32 g = *gen;
+        __threadfence();
+        if (atomicAdd(sync, 1u) == gridDim.x - 1) {
+            atomicExch(sync, 0u);
+            __threadfence();
+            atomicAdd(sync + 1, 1u);
+        } else {
+            while (*gen == g) __nanosleep(32);
+        }
+        __threadfence();
+    }
+    __syncthreads();
+    coop_stamp(sync);
+}
+
+// Block-wide sum (every thread gets it); `sh` holds 33 words.
+__device__ u32 coop_block_sum(u32 v, u32* sh) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        u32 s = threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : 0u;
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+        if (threadIdx.x == 0) sh[32] = s;
+    }
+    __syncthreads();
+    return sh[32];
+}
+// Block-wide exclusive scan; *total = the block's sum. `sh` holds 33 words.
+__device__ u32 coop_block_exscan(u32 v, u32* sh, u32* total) {
+    u32 lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    u32 x = v;
+    for (int o = 1; o < 32; o <<= 1) {
+        u32 y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= (u32)o) x += y;
+    }
+    __syncthreads();
+    if (lane == 31) sh[w] = x;
+    __syncthreads();
+    if (w == 0) {
+        u32 s = lane < (blockDim.x >> 5) ? sh[lane] : 0u;
+        u32 t = s;
+        for (int o = 1; o < 32; o <<= 1) {
+            u32 y = __shfl_up_sync(0xffffffffu, t, o);
+            if (lane >= (u32)o) t += y;
+        }
+        sh[lane] = t - s;
+        if (lane == 31) sh[32] = t;
+    }
+    __syncthreads();
+    *total = sh[32];
+    return x - v + sh[w];
+}
+
+// Grid-wide exclusive scan of K arrays at once (one grid barrier): block b takes the same
+// share of every array; cnt(k, i) gives item i of array k, put(k, i, position, count) is
+// called once per item in order of i within a block. Returns the K totals (every block).
+template <int K, class Cnt, class Put>
+__device__ void grid_scan(const u64* n, u32* sync, u32* sh, u32* totals, Cnt cnt, Put put) {
+    u32* partial = sync + 4;
+    u32 G = gridDim.x, b = blockIdx.x;
+    for (int k = 0; k < K; k++) {
+        u64 chunk = (n[k] + G - 1) / G;
+        u64 lo = min(n[k], (u64)b * chunk), hi = min(n[k], lo + chunk);
+        u32 s = 0;
+#pragma unroll 4
+        for (u64 i = lo + threadIdx.x; i < hi; i += blockDim.x) s += cnt(k, i);
+        s = coop_block_sum(s, sh);
+        if (threadIdx.x == 0) partial[k * G + b] = s;
+    }
+    grid_sync(sync);
+    for (int k = 0; k < K; k++) {
+        u32 pre = 0, tot = 0;
+        for (u32 q = threadIdx.x; q < G; q += blockDim.x) {
+            u32 p = ldcg(partial + k * G + q);
+            tot += p;
+            if (q < b) pre += p;
+        }
+        pre = coop_block_sum(pre, sh);
+        tot = coop_block_sum(tot, sh);
+        totals[k] = tot;
+        u64 chunk = (n[k] + G - 1) / G;
+        u64 lo = min(n[k], (u64)b * chunk), hi = min(n[k], lo + chunk);
+        // the next tile's item is loaded before this tile is scanned (one load in flight)
+        u32 c = lo + threadIdx.x < hi ? cnt(k, lo + threadIdx.x) : 0u;
+        for (u64 base = lo; base < hi; base += blockDim.x) {
+            u64 i = base + threadIdx.x, inext = i + blockDim.x;
+            u32 cnext = inext < hi ? cnt(k, inext) : 0u;
+            u32 t;
+            u32 ex = coop_block_exscan(c, sh, &t);
+            if (i < hi) put(k, i, pre + ex, c);
+            pre += t;
+            c = cnext;
+        }
+    }
+}
+
+// A row of n <= W entries sorted by tkey in registers: all loads at once, odd-even
+// transposition network over W keys (padding keys sort last), predicated stores.
+template <int W>
+__device__ __forceinline__ void sort_row_regs(i32* row, u32 n) {
+    u32 key[W];
+#pragma unroll
+    for (int j = 0; j < W; j++) key[j] = (u32)j < n ? tkey(row[j]) : 0xffffffffu;
+#pragma unroll
+    for (int r = 0; r < W; r++) {
+#pragma unroll
+        for (int j = r & 1; j + 1 < W; j += 2) {
+            u32 x = key[j], y = key[j + 1];
+            key[j] = x < y ? x : y;
+            key[j + 1] = x < y ? y : x;
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < W; j++)
+        if ((u32)j < n) row[j] = tunkey(key[j]);
+}
+
+// Rows are read with plain (L1-cached) loads here: a row is written by the fill before
+// this phase and afterwards only by the one thread or block that sorts it, so no SM can
+// hold a stale line of a row it reads (lines shared with rows sorted by other SMs are
+// never read back for those rows). One thread per row reads its row's words one load
+// instruction each; through L1 a warp's loads of neighbouring rows share their lines
+// (with ld.global.cg every instruction went to L2: 5x slower on δ1).
+// Sort rows [0, nrows) of a transpose by tkey: rows of up to TS_SHORT entries by one thread
+// (in registers up to 16 entries), longer ones through the worklist `mid` (one block per row, bitonic in
+// shared memory) when they fit TS_MID; longer rows are sorted by one thread when
+// `long_by_thread`, else left unsorted and set *flag. Ends with the grid in sync.
+__device__ void coop_sort_rows(i32* out, const u32* toffs, u64 nrows, u32* mid, u32 long_by_thread, u32* flag,
+                               u32* sync, u32* shmid) {
+    u64 stride = (u64)gridDim.x * blockDim.x;
+    for (u64 r = (u64)blockIdx.x * blockDim.x + threadIdx.x; r < nrows; r += stride) {
+        u32 a = ldcg(toffs + r), n = ldcg(toffs + r + 1) - a;
+        if (n <= 1) continue;
+        if (n <= 4) {
+            sort_row_regs<4>(out + a, n);
+        } else if (n <= 8) {
+            sort_row_regs<8>(out + a, n);
+        } else if (n <= 16) {
+            sort_row_regs<16>(out + a, n);
+        } else if (n <= TS_SHORT || (n > TS_MID && long_by_thread)) {
+            thread_sort_row(out, a, a + n);
+        } else if (n <= TS_MID) {
+            mid[atomicAdd(sync + 2, 1u)] = (u32)r;
+        } else {
+            atomicOr(flag, 1u);
+        }
+    }
+    grid_sync(sync);
+    u32 m = ldcg(sync + 2);
+    for (u32 q = blockIdx.x; q < m; q += gridDim.x) {
+        u32 row = ldcg(mid + q);
+        u32 a = ldcg(toffs + row);
+        block_sort_row(out, a, ldcg(toffs + row + 1) - a, shmid);
+    }
+}
+
+// The entries of the input of a transpose: `mode` 0: TCSR rows by `offs` (one thread per
+// row), 1: rows of `k` entries (offsets k r), 2: ∂1 as (from, to) pairs in `cols` (entry i
+// of edge i / 2: -1 at `from`, +1 at `to`). Entries come in batches of up to CB_ILP loaded
+// together, so a thread keeps that many loads and atomics in flight:
+// f(n, rows, columns, negs) with n <= CB_ILP.
+#define CB_ILP 4
+template <class F>
+__device__ __forceinline__ void coop_entries(u32 mode, const u32* offs, const i32* cols, u64 nrows, u64 nnz, u32 k,
+                                             F f) {
+    u64 stride = (u64)gridDim.x * blockDim.x, t0 = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    u32 r[CB_ILP], c[CB_ILP];
+    bool ng[CB_ILP];
+    if (mode == 0) {
+        for (u64 row = t0; row < nrows; row += stride) {
+            u32 a = offs[row], b = offs[row + 1];
+            for (u32 j = a; j < b; j += CB_ILP) {
+                u32 n = min(b - j, (u32)CB_ILP);
+#pragma unroll
+                for (int u = 0; u < CB_ILP; u++) {
+                    i32 v = (u32)u < n ? cols[j + u] : 0;
+                    r[u] = (u32)row;
+                    c[u] = tcol(v);
+                    ng[u] = v < 0;
+                }
+                f(n, r, c, ng);
+            }
+        }
+        return;
+    }
+    for (u64 j0 = t0; j0 < nnz; j0 += CB_ILP * stride) {
+        u32 n = 0;
+#pragma unroll
+        for (int u = 0; u < CB_ILP; u++) {
+            u64 j = j0 + u * stride;
+            if (j < nnz) {
+                i32 v = cols[j];
+                n = u + 1;
+                if (mode == 1) {
+                    r[u] = (u32)j / k;
+                    c[u] = tcol(v);
+                    ng[u] = v < 0;
+                } else {
+                    r[u] = (u32)(j >> 1);
+                    c[u] = (u32)v;
+                    ng[u] = (j & 1) == 0;
+                }
+            }
+        }
+        f(n, r, c, ng);
+    }
+}
+
+// The transpose (Listing 3.1) in one launch: `work` holds 2 ncols words when `two_slot`,
+// else ncols. two_slot (δ3 of a 3-manifold: at most one +f and one -f entry per face f):
+// every entry stores its row into the slot of its sign (plain stores, no atomics); the scan
+// counts the filled slots and writes the rows in order directly. When the filled slots
+// are fewer than nnz (two entries met in one slot: a non-manifold or inconsistently
+// oriented face), the same launch redoes the transpose by the general path. General path:
+// count with atomics, scan (its positions become the fill cursors), fill with atomics,
+// then the row sort (coop_sort_rows). `toffs` ncols + 1, `out` nnz, `mid` nnz / 65 + 1.
+extern "C" __global__ void __launch_bounds__(256, 4) transpose_coop(const u32* offs, const i32* cols, u64 nrows, u64 nnz, u32 mode, u32 k,
+                                          u64 ncols, u32 two_slot, u32 long_by_thread, u32* work, u32* sync,
+                                          u32* mid, u32* toffs, i32* out, u32* flag) {
+    __shared__ u32 sh[33];
+    __shared__ u32 shmid[TS_MID];
+    u64 stride = (u64)gridDim.x * blockDim.x, t0 = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    coop_start(sync);
+    u32 tot;
+    u64 n1[1] = {ncols};
+    if (two_slot) {
+        for (u64 i = t0; i < 2 * ncols; i += stride) work[i] = 0xffffffffu;
+        grid_sync(sync);
+        coop_entries(mode, offs, cols, nrows, nnz, k, [&](u32 n, const u32* r, const u32* c, const bool* ng) {
+#pragma unroll
+            for (int u = 0; u < CB_ILP; u++)
+                if ((u32)u < n) work[2 * (u64)c[u] + ng[u]] = r[u];
+        });
+        grid_sync(sync);
+        grid_scan<1>(
+            n1, sync, sh, &tot,
+            [&](int, u64 f) -> u32 {
+                return (ldcg(work + 2 * f) != 0xffffffffu ? 1u : 0u) + (ldcg(work + 2 * f + 1) != 0xffffffffu ? 1u : 0u);
+            },
+            [&](int, u64 f, u32 pos, u32 c) {
+                toffs[f] = pos;
+                u32 p = ldcg(work + 2 * f), q = ldcg(work + 2 * f + 1);
+                if (c == 2) {
+                    i32 x = tenc(p, false), y = tenc(q, true);
+                    if (tkey(x) < tkey(y)) {
+                        out[pos] = x;
+                        out[pos + 1] = y;
+                    } else {
+                        out[pos] = y;
+                        out[pos + 1] = x;
+                    }
+                } else if (c == 1) {
+                    out[pos] = p != 0xffffffffu ? tenc(p, false) : tenc(q, true);
+                }
+            });
+        if ((u64)tot == nnz) {
+            if (t0 == 0) toffs[ncols] = tot;
+            coop_stamp(sync);
+            return;
+        }
+        grid_sync(sync);  // every block is past its reads of the slots
+    }
+    for (u64 i = t0; i < ncols; i += stride) work[i] = 0u;
+    grid_sync(sync);
+    coop_entries(mode, offs, cols, nrows, nnz, k, [&](u32 n, const u32*, const u32* c, const bool*) {
+#pragma unroll
+        for (int u = 0; u < CB_ILP; u++)
+            if ((u32)u < n) atomicAdd(work + c[u], 1u);
+    });
+    grid_sync(sync);
+    grid_scan<1>(
+        n1, sync, sh, &tot, [&](int, u64 i) -> u32 { return ldcg(work + i); },
+        [&](int, u64 i, u32 pos, u32) {
+            toffs[i] = pos;
+            work[i] = pos;
+        });
+    if (t0 == 0) toffs[ncols] = tot;
+    grid_sync(sync);
+    coop_entries(mode, offs, cols, nrows, nnz, k, [&](u32 n, const u32* r, const u32* c, const bool* ng) {
+        u32 slot[CB_ILP];
+#pragma unroll
+        for (int u = 0; u < CB_ILP; u++) slot[u] = (u32)u < n ? atomicAdd(work + c[u], 1u) : 0u;
+#pragma unroll
+        for (int u = 0; u < CB_ILP; u++)
+            if ((u32)u < n) out[slot[u]] = tenc(r[u], ng[u]);
+    });
+    grid_sync(sync);
+    coop_sort_rows(out, toffs, ncols, mid, long_by_thread, flag, sync, shmid);
+    coop_stamp(sync);
+}
+
+// One face of the boundary extraction: its flags (as boundary_face_flags) and, for a
+// boundary face, the marks of its edges and vertices.
+__device__ __forceinline__ void boundary_face(u64 f, u32 plus, u32 minus, const u32* fe_offs, const i32* fe_cols,
+                                              const u32* ev, u32* flags, u32* emark, u32* vmark, u32* totals) {
+    u32 fl = (minus == 0 ? 1u : 0u) | (plus == 0 ? 2u : 0u);
+    bool manifold = (plus == 1 && minus == 0) || (plus == 0 && minus == 1) || (plus == 1 && minus == 1);
+    if (!manifold) {
+        fl |= 4u;
+        atomicOr(totals + 3, 1u);
+    }
+    flags[f] = fl;
+    if (fl & 3u) {
+        for (u32 q = fe_offs[f]; q < fe_offs[f + 1]; q++) {
+            u64 e = tcol(fe_cols[q]);
+            emark[e] = 1u;
+            vmark[ev[2 * e]] = 1u;
+            vmark[ev[2 * e + 1]] = 1u;
+        }
+    }
+}
+
+// Boundary extraction (§3.4.2) in one launch: face flags (as boundary_face_flags) and the
+// marks of the edges and vertices of boundary faces, then one grid scan of the three
+// arrays that writes the three lists directly. `faces` holds 2 nf, `edges` ne, `vertices`
+// nv words (the lists are prefixes; totals[0..3] their lengths, totals[3] the non-manifold
+// word). `flags` nf, `emark` ne, `vmark` nv words of scratch.
+extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc_offs, const i32* fc_cols, u64 nf, const u32* fe_offs,
+                                         const i32* fe_cols, const u32* ev, u64 ne, u64 nv, u32* flags, u32* emark,
+                                         u32* vmark, u32* sync, i32* faces, u32* edges, u32* vertices, u32* totals) {
+    __shared__ u32 sh[33];
+    u64 stride = (u64)gridDim.x * blockDim.x, t0 = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    coop_start(sync);
+    for (u64 i = t0; i < ne; i += stride) emark[i] = 0u;
+    for (u64 i = t0; i < nv; i += stride) vmark[i] = 0u;
+    if (t0 == 0) totals[3] = 0u;
+    grid_sync(sync);
+    // faces in batches of CB_ILP per thread, their δ3 rows' offsets and first two entries
+    // loaded together (a face of a manifold has at most two cells)
+    for (u64 f0 = t0; f0 < nf; f0 += CB_ILP * stride) {
+        u32 fa[CB_ILP], fb[CB_ILP];
+        i32 e0[CB_ILP], e1[CB_ILP];
+#pragma unroll
+        for (int u = 0; u < CB_ILP; u++) {
+            u64 f = f0 + u * stride;
+            fa[u] = f < nf ? fc_offs[f] : 0u;
+            fb[u] = f < nf ? fc_offs[f + 1] : 0u;
+        }
+#pragma unroll
+        for (int u = 0; u < CB_ILP; u++) {
+            e0[u] = fb[u] > fa[u] ? fc_cols[fa[u]] : 0;
+            e1[u] = fb[u] > fa[u] + 1 ? fc_cols[fa[u] + 1] : 0;
+        }
+#pragma unroll
+        for (int u = 0; u < CB_ILP; u++) {
+            u64 f = f0 + u * stride;
+            if (f >= nf) continue;
+            u32 plus = 0, minus = 0;
+            for (u32 j = fa[u]; j < fb[u]; j++) {
+                i32 v = j == fa[u] ? e0[u] : j == fa[u] + 1 ? e1[u] : fc_cols[j];
+                if (v < 0) minus++; else plus++;
+            }
+            boundary_face(f, plus, minus, fe_offs, fe_cols, ev, flags, emark, vmark, totals);
+        }
+    }
+    grid_sync(sync);
+    u64 n3[3] = {nf, ne, nv};
+    u32 tot[3];
+    grid_scan<3>(
+        n3, sync, sh, tot,
+        [&](int k, u64 i) -> u32 {
+            if (k == 0) {
+                u32 fl = ldcg(flags + i);
+                return (fl & 1u) + ((fl >> 1) & 1u);
+            }
+            return ldcg((k == 1 ? emark : vmark) + i);
+        },
+        [&](int k, u64 i, u32 pos, u32 c) {
+            if (c == 0) return;
+            if (k == 0) {
+                u32 fl = ldcg(flags + i);
+                if (fl & 1u) faces[pos++] = tenc((u32)i, false);
+                if (fl & 2u) faces[pos] = tenc((u32)i, true);
+            } else {
+                (k == 1 ? edges : vertices)[pos] = (u32)i;
+            }
+        });
+    if (t0 == 0) {
+        totals[0] = tot[0];
+        totals[1] = tot[1];
+        totals[2] = tot[2];
+    }
+    coop_stamp(sync);
 }
