@@ -166,6 +166,17 @@ impl Gpu {
     pub fn sm_count(&self) -> u32 {
         self.sm_count
     }
+
+    /// Whether the device takes cooperative launches ([`Launch::run_cooperative`]:
+    /// `CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH`); `false` when the driver does not say.
+    pub fn supports_cooperative_launch(&self) -> bool {
+        self.ctx
+            .attribute(
+                cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH,
+            )
+            .is_ok_and(|v| v != 0)
+    }
+
     /// Total device memory in bytes.
     pub fn total_memory(&self) -> usize {
         self.total_mem

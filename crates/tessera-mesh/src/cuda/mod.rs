@@ -156,8 +156,12 @@ struct CoopChains {
 }
 
 impl CoopChains {
-    /// `None` when the device reports no co-resident block of a kernel.
+    /// `None` when the device takes no cooperative launches or reports no co-resident
+    /// block of a kernel (the chains of separate launches run then).
     fn new(gpu: &Gpu, module: &Module) -> Result<Option<Self>, MeshError> {
+        if !gpu.supports_cooperative_launch() {
+            return Ok(None);
+        }
         let transpose = module.function("transpose_coop")?;
         let boundary = module.function("boundary_coop")?;
         let sm = gpu.sm_count();
