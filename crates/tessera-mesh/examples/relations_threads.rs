@@ -7,8 +7,13 @@
 //! shared machine disturbs much less than the wall clock.
 //!
 //! ```text
-//! cargo run --release -p tessera-mesh --example relations_threads -- MESH... [--threads 1,2,16] [--runs 7] [--only NAME] [--min]
+//! cargo run --release -p tessera-mesh --example relations_threads -- MESH... [--threads 1,2,16] [--runs 7] [--only NAME] [--min] [--morton]
 //! ```
+//!
+//! `--morton` renumbers a tetrahedral mesh for locality first (vertices and cells along a
+//! Morton curve, [`SimplexMesh::renumber_morton`], then edges and faces derived in sorted
+//! vertex order): the same mesh with another numbering, to separate the cost of the
+//! algorithms from the cost of the file's numbering.
 
 use std::time::Instant;
 use tessera_core::trace::process_cpu_ns;
@@ -18,6 +23,7 @@ use tessera_mesh::relations::{
     compute_cell_edges, compute_cell_vertices, compute_face_cells, compute_face_vertices,
     transpose_edge_vertices,
 };
+use tessera_mesh::simplex::SimplexMesh;
 use tessera_mesh::PolyMesh;
 use tessera_sparse::Tcsr;
 
@@ -81,6 +87,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut runs = 7usize;
     let mut only: Option<String> = None;
     let mut use_min = false;
+    let mut morton = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -95,6 +102,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--runs" => runs = args.next().ok_or("--runs needs a number")?.parse()?,
             "--only" => only = Some(args.next().ok_or("--only needs a name")?),
             "--min" => use_min = true,
+            "--morton" => morton = true,
             f => files.push(f.to_string()),
         }
     }
@@ -107,9 +115,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .collect::<Result<_, rayon::ThreadPoolBuildError>>()?;
     for f in &files {
-        let mesh = tessera_mesh::io::read_mesh(std::path::Path::new(f))?.mesh;
+        let mut mesh = tessera_mesh::io::read_mesh(std::path::Path::new(f))?.mesh;
+        if morton {
+            let mut sm = SimplexMesh::from_poly(&mesh)?;
+            sm.renumber_morton();
+            mesh = sm.to_poly()?;
+        }
         println!(
-            "== {f}: V {} E {} F {} C {} (ms, {} of {runs} runs after a warm-up)",
+            "== {f}{}: V {} E {} F {} C {} (ms, {} of {runs} runs after a warm-up)",
+            if morton { " (Morton order)" } else { "" },
             mesh.num_vertices(),
             mesh.num_edges(),
             mesh.num_faces(),

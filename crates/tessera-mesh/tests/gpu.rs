@@ -1018,7 +1018,9 @@ fn shared_mesh_relations_match_reference() {
 /// Benchmark meshes of `../shared/meshes` (or `.device/data/` on the device machine, where
 /// `device-pack --data` puts them): the GPU columns of Tables 3.2-3.4 with the bytes each
 /// operation must move and the fraction of 3.0 TB/s, plus a conformance check of the
-/// relations and the boundary on the real meshes. Skips meshes that are absent.
+/// relations and the boundary on the real meshes. Tetrahedral meshes run twice: as
+/// numbered in their files and renumbered along a Morton curve. Skips meshes that are
+/// absent.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_mesh_bench_shared_meshes() {
@@ -1053,57 +1055,69 @@ fn gpu_mesh_bench_shared_meshes() {
             eprintln!("{name}: not present, skipped");
             continue;
         };
-        let m = tessera_mesh::io::read_mesh(&path).unwrap().mesh;
-        // conformance on the real mesh
-        let mut dm = DeviceMesh::upload(&g, &m).unwrap();
-        same_tcsr(
-            "δ3",
-            name,
-            &dm.face_cells().unwrap().download(&g).unwrap(),
-            m.face_cells(),
-        );
-        same_tcsr(
-            "cell vertices",
-            name,
-            &dm.cell_vertices().unwrap().download(&g).unwrap(),
-            m.cell_vertices(),
-        );
-        same_tcsr(
-            "cell edges",
-            name,
-            &dm.cell_edges().unwrap().download(&g).unwrap(),
-            m.cell_edges(),
-        );
-        assert_eq!(
-            dm.boundary().unwrap().download(&g).unwrap(),
-            extract_boundary(&m),
-            "{name}: boundary"
-        );
-        drop(dm);
-        let rows = tessera_mesh::cuda::bench::run_gpu_mesh_bench(&g, &m, 30).unwrap();
-        eprintln!(
-            "\n{name}: V {} E {} F {} C {} on {}",
-            m.num_vertices(),
-            m.num_edges(),
-            m.num_faces(),
-            m.num_cells(),
-            g.describe()
-        );
-        eprintln!(
-            "{:46} {:>10} {:>12} {:>9} {:>8} {:>14}",
-            "op", "median ms", "bytes", "GB/s", "of 3TB/s", "diss. GPU ms"
-        );
-        for (op, ms, bytes) in rows {
-            let gbs = bytes as f64 / (ms * 1e-3) / 1e9;
-            let d = diss
-                .iter()
-                .find(|x| x.0 == op)
-                .map(|x| x.1[mi])
-                .unwrap_or(f64::NAN);
-            eprintln!(
-                "{op:46} {ms:10.4} {bytes:12} {gbs:9.1} {:7.2}% {d:14.2}",
-                100.0 * gbs / 3000.0
+        let file_mesh = tessera_mesh::io::read_mesh(&path).unwrap().mesh;
+        // the mesh as numbered in its file, then (tetrahedral meshes) the same mesh
+        // renumbered for locality (vertices and cells along a Morton curve, edges and faces
+        // derived in sorted vertex order): what the numbering costs the gathers and scatters
+        let morton = SimplexMesh::from_poly(&file_mesh).ok().map(|mut sm| {
+            sm.renumber_morton();
+            sm.to_poly().unwrap()
+        });
+        for (m, order) in
+            std::iter::once((file_mesh, "")).chain(morton.map(|m| (m, " (Morton order)")))
+        {
+            let name = &*format!("{name}{order}");
+            // conformance on the real mesh
+            let mut dm = DeviceMesh::upload(&g, &m).unwrap();
+            same_tcsr(
+                "δ3",
+                name,
+                &dm.face_cells().unwrap().download(&g).unwrap(),
+                m.face_cells(),
             );
+            same_tcsr(
+                "cell vertices",
+                name,
+                &dm.cell_vertices().unwrap().download(&g).unwrap(),
+                m.cell_vertices(),
+            );
+            same_tcsr(
+                "cell edges",
+                name,
+                &dm.cell_edges().unwrap().download(&g).unwrap(),
+                m.cell_edges(),
+            );
+            assert_eq!(
+                dm.boundary().unwrap().download(&g).unwrap(),
+                extract_boundary(&m),
+                "{name}: boundary"
+            );
+            drop(dm);
+            let rows = tessera_mesh::cuda::bench::run_gpu_mesh_bench(&g, &m, 30).unwrap();
+            eprintln!(
+                "\n{name}: V {} E {} F {} C {} on {}",
+                m.num_vertices(),
+                m.num_edges(),
+                m.num_faces(),
+                m.num_cells(),
+                g.describe()
+            );
+            eprintln!(
+                "{:46} {:>10} {:>12} {:>9} {:>8} {:>14}",
+                "op", "median ms", "bytes", "GB/s", "of 3TB/s", "diss. GPU ms"
+            );
+            for (op, ms, bytes) in rows {
+                let gbs = bytes as f64 / (ms * 1e-3) / 1e9;
+                let d = diss
+                    .iter()
+                    .find(|x| x.0 == op)
+                    .map(|x| x.1[mi])
+                    .unwrap_or(f64::NAN);
+                eprintln!(
+                    "{op:46} {ms:10.4} {bytes:12} {gbs:9.1} {:7.2}% {d:14.2}",
+                    100.0 * gbs / 3000.0
+                );
+            }
         }
     }
 }
@@ -1129,8 +1143,18 @@ fn one_launch_chain_phases_shared_meshes() {
         eprintln!("{name}: not present, skipped");
         return;
     };
-    let m = tessera_mesh::io::read_mesh(&path).unwrap().mesh;
-    let mut dm = DeviceMesh::upload(&g, &m).unwrap();
+    let file_mesh = tessera_mesh::io::read_mesh(&path).unwrap().mesh;
+    let mut sm = SimplexMesh::from_poly(&file_mesh).unwrap();
+    sm.renumber_morton();
+    let morton = sm.to_poly().unwrap();
+    for (m, order) in [(file_mesh, "file order"), (morton, "Morton order")] {
+        eprintln!("{name}, {order}:");
+        chain_phases(&g, &m);
+    }
+}
+
+fn chain_phases(g: &Gpu, m: &PolyMesh) {
+    let mut dm = DeviceMesh::upload(g, m).unwrap();
     dm.require_face_cells().unwrap();
     let nv = m.num_vertices();
     let k = dm.kernels();
