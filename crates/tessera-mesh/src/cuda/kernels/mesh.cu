@@ -723,7 +723,7 @@ __device__ __forceinline__ void sort_row_regs(i32* row, u32 n) {
 // instruction each; through L1 a warp's loads of neighbouring rows share their lines
 // (with ld.global.cg every instruction went to L2: 5x slower on δ1).
 // Sort rows [0, nrows) of a transpose by tkey: rows of up to TS_SHORT entries by one thread
-// (in registers up to 16 entries), longer ones through the worklist `mid` (one block per row, bitonic in
+// (in registers up to 32 entries), longer ones through the worklist `mid` (one block per row, bitonic in
 // shared memory) when they fit TS_MID; longer rows are sorted by one thread when
 // `long_by_thread`, else left unsorted and set *flag. Ends with the grid in sync.
 __device__ void coop_sort_rows(i32* out, const u32* toffs, u64 nrows, u32* mid, u32 long_by_thread, u32* flag,
@@ -738,6 +738,8 @@ __device__ void coop_sort_rows(i32* out, const u32* toffs, u64 nrows, u32* mid, 
             sort_row_regs<8>(out + a, n);
         } else if (n <= 16) {
             sort_row_regs<16>(out + a, n);
+        } else if (n <= 32) {
+            sort_row_regs<32>(out + a, n);
         } else if (n <= TS_SHORT || (n > TS_MID && long_by_thread)) {
             thread_sort_row(out, a, a + n);
         } else if (n <= TS_MID) {
