@@ -233,6 +233,11 @@ impl Gpu {
     pub fn fork_stream_with(&self, high: bool) -> GpuResult<Gpu> {
         guard("cuStreamCreate", || {
             let stream = if high {
+                // the priority range is a property of the current context: bind ours first
+                // (a thread that never touched this device has none, or another device's)
+                self.ctx
+                    .bind_to_thread()
+                    .map_err(|e| GpuError::driver("cuCtxSetCurrent", e))?;
                 let (_, greatest) = cudarc::driver::result::stream::get_priority_range()
                     .map_err(|e| GpuError::driver("cuCtxGetStreamPriorityRange", e))?;
                 self.ctx.new_stream_with_priority(greatest)
