@@ -1350,7 +1350,7 @@ impl DomainKernels {
             beta: k.k("pcg_beta")?,
             update_jacobi: k.k("pcg_update_precond_partial")?,
             update: k.k("pcg_update_partial")?,
-            dot_final2: k.k("dd_dot_final2")?,
+            dot_final2: k.k("dot_final2_dev")?,
             direction: k.k("pcg_direction_dev")?,
             sum_slots: k.k("dd_sum_slots")?,
         })

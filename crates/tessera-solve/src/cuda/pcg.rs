@@ -222,6 +222,7 @@ fn pcg_gpu_impl<A: DeviceOperator + ?Sized>(
                     .arg(&partial2)
                     .arg(&out3)
                     .arg(&1u32)
+                    .arg(&2u32)
                     .arg(&status)
                     .run()?;
             }

@@ -83,33 +83,9 @@ DD_SPMV_WRAPPER(3)
 
 // Partitioned PCG, one domain's owned part. The vector kernels are the one-domain PCG's
 // (pcg_filter_dot_partial, pcg_update_precond_partial, pcg_update_partial, pcg_direction_dev,
-// dot_final_dev: scalars read from the device state st, gated by status); the partial sums of
-// domain d go to slot s k + d of the device's slot buffer, and after the all-reduce across
-// devices dd_sum_slots adds them in domain order on every device.
-// red[slot_a], red[slot_b] from the interleaved partials of pcg_update_precond_partial.
-extern "C" __global__ void dd_dot_final2(u32 nparts, const double* partial2, double* red, u32 slot_a, u32 slot_b, const u32* status) {
-    if (status[0]) return;
-    __shared__ double sh[2][256];
-    double a = 0.0, b = 0.0;
-    for (u32 t = threadIdx.x; t < nparts; t += 256) {
-        a += partial2[2 * t];
-        b += partial2[2 * t + 1];
-    }
-    sh[0][threadIdx.x] = a;
-    sh[1][threadIdx.x] = b;
-    __syncthreads();
-    for (u32 o = 128; o > 0; o >>= 1) {
-        if (threadIdx.x < o) {
-            sh[0][threadIdx.x] += sh[0][threadIdx.x + o];
-            sh[1][threadIdx.x] += sh[1][threadIdx.x + o];
-        }
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) {
-        red[slot_a] = sh[0][0];
-        red[slot_b] = sh[1][0];
-    }
-}
+// dot_final_dev, dot_final2_dev: scalars read from the device state st, gated by status);
+// the partial sums of domain d go to slot s k + d of the device's slot buffer, and after the
+// all-reduce across devices dd_sum_slots adds them in domain order on every device.
 // out[s] = sum over domains d = 0 .. k-1, in that order, of red[s k + d], for the slots
 // s = s0 .. s0 + ns - 1 (one thread per slot): the global sums of the iteration, the same on
 // every device whatever the placement of the domains.

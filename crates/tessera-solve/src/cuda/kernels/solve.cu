@@ -200,8 +200,10 @@ extern "C" __global__ void pcg_update_precond_partial(u32 nodes, u32 e, const do
         partial2[2 * blockIdx.x + 1] = sh[1][0];
     }
 }
-// out[slot] and out[slot + 1] from the interleaved partials of pcg_update_precond_partial.
-extern "C" __global__ void dot_final2_dev(u32 nparts, const double* partial2, double* out, u32 slot, const u32* status) {
+// out[slot_a] and out[slot_b] from the interleaved partials of pcg_update_precond_partial
+// (the one-domain PCG takes slots 1 and 2, the partitioned PCG its domain's reduction slots).
+extern "C" __global__ void dot_final2_dev(u32 nparts, const double* partial2, double* out, u32 slot_a, u32 slot_b,
+                                          const u32* status) {
     if (status[0]) return;
     __shared__ double sh[2][256];
     double a = 0.0, b = 0.0;
@@ -220,8 +222,8 @@ extern "C" __global__ void dot_final2_dev(u32 nparts, const double* partial2, do
         __syncthreads();
     }
     if (threadIdx.x == 0) {
-        out[slot] = sh[0][0];
-        out[slot + 1] = sh[1][0];
+        out[slot_a] = sh[0][0];
+        out[slot_b] = sh[1][0];
     }
 }
 
