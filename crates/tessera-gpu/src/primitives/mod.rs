@@ -23,8 +23,21 @@ use crate::runtime::{DeviceBuffer, Element, Gpu, Kernel, LaunchConfig, Module};
 use crate::CompileOptions;
 use std::sync::Arc;
 
-/// CUDA source of the primitives (deterministic: a constant).
+/// CUDA source of the primitives (deterministic: a constant). Compiled after [`ROW_SORT`]
+/// ([`module_source`]).
 pub const SOURCE: &str = include_str!("primitives.cu");
+
+/// CUDA source of the row sorts (keys, one-thread insertion sort, one-block bitonic sort)
+/// that the primitives and the mesh kernels share: prepended to both modules' sources, so
+/// there is one definition.
+pub const ROW_SORT: &str = include_str!("row_sort.cuh");
+
+/// The primitives module's whole source: [`ROW_SORT`] then [`SOURCE`].
+pub fn module_source() -> &'static str {
+    static S: std::sync::LazyLock<String> =
+        std::sync::LazyLock::new(|| format!("{ROW_SORT}{SOURCE}"));
+    &S
+}
 
 const BLOCK: u32 = 256;
 const TILE: usize = 256 * 8;
@@ -89,7 +102,10 @@ pub struct Primitives<'g> {
 impl Gpu {
     /// Load the primitives module (compiled once, then from the caches).
     pub fn primitives(&self) -> GpuResult<Primitives<'_>> {
-        let module = self.compile(SOURCE, &CompileOptions::named("tessera_primitives.cu"))?;
+        let module = self.compile(
+            module_source(),
+            &CompileOptions::named("tessera_primitives.cu"),
+        )?;
         Ok(Primitives { gpu: self, module })
     }
 }

@@ -286,20 +286,7 @@ RADIX_INSTANCES(u32, u32)
 RADIX_INSTANCES(u64, u64)
 
 // ---------------------------------------------------------------- segmented sort of short rows
-// Sort keys: mode 0 = unsigned, 1 = signed 32-bit, 2 = TCSR entries by (decoded column, value).
-__device__ __forceinline__ u32 seg_key(u32 v, u32 mode) {
-    if (mode == 0) return v;
-    if (mode == 1) return v ^ 0x80000000u;
-    u32 s = (u32)((i32)v >> 31);
-    u32 c = v ^ s;
-    return (c << 1) | (s == 0u ? 1u : 0u);
-}
-__device__ __forceinline__ u32 seg_unkey(u32 k, u32 mode) {
-    if (mode == 0) return k;
-    if (mode == 1) return k ^ 0x80000000u;
-    u32 c = k >> 1;
-    return (k & 1u) ? c : ~c;
-}
+// Keys (seg_key, seg_unkey) and the row sorts come from row_sort.cuh (tessera_gpu::ROW_SORT).
 // One thread per row, insertion sort in place (rows of up to a few dozen entries); rows
 // longer than skip_above are left to segsort_mid_rows.
 extern "C" __global__ void __launch_bounds__(BLOCK) segsort_rows(u32* vals, const u32* offsets, u64 nrows, u32 mode,
@@ -307,17 +294,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) segsort_rows(u32* vals, cons
     u64 r = (u64)blockIdx.x * BLOCK + threadIdx.x;
     if (r >= nrows) return;
     u32 a = offsets[r], b = offsets[r + 1];
-    if (b - a > skip_above) return;
-    for (u32 j = a + 1; j < b; j++) {
-        u32 x = vals[j];
-        u32 kx = seg_key(x, mode);
-        u32 p = j;
-        while (p > a && seg_key(vals[p - 1], mode) > kx) {
-            vals[p] = vals[p - 1];
-            p--;
-        }
-        vals[p] = x;
-    }
+    if (b - a <= skip_above) thread_sort_row(vals, a, b, mode);
 }
 // Long rows: composite 64-bit keys (row << 32 | key) for a radix sort, payload = value.
 extern "C" __global__ void __launch_bounds__(BLOCK) segsort_keys(const u32* vals, const u32* offsets, u64 nrows, u32 mode,
@@ -346,29 +323,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) segsort_mid_rows(u32* vals, 
         u32 m = nlist;
         for (u32 q = 0; q < m; q++) {
             u64 row = r0 + list[q];
-            u32 a = offsets[row], n = offsets[row + 1] - a;
-            u32 p = 1;
-            while (p < n) p <<= 1;
-            for (u32 i = threadIdx.x; i < p; i += BLOCK) sh[i] = i < n ? seg_key(vals[a + i], mode) : 0xffffffffu;
-            __syncthreads();
-            for (u32 k = 2; k <= p; k <<= 1) {
-                for (u32 j = k >> 1; j > 0; j >>= 1) {
-                    for (u32 i = threadIdx.x; i < p; i += BLOCK) {
-                        u32 ixj = i ^ j;
-                        if (ixj > i) {
-                            u32 x = sh[i], y = sh[ixj];
-                            bool up = (i & k) == 0;
-                            if ((x > y) == up) {
-                                sh[i] = y;
-                                sh[ixj] = x;
-                            }
-                        }
-                    }
-                    __syncthreads();
-                }
-            }
-            for (u32 i = threadIdx.x; i < n; i += BLOCK) vals[a + i] = seg_unkey(sh[i], mode);
-            __syncthreads();
+            block_sort_row(vals, offsets[row], offsets[row + 1] - offsets[row], mode, sh);
         }
         __syncthreads();
     }

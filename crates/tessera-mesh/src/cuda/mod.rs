@@ -34,8 +34,16 @@ use tessera_gpu::{
 };
 use tessera_sparse::Tcsr;
 
-/// CUDA source of the mesh kernels (deterministic: a constant).
+/// CUDA source of the mesh kernels (deterministic: a constant), compiled after the row
+/// sorts it shares with the primitives ([`module_source`]).
 pub const SOURCE: &str = include_str!("kernels/mesh.cu");
+
+/// The mesh module's whole source: `tessera_gpu::primitives::ROW_SORT` then [`SOURCE`].
+pub fn module_source() -> &'static str {
+    static S: std::sync::LazyLock<String> =
+        std::sync::LazyLock::new(|| format!("{}{SOURCE}", tessera_gpu::primitives::ROW_SORT));
+    &S
+}
 
 const BLOCK: u32 = 256;
 
@@ -211,7 +219,7 @@ impl<'g> MeshKernels<'g> {
     /// of separate launches (count, scan, fill, sort), the reference of the one-launch
     /// kernels in the tests.
     pub fn with_chains(gpu: &'g Gpu, one_launch: bool) -> Result<Self, MeshError> {
-        let module = gpu.compile(SOURCE, &CompileOptions::named("tessera_mesh.cu"))?;
+        let module = gpu.compile(module_source(), &CompileOptions::named("tessera_mesh.cu"))?;
         let coop = if one_launch {
             CoopChains::new(gpu, &module)?.map(Arc::new)
         } else {

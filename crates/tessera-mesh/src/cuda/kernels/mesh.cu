@@ -74,58 +74,16 @@ extern "C" __global__ void edge_fill_transpose(const u32* ev, u64 ne, const u32*
 // *flag, so the caller sorts them again with the general sort (or discards the result).
 #define TS_SHORT 64
 #define TS_MID 2048
-__device__ __forceinline__ u32 tkey(i32 v) {
-    u32 s = (u32)(v >> 31);
-    return (((u32)v ^ s) << 1) | (s == 0u ? 1u : 0u);
-}
-__device__ __forceinline__ i32 tunkey(u32 k) {
-    u32 c = k >> 1;
-    return (i32)((k & 1u) ? c : ~c);
-}
-// Insertion sort of vals[a..b) by tkey, by one thread.
-__device__ __forceinline__ void thread_sort_row(i32* vals, u32 a, u32 b) {
-    for (u32 j = a + 1; j < b; j++) {
-        i32 x = vals[j];
-        u32 kx = tkey(x);
-        u32 p = j;
-        while (p > a && tkey(vals[p - 1]) > kx) {
-            vals[p] = vals[p - 1];
-            p--;
-        }
-        vals[p] = x;
-    }
-}
-// Bitonic sort of vals[a..a + n) (n <= TS_MID) by tkey, by the whole block, through the
-// shared keys `sh` (TS_MID words; keys map back to values one to one). Ends in sync.
-__device__ void block_sort_row(i32* vals, u32 a, u32 n, u32* sh) {
-    u32 p = 1;
-    while (p < n) p <<= 1;
-    for (u32 i = threadIdx.x; i < p; i += blockDim.x) sh[i] = i < n ? tkey(vals[a + i]) : 0xffffffffu;
-    __syncthreads();
-    for (u32 k = 2; k <= p; k <<= 1) {
-        for (u32 j = k >> 1; j > 0; j >>= 1) {
-            for (u32 i = threadIdx.x; i < p; i += blockDim.x) {
-                u32 ixj = i ^ j;
-                if (ixj > i) {
-                    u32 x = sh[i], y = sh[ixj];
-                    bool up = (i & k) == 0;
-                    if ((x > y) == up) {
-                        sh[i] = y;
-                        sh[ixj] = x;
-                    }
-                }
-            }
-            __syncthreads();
-        }
-    }
-    for (u32 i = threadIdx.x; i < n; i += blockDim.x) vals[a + i] = tunkey(sh[i]);
-    __syncthreads();
-}
+// The TCSR order of the shared row sorts (row_sort.cuh, prepended to this source): by
+// decoded column, -c before +c.
+#define TS_MODE 2u
+__device__ __forceinline__ u32 tkey(i32 v) { return seg_key((u32)v, TS_MODE); }
+__device__ __forceinline__ i32 tunkey(u32 k) { return (i32)seg_unkey(k, TS_MODE); }
 extern "C" __global__ void tsort_short_rows(i32* vals, const u32* offs, u64 nrows) {
     u64 r = TID;
     if (r >= nrows) return;
     u32 a = offs[r], b = offs[r + 1];
-    if (b - a <= TS_SHORT) thread_sort_row(vals, a, b);
+    if (b - a <= TS_SHORT) thread_sort_row((u32*)vals, a, b, TS_MODE);
 }
 // Rows of TS_SHORT..TS_MID entries, one block per row (bitonic sort of the keys in shared
 // memory; keys map back to values one to one); each block scans BLOCK rows at a time.
@@ -146,7 +104,7 @@ extern "C" __global__ void tsort_mid_rows(i32* vals, const u32* offs, u64 nrows,
         u32 m = nlist;
         for (u32 q = 0; q < m; q++) {
             u64 row = r0 + list[q];
-            block_sort_row(vals, offs[row], offs[row + 1] - offs[row], sh);
+            block_sort_row((u32*)vals, offs[row], offs[row + 1] - offs[row], TS_MODE, sh);
         }
         __syncthreads();
     }
@@ -741,7 +699,7 @@ __device__ void coop_sort_rows(i32* out, const u32* toffs, u64 nrows, u32* mid, 
         } else if (n <= 32) {
             sort_row_regs<32>(out + a, n);
         } else if (n <= TS_SHORT || (n > TS_MID && long_by_thread)) {
-            thread_sort_row(out, a, a + n);
+            thread_sort_row((u32*)out, a, a + n, TS_MODE);
         } else if (n <= TS_MID) {
             mid[atomicAdd(sync + 2, 1u)] = (u32)r;
         } else {
@@ -753,7 +711,7 @@ __device__ void coop_sort_rows(i32* out, const u32* toffs, u64 nrows, u32* mid, 
     for (u32 q = blockIdx.x; q < m; q += gridDim.x) {
         u32 row = ldcg(mid + q);
         u32 a = ldcg(toffs + row);
-        block_sort_row(out, a, ldcg(toffs + row + 1) - a, shmid);
+        block_sort_row((u32*)out, a, ldcg(toffs + row + 1) - a, TS_MODE, shmid);
     }
 }
 

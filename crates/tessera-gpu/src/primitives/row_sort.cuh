@@ -1,0 +1,59 @@
+// Row sorts shared by the primitives and the mesh kernels: one definition, prepended to both
+// modules' sources (tessera_gpu::ROW_SORT). Keys by `mode`: 0 unsigned, 1 signed 32-bit,
+// 2 TCSR entries by decoded column, -c before +c (SegOrder::TcsrColumn); keys map back to
+// values one to one, so an unstable network gives the one sorted order.
+typedef unsigned int u32;
+typedef int i32;
+
+__device__ __forceinline__ u32 seg_key(u32 v, u32 mode) {
+    if (mode == 0) return v;
+    if (mode == 1) return v ^ 0x80000000u;
+    u32 s = (u32)((i32)v >> 31);
+    u32 c = v ^ s;
+    return (c << 1) | (s == 0u ? 1u : 0u);
+}
+__device__ __forceinline__ u32 seg_unkey(u32 k, u32 mode) {
+    if (mode == 0) return k;
+    if (mode == 1) return k ^ 0x80000000u;
+    u32 c = k >> 1;
+    return (k & 1u) ? c : ~c;
+}
+// Insertion sort of vals[a..b) by one thread, in place.
+__device__ __forceinline__ void thread_sort_row(u32* vals, u32 a, u32 b, u32 mode) {
+    for (u32 j = a + 1; j < b; j++) {
+        u32 x = vals[j];
+        u32 kx = seg_key(x, mode);
+        u32 p = j;
+        while (p > a && seg_key(vals[p - 1], mode) > kx) {
+            vals[p] = vals[p - 1];
+            p--;
+        }
+        vals[p] = x;
+    }
+}
+// Bitonic sort of vals[a..a + n) by the whole block through the shared keys `sh` (room for
+// n rounded up to a power of two). Ends with the block in sync.
+__device__ void block_sort_row(u32* vals, u32 a, u32 n, u32 mode, u32* sh) {
+    u32 p = 1;
+    while (p < n) p <<= 1;
+    for (u32 i = threadIdx.x; i < p; i += blockDim.x) sh[i] = i < n ? seg_key(vals[a + i], mode) : 0xffffffffu;
+    __syncthreads();
+    for (u32 k = 2; k <= p; k <<= 1) {
+        for (u32 j = k >> 1; j > 0; j >>= 1) {
+            for (u32 i = threadIdx.x; i < p; i += blockDim.x) {
+                u32 ixj = i ^ j;
+                if (ixj > i) {
+                    u32 x = sh[i], y = sh[ixj];
+                    bool up = (i & k) == 0;
+                    if ((x > y) == up) {
+                        sh[i] = y;
+                        sh[ixj] = x;
+                    }
+                }
+            }
+            __syncthreads();
+        }
+    }
+    for (u32 i = threadIdx.x; i < n; i += blockDim.x) vals[a + i] = seg_unkey(sh[i], mode);
+    __syncthreads();
+}
