@@ -27,6 +27,29 @@ fn tcsr_bytes(nrows: usize, nnz: usize) -> u64 {
     4 * (nrows as u64 + 1) + 4 * nnz as u64
 }
 
+/// Median of `runs` CUDA-event timings of `f` after `warm` warm-up runs, in milliseconds;
+/// a non-GPU error inside `f` is returned as is (the benchmarks of the mesh module share it).
+pub(crate) fn median_ms_of(
+    gpu: &Gpu,
+    runs: usize,
+    warm: usize,
+    mut f: impl FnMut() -> Result<(), MeshError>,
+) -> Result<f64, MeshError> {
+    let mut err = None;
+    let ms = gpu.median_ms(runs, warm, || match f() {
+        Ok(()) => Ok(()),
+        Err(MeshError::Gpu(e)) => Err(e),
+        Err(e) => {
+            err = Some(e);
+            Ok(())
+        }
+    })?;
+    match err {
+        Some(e) => Err(e),
+        None => Ok(ms),
+    }
+}
+
 /// Time every GPU mesh operation on `mesh` (see the module docs). Returns
 /// `(op, median_ms, bytes_moved)` rows in a fixed order.
 pub fn run_gpu_mesh_bench(
@@ -53,19 +76,7 @@ pub fn run_gpu_mesh_bench(
                     bytes: u64,
                     f: &mut dyn FnMut() -> Result<(), MeshError>|
      -> Result<(), MeshError> {
-        let mut err: Option<MeshError> = None;
-        let ms = gpu.median_ms(runs, warm, || match f() {
-            Ok(()) => Ok(()),
-            Err(MeshError::Gpu(e)) => Err(e),
-            Err(e) => {
-                err = Some(e);
-                Ok(())
-            }
-        })?;
-        if let Some(e) = err {
-            return Err(e);
-        }
-        rows.push((name, ms, bytes));
+        rows.push((name, median_ms_of(gpu, runs, warm, f)?, bytes));
         Ok(())
     };
     // δ3 = ∂3ᵀ: read ∂3, write δ3 (same nnz)
@@ -135,43 +146,15 @@ pub fn run_gpu_mesh_bench(
         + 4 * 2 * ne as u64;
     rows.push((
         "smoothing stencil (boundary marks, neighbours)",
-        {
-            let mut err = None;
-            let ms = gpu.median_ms(runs, warm, || {
-                dm2.forget_smoothing_stencil();
-                match dm2.require_smoothing_stencil() {
-                    Ok(()) => Ok(()),
-                    Err(MeshError::Gpu(e)) => Err(e),
-                    Err(e) => {
-                        err = Some(e);
-                        Ok(())
-                    }
-                }
-            })?;
-            if let Some(e) = err {
-                return Err(e);
-            }
-            ms
-        },
+        median_ms_of(gpu, runs, warm, || {
+            dm2.forget_smoothing_stencil();
+            dm2.require_smoothing_stencil()
+        })?,
         stencil_bytes,
     ));
     rows.push((
         "laplacian smoothing x10",
-        {
-            let mut err = None;
-            let ms = gpu.median_ms(runs, warm, || match dm2.laplacian_smooth(iters) {
-                Ok(()) => Ok(()),
-                Err(MeshError::Gpu(e)) => Err(e),
-                Err(e) => {
-                    err = Some(e);
-                    Ok(())
-                }
-            })?;
-            if let Some(e) = err {
-                return Err(e);
-            }
-            ms
-        },
+        median_ms_of(gpu, runs, warm, || dm2.laplacian_smooth(iters))?,
         sbytes,
     ));
     // simplex derivation (tetrahedral meshes only): sort + unique edges and faces, cell
@@ -182,20 +165,9 @@ pub fn run_gpu_mesh_bench(
             let (ne, nf) = (sm.num_edges() as u64, sm.num_faces() as u64);
             let c = sm.num_cells() as u64;
             let bytes = 16 * c + 8 * ne + 8 * nf + (24 + 16 + 16) * c + 12 * nf;
-            let mut err = None;
-            let ms = gpu.median_ms(runs, warm, || {
-                match super::simplex::derive_device(gpu, &cv, 3, sm.num_vertices()) {
-                    Ok(_) => Ok(()),
-                    Err(MeshError::Gpu(e)) => Err(e),
-                    Err(e) => {
-                        err = Some(e);
-                        Ok(())
-                    }
-                }
+            let ms = median_ms_of(gpu, runs, warm, || {
+                super::simplex::derive_device(gpu, &cv, 3, sm.num_vertices()).map(drop)
             })?;
-            if let Some(e) = err {
-                return Err(e);
-            }
             rows.push(("simplex derivation (edges, faces, Eq. 3.14)", ms, bytes));
         }
     }

@@ -34,25 +34,13 @@ fn row(section: &str, variant: &str, ms: f64, bytes: u64) -> BenchRow {
     }
 }
 
-/// Time `f` with CUDA events; a non-GPU error inside is returned as is.
+/// Time `f` with CUDA events (3 warm-up runs); a non-GPU error inside is returned as is.
 fn time(
     gpu: &Gpu,
     runs: usize,
-    mut f: impl FnMut() -> Result<(), MeshError>,
+    f: impl FnMut() -> Result<(), MeshError>,
 ) -> Result<f64, MeshError> {
-    let mut err = None;
-    let ms = gpu.median_ms(runs, 3, || match f() {
-        Ok(()) => Ok(()),
-        Err(MeshError::Gpu(e)) => Err(e),
-        Err(e) => {
-            err = Some(e);
-            Ok(())
-        }
-    })?;
-    match err {
-        Some(e) => Err(e),
-        None => Ok(ms),
-    }
+    super::bench::median_ms_of(gpu, runs, 3, f)
 }
 
 fn max_rel(a: &[f32], b: &[f32]) -> f64 {

@@ -691,19 +691,7 @@ pub fn bench_catmull_clark_gpu(
         cur = ordered;
     }
     let time = |f: &mut dyn FnMut() -> Result<(), MeshError>| -> Result<f64, MeshError> {
-        let mut err = None;
-        let ms = gpu.median_ms(runs, warm, || match f() {
-            Ok(()) => Ok(()),
-            Err(MeshError::Gpu(e)) => Err(e),
-            Err(e) => {
-                err = Some(e);
-                Ok(())
-            }
-        })?;
-        match err {
-            Some(e) => Err(e),
-            None => Ok(ms),
-        }
+        super::bench::median_ms_of(gpu, runs, warm, f)
     };
     for level in 1..=levels {
         let input_bytes = (cur.edge_vertices.bytes()
