@@ -11,8 +11,8 @@
 //! ```
 //!
 //! `--morton` renumbers a tetrahedral mesh for locality first (vertices and cells along a
-//! Morton curve, [`SimplexMesh::renumber_morton`], then edges and faces derived in sorted
-//! vertex order): the same mesh with another numbering, to separate the cost of the
+//! Morton curve, then edges and faces derived in sorted vertex order:
+//! [`SimplexMesh::morton_ordered`]): the same mesh with another numbering, to separate the cost of the
 //! algorithms from the cost of the file's numbering.
 
 use std::time::Instant;
@@ -117,9 +117,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for f in &files {
         let mut mesh = tessera_mesh::io::read_mesh(std::path::Path::new(f))?.mesh;
         if morton {
-            let mut sm = SimplexMesh::from_poly(&mesh)?;
-            sm.renumber_morton();
-            mesh = sm.to_poly()?;
+            mesh = SimplexMesh::morton_ordered(&mesh)?;
         }
         println!(
             "== {f}{}: V {} E {} F {} C {} (ms, {} of {runs} runs after a warm-up)",

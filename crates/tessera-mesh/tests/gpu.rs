@@ -1015,6 +1015,21 @@ fn shared_mesh_relations_match_reference() {
     }
 }
 
+/// A benchmark mesh of `.device/data/` (the device machine, where `device-pack --data` puts
+/// it) or `../shared/meshes`, if either has it.
+fn shared_mesh_path(name: &str) -> Option<std::path::PathBuf> {
+    [
+        std::path::PathBuf::from(".device/data"),
+        std::path::PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/meshes"
+        )),
+    ]
+    .iter()
+    .map(|d| d.join(name))
+    .find(|p| p.exists())
+}
+
 /// Benchmark meshes of `../shared/meshes` (or `.device/data/` on the device machine, where
 /// `device-pack --data` puts them): the GPU columns of Tables 3.2-3.4 with the bytes each
 /// operation must move and the fraction of 3.0 TB/s, plus a conformance check of the
@@ -1025,13 +1040,6 @@ fn shared_mesh_relations_match_reference() {
 #[ignore = "needs a CUDA GPU"]
 fn gpu_mesh_bench_shared_meshes() {
     let Some(g) = gpu() else { return };
-    let dirs = [
-        std::path::PathBuf::from(".device/data"),
-        std::path::PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/meshes"
-        )),
-    ];
     // dissertation GPU times (GTX 1080), Tables 3.2 and 3.3, in the order of the bench rows
     let diss: [(&str, [f64; 3]); 8] = [
         ("coboundary d3 (face_cells)", [0.22, 0.70, 14.0]),
@@ -1051,18 +1059,14 @@ fn gpu_mesh_bench_shared_meshes() {
     .iter()
     .enumerate()
     {
-        let Some(path) = dirs.iter().map(|d| d.join(name)).find(|p| p.exists()) else {
+        let Some(path) = shared_mesh_path(name) else {
             eprintln!("{name}: not present, skipped");
             continue;
         };
         let file_mesh = tessera_mesh::io::read_mesh(&path).unwrap().mesh;
         // the mesh as numbered in its file, then (tetrahedral meshes) the same mesh
-        // renumbered for locality (vertices and cells along a Morton curve, edges and faces
-        // derived in sorted vertex order): what the numbering costs the gathers and scatters
-        let morton = SimplexMesh::from_poly(&file_mesh).ok().map(|mut sm| {
-            sm.renumber_morton();
-            sm.to_poly().unwrap()
-        });
+        // renumbered for locality: what the numbering costs the gathers and scatters
+        let morton = SimplexMesh::morton_ordered(&file_mesh).ok();
         for (m, order) in
             std::iter::once((file_mesh, "")).chain(morton.map(|m| (m, " (Morton order)")))
         {
@@ -1130,23 +1134,12 @@ fn gpu_mesh_bench_shared_meshes() {
 fn one_launch_chain_phases_shared_meshes() {
     let Some(g) = gpu() else { return };
     let name = "dragon-817k.msh.gz";
-    let Some(path) = [
-        std::path::PathBuf::from(".device/data"),
-        std::path::PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/meshes"
-        )),
-    ]
-    .iter()
-    .map(|d| d.join(name))
-    .find(|p| p.exists()) else {
+    let Some(path) = shared_mesh_path(name) else {
         eprintln!("{name}: not present, skipped");
         return;
     };
     let file_mesh = tessera_mesh::io::read_mesh(&path).unwrap().mesh;
-    let mut sm = SimplexMesh::from_poly(&file_mesh).unwrap();
-    sm.renumber_morton();
-    let morton = sm.to_poly().unwrap();
+    let morton = SimplexMesh::morton_ordered(&file_mesh).unwrap();
     for (m, order) in [(file_mesh, "file order"), (morton, "Morton order")] {
         eprintln!("{name}, {order}:");
         chain_phases(&g, &m);
@@ -1202,18 +1195,17 @@ fn chain_phases(g: &Gpu, m: &PolyMesh) {
         }
         let runs = &runs[3..];
         let phases = runs.iter().map(Vec::len).min().unwrap_or(0);
-        let med: Vec<String> = (0..phases)
-            .map(|p| {
-                let mut v: Vec<f64> = runs.iter().map(|r| r[p]).collect();
-                format!("{:.4}", tessera_gpu::median(&mut v))
-            })
-            .collect();
-        let total: f64 = (0..phases)
+        let med: Vec<f64> = (0..phases)
             .map(|p| {
                 let mut v: Vec<f64> = runs.iter().map(|r| r[p]).collect();
                 tessera_gpu::median(&mut v)
             })
-            .sum();
-        eprintln!("phases {op}: [{}] ms, sum {total:.4} ms", med.join(", "));
+            .collect();
+        let shown: Vec<String> = med.iter().map(|m| format!("{m:.4}")).collect();
+        eprintln!(
+            "phases {op}: [{}] ms, sum {:.4} ms",
+            shown.join(", "),
+            med.iter().sum::<f64>()
+        );
     }
 }

@@ -630,3 +630,40 @@ fn renumber_morton_is_a_permutation_that_improves_locality() {
         );
     }
 }
+
+/// `SimplexMesh::morton_ordered`: the same tetrahedral mesh (counts, boundary size, total
+/// volume) under another numbering; a mesh that is not tetrahedral is an error.
+#[test]
+fn morton_ordered_is_the_same_mesh_renumbered() {
+    use tessera_mesh::generate::{box_mesh, BoxKind};
+    let m = box_mesh(BoxKind::Tet, [7, 5, 4], [1.0, 2.0, 3.0]);
+    let r = SimplexMesh::morton_ordered(&m).unwrap();
+    assert_eq!(
+        (
+            r.num_vertices(),
+            r.num_edges(),
+            r.num_faces(),
+            r.num_cells()
+        ),
+        (
+            m.num_vertices(),
+            m.num_edges(),
+            m.num_faces(),
+            m.num_cells()
+        )
+    );
+    let b = |x: &tessera_mesh::PolyMesh| {
+        let b = tessera_mesh::boundary::extract_boundary(x);
+        (b.faces.len(), b.edges.len(), b.vertices.len())
+    };
+    assert_eq!(b(&r), b(&m));
+    assert_ne!(r.positions(), m.positions(), "the numbering changes");
+    let mut a = m.positions().to_vec();
+    let mut c = r.positions().to_vec();
+    a.sort_by(|p, q| p.partial_cmp(q).unwrap());
+    c.sort_by(|p, q| p.partial_cmp(q).unwrap());
+    assert_eq!(a, c, "the same vertices");
+    assert!(
+        SimplexMesh::morton_ordered(&box_mesh(BoxKind::Hex, [2, 2, 2], [1.0, 1.0, 1.0])).is_err()
+    );
+}

@@ -288,10 +288,7 @@ impl<'g> MeshKernels<'g> {
     /// the one host synchronisation, at the end, reads whether some row was longer than the
     /// block sort takes (then those rows are sorted again by the general segmented sort).
     pub fn transpose(&self, m: &DeviceTcsr) -> Result<DeviceTcsr, MeshError> {
-        let flag = self.gpu.zeros::<u32>(1)?;
-        let mut t = self.transpose_deferred(m, &flag)?;
-        self.finish_deferred_sort(&mut t, &flag)?;
-        Ok(t)
+        self.sorted_now(|flag| self.transpose_deferred(m, flag))
     }
 
     /// [`MeshKernels::transpose`] with no host synchronisation: rows of more than 2048
@@ -352,14 +349,16 @@ impl<'g> MeshKernels<'g> {
         Ok(())
     }
 
-    /// Read the flag of a deferred sort (one host synchronisation); when some row was too
-    /// long for it, sort every row with the general segmented sort (radix for long rows).
-    fn finish_deferred_sort(
+    /// A deferred transpose (given a zeroed flag) with its flag read (one host
+    /// synchronisation): when some row was too long for the deferred sort, every row is
+    /// sorted again by the general segmented sort (radix for long rows).
+    fn sorted_now(
         &self,
-        t: &mut DeviceTcsr,
-        flag: &DeviceBuffer<u32>,
-    ) -> Result<(), MeshError> {
-        if self.gpu.download_at(flag, 0)? != 0 {
+        deferred: impl FnOnce(&DeviceBuffer<u32>) -> Result<DeviceTcsr, MeshError>,
+    ) -> Result<DeviceTcsr, MeshError> {
+        let flag = self.gpu.zeros::<u32>(1)?;
+        let mut t = deferred(&flag)?;
+        if self.gpu.download_at(&flag, 0)? != 0 {
             let longest = self.prims.max_row_len(&t.offsets)?;
             self.prims.segmented_sort_known(
                 &mut t.columns,
@@ -368,7 +367,7 @@ impl<'g> MeshKernels<'g> {
                 longest,
             )?;
         }
-        Ok(())
+        Ok(t)
     }
 
     /// δ3 = ∂3ᵀ (face -> cells) with no host synchronisation: a face of a 3-manifold mesh
@@ -414,7 +413,8 @@ impl<'g> MeshKernels<'g> {
     /// SortRows with grid barriers between them; `two_slot` first tries the sign slots of
     /// δ3. Rows longer than 2048 entries are sorted by one thread when `flag` is `None`,
     /// else left unsorted with the flag set (as [`MeshKernels::transpose_deferred`]).
-    /// `None` (nothing launched) without the one-launch chains or for an empty input.
+    /// `None` (nothing launched) without the one-launch chains, for an empty input, or past
+    /// the kernel's 32-bit positions (the chains of launches take those).
     fn transpose_one_launch(
         &self,
         input: &TransposeInput<'_>,
@@ -425,14 +425,12 @@ impl<'g> MeshKernels<'g> {
         let Some(c) = self.coop.as_deref() else {
             return Ok(None);
         };
-        if input.nnz == 0 || ncols == 0 {
+        if input.nnz == 0
+            || ncols == 0
+            || input.nnz >= u32::MAX as usize
+            || 2 * ncols >= u32::MAX as usize
+        {
             return Ok(None);
-        }
-        if input.nnz >= u32::MAX as usize || 2 * ncols >= u32::MAX as usize {
-            return Err(MeshError::Unsupported(format!(
-                "GPU transpose: {} entries in {ncols} columns exceed 32-bit positions",
-                input.nnz
-            )));
         }
         let g = self.gpu;
         let work = g.alloc::<u32>(if two_slot { 2 * ncols } else { ncols })?;
@@ -523,10 +521,7 @@ impl<'g> MeshKernels<'g> {
         edge_vertices: &DeviceBuffer<u32>,
         nvertices: usize,
     ) -> Result<DeviceTcsr, MeshError> {
-        let flag = self.gpu.zeros::<u32>(1)?;
-        let mut t = self.transpose_edge_pairs_deferred(edge_vertices, nvertices, &flag)?;
-        self.finish_deferred_sort(&mut t, &flag)?;
-        Ok(t)
+        self.sorted_now(|flag| self.transpose_edge_pairs_deferred(edge_vertices, nvertices, flag))
     }
 
     /// [`MeshKernels::transpose_edge_pairs`] with no host synchronisation (rows of more than
@@ -670,22 +665,38 @@ impl<'g> MeshKernels<'g> {
                 uniform: fe.uniform,
             });
         }
-        let written = g.alloc::<u32>(nf)?;
-        g.launch(&self.k("face_vertices_fill")?, Self::cfg(nf)?)
-            .arg(&fe.offsets)
-            .arg(&fe.columns)
-            .arg(edge_vertices)
-            .arg(&n)
-            .arg(&out)
-            .arg(&written)
-            .arg(flag)
-            .run()?;
+        self.face_vertices_fill(fe, edge_vertices, &out, flag)?;
         Ok(DeviceTcsr {
             offsets: g.duplicate(&fe.offsets)?,
             columns: out,
             ncols: nvertices,
             uniform: fe.uniform,
         })
+    }
+
+    /// `face_vertices_fill` into `out` (∂2's offsets, one thread per face); returns the
+    /// entries written per face (fewer than the row where its loop did not close).
+    fn face_vertices_fill(
+        &self,
+        fe: &DeviceTcsr,
+        edge_vertices: &DeviceBuffer<u32>,
+        out: &DeviceBuffer<i32>,
+        err: &DeviceBuffer<u32>,
+    ) -> Result<DeviceBuffer<u32>, MeshError> {
+        let nf = fe.nrows();
+        let written = self.gpu.alloc::<u32>(nf)?;
+        let n = nf as u64;
+        self.gpu
+            .launch(&self.k("face_vertices_fill")?, Self::cfg(nf)?)
+            .arg(&fe.offsets)
+            .arg(&fe.columns)
+            .arg(edge_vertices)
+            .arg(&n)
+            .arg(out)
+            .arg(&written)
+            .arg(err)
+            .run()?;
+        Ok(written)
     }
 
     /// ∂̂2¹ for any rows: one thread per face, loop order (chained when rows are out of order),
@@ -697,20 +708,9 @@ impl<'g> MeshKernels<'g> {
         nvertices: usize,
     ) -> Result<DeviceTcsr, MeshError> {
         let g = self.gpu;
-        let nf = fe.nrows();
         let out = g.alloc::<i32>(fe.nnz())?;
-        let written = g.alloc::<u32>(nf)?;
         let err = g.zeros::<u32>(1)?;
-        let n = nf as u64;
-        g.launch(&self.k("face_vertices_fill")?, Self::cfg(nf)?)
-            .arg(&fe.offsets)
-            .arg(&fe.columns)
-            .arg(edge_vertices)
-            .arg(&n)
-            .arg(&out)
-            .arg(&written)
-            .arg(&err)
-            .run()?;
+        let written = self.face_vertices_fill(fe, edge_vertices, &out, &err)?;
         let offsets = g.duplicate(&fe.offsets)?;
         let e = g.download_at(&err, 0)?;
         if e & 1 != 0 {
@@ -991,11 +991,7 @@ impl<'g> MeshKernels<'g> {
     ) -> Result<DeviceBoundary, MeshError> {
         let g = self.gpu;
         let (nf, ne) = (fc.nrows(), fe.ncols);
-        if 2 * nf as u64 > u32::MAX as u64 {
-            return Err(MeshError::Unsupported(format!(
-                "GPU boundary: {nf} faces exceed 32-bit half-face positions"
-            )));
-        }
+        half_faces_fit(nf)?;
         let flags = g.alloc::<u32>(nf)?;
         let emark = g.alloc::<u32>(ne)?;
         let vmark = g.alloc::<u32>(nvertices)?;
@@ -1070,11 +1066,7 @@ impl<'g> MeshKernels<'g> {
         let g = self.gpu;
         let nf = fc.nrows();
         let ne = fe.ncols;
-        if 2 * nf as u64 > u32::MAX as u64 {
-            return Err(MeshError::Unsupported(format!(
-                "GPU boundary: {nf} faces exceed 32-bit half-face positions"
-            )));
-        }
+        half_faces_fit(nf)?;
         let flags = g.alloc::<u32>(nf)?;
         let nhalf = g.alloc::<u32>(nf)?;
         let nonmanifold = g.zeros::<u32>(1)?;
@@ -1163,6 +1155,16 @@ impl<'g> MeshKernels<'g> {
             manifold: t[3] == 0,
         })
     }
+}
+
+/// The boundary kernels address half-faces (two per face) with 32-bit positions.
+fn half_faces_fit(nf: usize) -> Result<(), MeshError> {
+    if 2 * nf as u64 > u32::MAX as u64 {
+        return Err(MeshError::Unsupported(format!(
+            "GPU boundary: {nf} faces exceed 32-bit half-face positions"
+        )));
+    }
+    Ok(())
 }
 
 /// The marks [`MeshKernels::boundary`] scans (see `boundary_marks`).

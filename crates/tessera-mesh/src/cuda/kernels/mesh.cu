@@ -68,7 +68,7 @@ extern "C" __global__ void edge_fill_transpose(const u32* ev, u64 ne, const u32*
 }
 
 // SortRows without a host synchronisation (the longest row is not read first). Order: by
-// decoded column, then +c before -c (Primitives' SegOrder::TcsrColumn). Rows up to TS_SHORT
+// decoded column, then -c before +c (Primitives' SegOrder::TcsrColumn). Rows up to TS_SHORT
 // entries: one thread per row, insertion sort in place (as Primitives::segmented_sort);
 // rows of TS_SHORT..TS_MID entries: tsort_mid_rows; longer rows are left unsorted and set
 // *flag, so the caller sorts them again with the general sort (or discards the result).
