@@ -169,6 +169,7 @@ fn partitioned_solve_matches_reference() {
                     concurrent_boundary: false,
                     schedule: BinSchedule::Resident,
                     high_priority_exchange: false,
+                    overlap_update: false,
                 },
                 DeviceDomainsOptions {
                     overlap: true,
@@ -176,16 +177,22 @@ fn partitioned_solve_matches_reference() {
                     concurrent_boundary: false,
                     schedule: BinSchedule::PerBin,
                     high_priority_exchange: true,
+                    overlap_update: true,
                 },
             ];
             if nccl.is_ok() {
-                variants.push(DeviceDomainsOptions {
-                    overlap: true,
-                    force_nccl: true,
-                    concurrent_boundary: true,
-                    schedule: BinSchedule::Resident,
-                    high_priority_exchange: false,
-                });
+                // the all-reduce path, with x updated in the fused pass before it and
+                // beside it (pcg_update_rs_partial + pcg_update_x)
+                for overlap_update in [false, true] {
+                    variants.push(DeviceDomainsOptions {
+                        overlap: true,
+                        force_nccl: true,
+                        concurrent_boundary: true,
+                        schedule: BinSchedule::Resident,
+                        high_priority_exchange: false,
+                        overlap_update,
+                    });
+                }
             }
             for opts in variants {
                 let dv = DeviceDomains::new(&mats, &vec![&g; k], opts).unwrap();

@@ -200,6 +200,54 @@ extern "C" __global__ void pcg_update_precond_partial(u32 nodes, u32 e, const do
         partial2[2 * blockIdx.x + 1] = sh[1][0];
     }
 }
+// pcg_update_precond_partial without x: r -= α q, s = S(P⁻¹ r) and the partials of rᵀr and
+// rᵀs, the same arithmetic per element. With pcg_update_x (x += α c, also the same) the
+// partitioned PCG updates x while the all-reduce of these partials runs across devices.
+extern "C" __global__ void pcg_update_rs_partial(u32 nodes, u32 e, const double* st, const u32* status, const double* inv,
+                                                 const u32* fixed, const double* q, double* r, double* s, double* partial2) {
+    if (status[0]) return;
+    __shared__ double sh[2][256];
+    double alpha = st[1];
+    double rr = 0.0, rs = 0.0;
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < nodes; i += gridDim.x * blockDim.x) {
+        double rv[4];
+        for (u32 k = 0; k < e; ++k) {
+            u64 t = (u64)i * e + k;
+            double v = r[t] - alpha * q[t];
+            r[t] = v;
+            rv[k] = v;
+        }
+        for (u32 k = 0; k < e; ++k) {
+            double a = 0.0;
+            for (u32 l = 0; l < e; ++l) a += inv[(u64)i * e * e + k * e + l] * rv[l];
+            u64 t = (u64)i * e + k;
+            a = fixed[t] ? 0.0 : a;
+            s[t] = a;
+            rr += rv[k] * rv[k];
+            rs += rv[k] * a;
+        }
+    }
+    sh[0][threadIdx.x] = rr;
+    sh[1][threadIdx.x] = rs;
+    __syncthreads();
+    for (u32 o = 128; o > 0; o >>= 1) {
+        if (threadIdx.x < o) {
+            sh[0][threadIdx.x] += sh[0][threadIdx.x + o];
+            sh[1][threadIdx.x] += sh[1][threadIdx.x + o];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        partial2[2 * blockIdx.x] = sh[0][0];
+        partial2[2 * blockIdx.x + 1] = sh[1][0];
+    }
+}
+extern "C" __global__ void pcg_update_x(u32 len, const double* st, const u32* status, const double* c, double* x) {
+    if (status[0]) return;
+    double alpha = st[1];
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < len) x[t] += alpha * c[t];
+}
 // out[slot_a] and out[slot_b] from the interleaved partials of pcg_update_precond_partial
 // (the one-domain PCG takes slots 1 and 2, the partitioned PCG its domain's reduction slots).
 extern "C" __global__ void dot_final2_dev(u32 nparts, const double* partial2, double* out, u32 slot_a, u32 slot_b,
