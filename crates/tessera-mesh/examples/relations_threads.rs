@@ -7,8 +7,13 @@
 //! shared machine disturbs much less than the wall clock.
 //!
 //! ```text
-//! cargo run --release -p tessera-mesh --example relations_threads -- MESH... [--threads 1,2,16] [--runs 7] [--only NAME] [--min] [--morton]
+//! cargo run --release -p tessera-mesh --example relations_threads -- MESH... [--threads 1,2,16] [--runs 7] [--only NAME] [--min] [--morton] [--interleave]
 //! ```
+//!
+//! `--interleave` runs the thread counts in turn within each round (1, 2, ..., 1, 2, ...)
+//! instead of all runs of one thread count after the other, and adds the median over the
+//! rounds of each round's ratio: on a shared machine whose speed drifts between rounds by
+//! more than the effects measured, the ratio within a round is the robust figure.
 //!
 //! `--morton` renumbers a tetrahedral mesh for locality first (vertices and cells along a
 //! Morton curve, then edges and faces derived in sorted vertex order:
@@ -88,6 +93,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut only: Option<String> = None;
     let mut use_min = false;
     let mut morton = false;
+    let mut interleave = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -103,6 +109,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--only" => only = Some(args.next().ok_or("--only needs a name")?),
             "--min" => use_min = true,
             "--morton" => morton = true,
+            "--interleave" => interleave = true,
             f => files.push(f.to_string()),
         }
     }
@@ -144,40 +151,64 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             if only.as_ref().is_some_and(|o| !name.contains(o.as_str())) {
                 continue;
             }
-            let mut ms = Vec::new();
-            let mut cpu = Vec::new();
-            let mut first: Option<Out> = None;
-            let mut same = true;
-            for (pool, par) in &pools {
-                // the surface extraction reads the cached δ3 of a mesh set to this path
-                let mut m = mesh.clone();
-                m.purge_caches();
-                m.set_par(*par);
-                let (t, c, out) = pool.install(|| {
+            // per thread count: the mesh set to its path, the first result, and the wall
+            // clock and process CPU time of every run
+            let meshes: Vec<PolyMesh> = pools
+                .iter()
+                .map(|(_, par)| {
+                    // the surface extraction reads the cached δ3 of a mesh set to this path
+                    let mut m = mesh.clone();
+                    m.purge_caches();
+                    m.set_par(*par);
+                    m
+                })
+                .collect();
+            let mut firsts: Vec<Out> = Vec::new();
+            for ((pool, par), m) in pools.iter().zip(&meshes) {
+                firsts.push(pool.install(|| {
                     m.face_cells();
-                    let out = run(&m, *par);
-                    let (t, c): (Vec<f64>, Vec<f64>) = (0..runs)
-                        .map(|_| {
-                            let c = process_cpu_ns().unwrap_or(0);
-                            let s = Instant::now();
-                            std::hint::black_box(run(&m, *par));
-                            let t = s.elapsed().as_secs_f64() * 1e3;
-                            (t, (process_cpu_ns().unwrap_or(0) - c) as f64 * 1e-6)
-                        })
-                        .unzip();
-                    if use_min {
-                        (minimum(t), minimum(c), out)
-                    } else {
-                        (median(t), median(c), out)
-                    }
+                    run(m, *par)
+                }));
+            }
+            let same = firsts.iter().all(|o| *o == firsts[0]);
+            let mut t = vec![Vec::new(); pools.len()];
+            let mut c = vec![Vec::new(); pools.len()];
+            let mut one = |k: usize| {
+                let ((pool, par), m) = (&pools[k], &meshes[k]);
+                pool.install(|| {
+                    let c0 = process_cpu_ns().unwrap_or(0);
+                    let s = Instant::now();
+                    std::hint::black_box(run(m, *par));
+                    t[k].push(s.elapsed().as_secs_f64() * 1e3);
+                    c[k].push((process_cpu_ns().unwrap_or(0) - c0) as f64 * 1e-6);
                 });
-                ms.push(t);
-                cpu.push(c);
-                match &first {
-                    None => first = Some(out),
-                    Some(o) => same &= *o == out,
+            };
+            if interleave {
+                for _ in 0..runs {
+                    for k in 0..pools.len() {
+                        one(k);
+                    }
+                }
+            } else {
+                for k in 0..pools.len() {
+                    for _ in 0..runs {
+                        one(k);
+                    }
                 }
             }
+            // the median over the rounds of each round's ratio 1 thread / k threads
+            let round_ratios: Vec<f64> = (1..pools.len())
+                .map(|k| median((0..runs).map(|r| t[0][r] / t[k][r]).collect()))
+                .collect();
+            let stat = |v: &Vec<f64>| {
+                if use_min {
+                    minimum(v.clone())
+                } else {
+                    median(v.clone())
+                }
+            };
+            let ms: Vec<f64> = t.iter().map(stat).collect();
+            let cpu: Vec<f64> = c.iter().map(stat).collect();
             let mut line = format!("{name:<22}");
             for t in &ms {
                 line += &format!(" {t:>9.3}");
@@ -188,6 +219,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             line += &format!("  {:<9}  {:>14}", if same { "yes" } else { "NO" }, "");
             for c in &cpu {
                 line += &format!(" {c:>9.3}");
+            }
+            if interleave {
+                line += "   ratio per round:";
+                for r in &round_ratios {
+                    line += &format!(" {r:>5.2}x");
+                }
             }
             println!("{line}");
         }
