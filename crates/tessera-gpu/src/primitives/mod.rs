@@ -28,8 +28,8 @@ use std::sync::Arc;
 pub const SOURCE: &str = include_str!("primitives.cu");
 
 /// CUDA source of the row sorts (keys, one-thread insertion sort, one-block bitonic sort)
-/// that the primitives and the mesh kernels share: prepended to both modules' sources, so
-/// there is one definition.
+/// and the block-wide scan and sum that the primitives and the mesh kernels share:
+/// prepended to both modules' sources, so there is one definition.
 pub const ROW_SORT: &str = include_str!("row_sort.cuh");
 
 /// The primitives module's whole source: [`ROW_SORT`] then [`SOURCE`].

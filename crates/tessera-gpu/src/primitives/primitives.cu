@@ -10,45 +10,6 @@ typedef int i32;
 #define ITEMS 8
 #define TILE (BLOCK * ITEMS)
 
-// ---------------------------------------------------------------- block scan
-// Exclusive scan of one value per thread; `*total` receives the block total.
-// `ws` is shared scratch of NWARPS + 1 elements.
-template <typename T>
-__device__ __forceinline__ T block_exclusive_scan(T x, T* total, T* ws) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    T inc = x;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        T y = __shfl_up_sync(0xffffffffu, inc, o);
-        if (lane >= o) inc += y;
-    }
-    if (lane == 31) ws[warp] = inc;
-    __syncthreads();
-    if (warp == 0) {
-        T w = lane < NWARPS ? ws[lane] : T(0);
-        T wi = w;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            T y = __shfl_up_sync(0xffffffffu, wi, o);
-            if (lane >= o) wi += y;
-        }
-        if (lane < NWARPS) ws[lane] = wi - w;
-        if (lane == NWARPS - 1) ws[NWARPS] = wi;
-    }
-    __syncthreads();
-    T r = ws[warp] + inc - x;
-    *total = ws[NWARPS];
-    __syncthreads();
-    return r;
-}
-
-template <typename T>
-__device__ __forceinline__ T block_sum(T x, T* ws) {
-    T total;
-    block_exclusive_scan<T>(x, &total, ws);
-    return total;
-}
-
 // ---------------------------------------------------------------- scan
 // Pass 1: the sum of each TILE-element tile.
 template <typename T>

@@ -1,5 +1,5 @@
-// Row sorts shared by the primitives and the mesh kernels: one definition, prepended to both
-// modules' sources (tessera_gpu::ROW_SORT). Keys by `mode`: 0 unsigned, 1 signed 32-bit,
+// Row sorts and block scans shared by the primitives and the mesh kernels: one definition,
+// prepended to both modules' sources (tessera_gpu::ROW_SORT). Keys by `mode`: 0 unsigned, 1 signed 32-bit,
 // 2 TCSR entries by decoded column, -c before +c (SegOrder::TcsrColumn); keys map back to
 // values one to one, so an unstable network gives the one sorted order.
 typedef unsigned int u32;
@@ -56,4 +56,44 @@ __device__ void block_sort_row(u32* vals, u32 a, u32 n, u32 mode, u32* sh) {
     }
     for (u32 i = threadIdx.x; i < n; i += blockDim.x) vals[a + i] = seg_unkey(sh[i], mode);
     __syncthreads();
+}
+
+// Block-wide exclusive scan of one value per thread, for blocks of 256 threads (the block size
+// of the primitives and of the mesh kernels); `*total` receives the block total. `ws` is
+// shared scratch of SCAN_WARPS + 1 elements; it may be reused as soon as this returns.
+#define SCAN_WARPS 8
+template <typename T>
+__device__ __forceinline__ T block_exclusive_scan(T x, T* total, T* ws) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    T inc = x;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        T y = __shfl_up_sync(0xffffffffu, inc, o);
+        if (lane >= o) inc += y;
+    }
+    if (lane == 31) ws[warp] = inc;
+    __syncthreads();
+    if (warp == 0) {
+        T w = lane < SCAN_WARPS ? ws[lane] : T(0);
+        T wi = w;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            T y = __shfl_up_sync(0xffffffffu, wi, o);
+            if (lane >= o) wi += y;
+        }
+        if (lane < SCAN_WARPS) ws[lane] = wi - w;
+        if (lane == SCAN_WARPS - 1) ws[SCAN_WARPS] = wi;
+    }
+    __syncthreads();
+    T r = ws[warp] + inc - x;
+    *total = ws[SCAN_WARPS];
+    __syncthreads();
+    return r;
+}
+
+template <typename T>
+__device__ __forceinline__ T block_sum(T x, T* ws) {
+    T total;
+    block_exclusive_scan<T>(x, &total, ws);
+    return total;
 }

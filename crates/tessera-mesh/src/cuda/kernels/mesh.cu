@@ -269,15 +269,15 @@ extern "C" __global__ void cell_vertices_fill(const u32* cf_offs, const i32* cf_
 // closed cell has R = 2 + K (M - 2) / 2 vertices (Euler) and K M / 2 edges, so every row is
 // written at the fixed stride R; a cell with another count sets *bad and the caller takes
 // the general path (whose result this equals whenever *bad stays 0).
-template <int N>
-__device__ __forceinline__ void sort_net(i32* v) {
+template <int N, typename T>
+__device__ __forceinline__ void sort_net(T* v) {
 #pragma unroll
     for (int r = 0; r < N; r++) {
 #pragma unroll
         for (int i = r & 1; i + 1 < N; i += 2) {
-            i32 a = v[i], b = v[i + 1];
-            v[i] = min(a, b);
-            v[i + 1] = max(a, b);
+            T a = v[i], b = v[i + 1];
+            v[i] = a < b ? a : b;
+            v[i + 1] = a < b ? b : a;
         }
     }
 }
@@ -570,46 +570,6 @@ __device__ void grid_sync(u32* sync) {
     coop_stamp(sync);
 }
 
-// Block-wide sum (every thread gets it); `sh` holds 33 words.
-__device__ u32 coop_block_sum(u32 v, u32* sh) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-    __syncthreads();
-    if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
-    __syncthreads();
-    if (threadIdx.x < 32) {
-        u32 s = threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : 0u;
-        for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-        if (threadIdx.x == 0) sh[32] = s;
-    }
-    __syncthreads();
-    return sh[32];
-}
-// Block-wide exclusive scan; *total = the block's sum. `sh` holds 33 words.
-__device__ u32 coop_block_exscan(u32 v, u32* sh, u32* total) {
-    u32 lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    u32 x = v;
-    for (int o = 1; o < 32; o <<= 1) {
-        u32 y = __shfl_up_sync(0xffffffffu, x, o);
-        if (lane >= (u32)o) x += y;
-    }
-    __syncthreads();
-    if (lane == 31) sh[w] = x;
-    __syncthreads();
-    if (w == 0) {
-        u32 s = lane < (blockDim.x >> 5) ? sh[lane] : 0u;
-        u32 t = s;
-        for (int o = 1; o < 32; o <<= 1) {
-            u32 y = __shfl_up_sync(0xffffffffu, t, o);
-            if (lane >= (u32)o) t += y;
-        }
-        sh[lane] = t - s;
-        if (lane == 31) sh[32] = t;
-    }
-    __syncthreads();
-    *total = sh[32];
-    return x - v + sh[w];
-}
-
 // Grid-wide exclusive scan of K arrays at once (one grid barrier): block b takes the same
 // share of every array; cnt(k, i) gives item i of array k, put(k, i, position, count) is
 // called once per item in order of i within a block. Returns the K totals (every block).
@@ -623,7 +583,7 @@ __device__ void grid_scan(const u64* n, u32* sync, u32* sh, u32* totals, Cnt cnt
         u32 s = 0;
 #pragma unroll 4
         for (u64 i = lo + threadIdx.x; i < hi; i += blockDim.x) s += cnt(k, i);
-        s = coop_block_sum(s, sh);
+        s = block_sum<u32>(s, sh);
         if (threadIdx.x == 0) partial[k * G + b] = s;
     }
     grid_sync(sync);
@@ -634,8 +594,8 @@ __device__ void grid_scan(const u64* n, u32* sync, u32* sh, u32* totals, Cnt cnt
             tot += p;
             if (q < b) pre += p;
         }
-        pre = coop_block_sum(pre, sh);
-        tot = coop_block_sum(tot, sh);
+        pre = block_sum<u32>(pre, sh);
+        tot = block_sum<u32>(tot, sh);
         totals[k] = tot;
         u64 chunk = (n[k] + G - 1) / G;
         u64 lo = min(n[k], (u64)b * chunk), hi = min(n[k], lo + chunk);
@@ -645,7 +605,7 @@ __device__ void grid_scan(const u64* n, u32* sync, u32* sh, u32* totals, Cnt cnt
             u64 i = base + threadIdx.x, inext = i + blockDim.x;
             u32 cnext = inext < hi ? cnt(k, inext) : 0u;
             u32 t;
-            u32 ex = coop_block_exscan(c, sh, &t);
+            u32 ex = block_exclusive_scan<u32>(c, &t, sh);
             if (i < hi) put(k, i, pre + ex, c);
             pre += t;
             c = cnext;
@@ -654,21 +614,13 @@ __device__ void grid_scan(const u64* n, u32* sync, u32* sh, u32* totals, Cnt cnt
 }
 
 // A row of n <= W entries sorted by tkey in registers: all loads at once, odd-even
-// transposition network over W keys (padding keys sort last), predicated stores.
+// transposition network over W keys (sort_net; padding keys sort last), predicated stores.
 template <int W>
 __device__ __forceinline__ void sort_row_regs(i32* row, u32 n) {
     u32 key[W];
 #pragma unroll
     for (int j = 0; j < W; j++) key[j] = (u32)j < n ? tkey(row[j]) : 0xffffffffu;
-#pragma unroll
-    for (int r = 0; r < W; r++) {
-#pragma unroll
-        for (int j = r & 1; j + 1 < W; j += 2) {
-            u32 x = key[j], y = key[j + 1];
-            key[j] = x < y ? x : y;
-            key[j + 1] = x < y ? y : x;
-        }
-    }
+    sort_net<W>(key);
 #pragma unroll
     for (int j = 0; j < W; j++)
         if ((u32)j < n) row[j] = tunkey(key[j]);
