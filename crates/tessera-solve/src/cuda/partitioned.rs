@@ -1031,33 +1031,16 @@ impl DeviceDomains<'_> {
                 let g = dev.gpu;
                 let (sa, sb) = ((k + d) as u32, (2 * k + d) as u32);
                 match amg {
-                    None if split_x => {
-                        // r -= α q, s = S(P⁻¹ r), partials of rᵀr and rᵀs; x += α c runs
-                        // while these partials are all-reduced across the devices
-                        g.launch(&kn.update_rs, LaunchConfig::blocks(UPDATE_BLOCKS, 256))
-                            .arg(&nodes[d])
-                            .arg(&e32)
-                            .arg(&sc.st)
-                            .arg(&sc.status)
-                            .arg(&inv[d])
-                            .arg(&fixed[d])
-                            .arg(&q[d])
-                            .arg(&r[d])
-                            .arg(&s[d])
-                            .arg(&dm.partial2)
-                            .run()?;
-                        g.launch(&kn.dot_final2, LaunchConfig::blocks(1, 256))
-                            .arg(&UPDATE_BLOCKS)
-                            .arg(&dm.partial2)
-                            .arg(&dev.red)
-                            .arg(&sa)
-                            .arg(&sb)
-                            .arg(&sc.status)
-                            .run()?;
-                    }
                     None => {
-                        // x += α c, r -= α q, s = S(P⁻¹ r), partials of rᵀr and rᵀs
-                        g.launch(&kn.update_jacobi, LaunchConfig::blocks(UPDATE_BLOCKS, 256))
+                        // r -= α q, s = S(P⁻¹ r), partials of rᵀr and rᵀs, and x += α c in
+                        // the same pass, or (split_x) while these partials are all-reduced
+                        // across the devices
+                        let update = if split_x {
+                            &kn.update_rs
+                        } else {
+                            &kn.update_jacobi
+                        };
+                        g.launch(update, LaunchConfig::blocks(UPDATE_BLOCKS, 256))
                             .arg(&nodes[d])
                             .arg(&e32)
                             .arg(&sc.st)

@@ -158,10 +158,12 @@ extern "C" __global__ void pcg_filter_dot_partial(u32 len, const u32* fixed, dou
     }
     if (threadIdx.x == 0) partial[blockIdx.x] = sh[0];
 }
-// Per node: x += α c, r -= α q, s = S(P⁻¹ r), and the partial sums of rᵀr and rᵀs
-// (partial2[2 b], partial2[2 b + 1]), in one pass.
-extern "C" __global__ void pcg_update_precond_partial(u32 nodes, u32 e, const double* st, const u32* status, const double* inv, const u32* fixed,
-                                                      const double* c, const double* q, double* x, double* r, double* s, double* partial2) {
+// Per node: x += α c (with WITH_X), r -= α q, s = S(P⁻¹ r), and the partial sums of rᵀr and
+// rᵀs (partial2[2 b], partial2[2 b + 1]), in one pass.
+template <bool WITH_X>
+__device__ void update_precond_partial(u32 nodes, u32 e, const double* st, const u32* status, const double* inv,
+                                       const u32* fixed, const double* c, const double* q, double* x, double* r, double* s,
+                                       double* partial2) {
     if (status[0]) return;
     __shared__ double sh[2][256];
     double alpha = st[1];
@@ -170,7 +172,7 @@ extern "C" __global__ void pcg_update_precond_partial(u32 nodes, u32 e, const do
         double rv[4];
         for (u32 k = 0; k < e; ++k) {
             u64 t = (u64)i * e + k;
-            x[t] += alpha * c[t];
+            if (WITH_X) x[t] += alpha * c[t];
             double v = r[t] - alpha * q[t];
             r[t] = v;
             rv[k] = v;
@@ -200,47 +202,16 @@ extern "C" __global__ void pcg_update_precond_partial(u32 nodes, u32 e, const do
         partial2[2 * blockIdx.x + 1] = sh[1][0];
     }
 }
-// pcg_update_precond_partial without x: r -= α q, s = S(P⁻¹ r) and the partials of rᵀr and
-// rᵀs, the same arithmetic per element. With pcg_update_x (x += α c, also the same) the
-// partitioned PCG updates x while the all-reduce of these partials runs across devices.
-extern "C" __global__ void pcg_update_rs_partial(u32 nodes, u32 e, const double* st, const u32* status, const double* inv,
-                                                 const u32* fixed, const double* q, double* r, double* s, double* partial2) {
-    if (status[0]) return;
-    __shared__ double sh[2][256];
-    double alpha = st[1];
-    double rr = 0.0, rs = 0.0;
-    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < nodes; i += gridDim.x * blockDim.x) {
-        double rv[4];
-        for (u32 k = 0; k < e; ++k) {
-            u64 t = (u64)i * e + k;
-            double v = r[t] - alpha * q[t];
-            r[t] = v;
-            rv[k] = v;
-        }
-        for (u32 k = 0; k < e; ++k) {
-            double a = 0.0;
-            for (u32 l = 0; l < e; ++l) a += inv[(u64)i * e * e + k * e + l] * rv[l];
-            u64 t = (u64)i * e + k;
-            a = fixed[t] ? 0.0 : a;
-            s[t] = a;
-            rr += rv[k] * rv[k];
-            rs += rv[k] * a;
-        }
-    }
-    sh[0][threadIdx.x] = rr;
-    sh[1][threadIdx.x] = rs;
-    __syncthreads();
-    for (u32 o = 128; o > 0; o >>= 1) {
-        if (threadIdx.x < o) {
-            sh[0][threadIdx.x] += sh[0][threadIdx.x + o];
-            sh[1][threadIdx.x] += sh[1][threadIdx.x + o];
-        }
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) {
-        partial2[2 * blockIdx.x] = sh[0][0];
-        partial2[2 * blockIdx.x + 1] = sh[1][0];
-    }
+extern "C" __global__ void pcg_update_precond_partial(u32 nodes, u32 e, const double* st, const u32* status, const double* inv, const u32* fixed,
+                                                      const double* c, const double* q, double* x, double* r, double* s, double* partial2) {
+    update_precond_partial<true>(nodes, e, st, status, inv, fixed, c, q, x, r, s, partial2);
+}
+// Without x (c and x are not read; the arguments are pcg_update_precond_partial's): the
+// partitioned PCG across devices updates x (pcg_update_x, the same arithmetic) while the
+// all-reduce of these partials runs.
+extern "C" __global__ void pcg_update_rs_partial(u32 nodes, u32 e, const double* st, const u32* status, const double* inv, const u32* fixed,
+                                                 const double* c, const double* q, double* x, double* r, double* s, double* partial2) {
+    update_precond_partial<false>(nodes, e, st, status, inv, fixed, c, q, x, r, s, partial2);
 }
 extern "C" __global__ void pcg_update_x(u32 len, const double* st, const u32* status, const double* c, double* x) {
     if (status[0]) return;
