@@ -200,15 +200,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let round_ratios: Vec<f64> = (1..pools.len())
                 .map(|k| median((0..runs).map(|r| t[0][r] / t[k][r]).collect()))
                 .collect();
-            let stat = |v: &Vec<f64>| {
-                if use_min {
-                    minimum(v.clone())
-                } else {
-                    median(v.clone())
-                }
-            };
-            let ms: Vec<f64> = t.iter().map(stat).collect();
-            let cpu: Vec<f64> = c.iter().map(stat).collect();
+            let stat = |v: Vec<f64>| if use_min { minimum(v) } else { median(v) };
+            let ms: Vec<f64> = t.into_iter().map(stat).collect();
+            let cpu: Vec<f64> = c.into_iter().map(stat).collect();
             let mut line = format!("{name:<22}");
             for t in &ms {
                 line += &format!(" {t:>9.3}");

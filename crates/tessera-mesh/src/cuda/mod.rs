@@ -35,7 +35,7 @@ use tessera_gpu::{
 use tessera_sparse::Tcsr;
 
 /// CUDA source of the mesh kernels (deterministic: a constant), compiled after the row
-/// sorts it shares with the primitives ([`module_source`]).
+/// sorts and block scans it shares with the primitives ([`module_source`]).
 pub const SOURCE: &str = include_str!("kernels/mesh.cu");
 
 /// The mesh module's whole source: `tessera_gpu::primitives::ROW_SORT` then [`SOURCE`].

@@ -35,12 +35,13 @@
 //! (`dd_sum_slots`). Each device then forms α, β and the convergence checks itself with the
 //! one-domain PCG's device-scalar kernels, so the iteration runs without host synchronisation
 //! (the host polls the status every few iterations) and every device computes the same
-//! numbers. Across devices, block Jacobi's `x += α c` runs on the main streams while the
-//! partials of `rᵀr` and `rᵀs` are all-reduced on the exchange streams
-//! ([`DeviceDomainsOptions::overlap_update`]): 1.091 against 1.115 ms per iteration on two
-//! H200 (bracket-1.69M, p = 2). The iterates therefore do not depend on how the domains are placed on devices:
+//! numbers. The iterates therefore do not depend on how the domains are placed on devices:
 //! one device with `k` domains is the reference of `k` domains on several devices, bit for bit
 //! (`multi_device_solve_matches_one_device`).
+//!
+//! Across devices, block Jacobi's `x += α c` runs on the main streams while the partials of
+//! `rᵀr` and `rᵀs` are all-reduced on the exchange streams
+//! ([`DeviceDomainsOptions::overlap_update`]; the same arithmetic as the fused update).
 
 use std::sync::Mutex;
 use std::time::Instant;
