@@ -853,6 +853,101 @@ impl<T: Element> PinnedBuffer<T> {
     }
 }
 
+/// One word of page-locked host memory mapped into the device's address space
+/// (`cuMemHostAlloc` with `CU_MEMHOSTALLOC_DEVICEMAP`), passed to kernels as a `u32*`: a
+/// kernel raises it with a plain store and the host reads it after a synchronisation, with
+/// no memset before the launch and no copy after it (the flags of the mesh fast paths,
+/// whose device word cost a memset and a download, about 12 µs of host time per call).
+/// Kernels must raise it with plain stores (atomics on mapped host memory need platform
+/// support that is not assumed).
+pub struct HostFlag {
+    ctx: Arc<CudaContext>,
+    host: *mut u32,
+    dev: u64,
+}
+
+// SAFETY: the word is page-locked host memory owned by this value until its drop; the host
+// side reads and writes it with volatile accesses (the device writes it through `dev`).
+unsafe impl Send for HostFlag {}
+// SAFETY: as for `Send`: concurrent volatile accesses to one aligned word are well defined.
+unsafe impl Sync for HostFlag {}
+
+impl HostFlag {
+    /// Set the word to 0 (before the launches that may raise it).
+    pub fn clear(&self) {
+        // SAFETY: `host` points to one live, aligned, page-locked word (see `Gpu::host_flag`).
+        unsafe { std::ptr::write_volatile(self.host, 0) }
+    }
+    /// The word as the kernels left it; call after a synchronisation of the stream that ran
+    /// them.
+    pub fn get(&self) -> u32 {
+        // SAFETY: as in `clear`.
+        unsafe { std::ptr::read_volatile(self.host) }
+    }
+}
+
+impl Drop for HostFlag {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: `host` came from cuMemHostAlloc in `Gpu::host_flag` and is freed once;
+        // kernels that wrote it were synchronised by the calls that read it.
+        unsafe {
+            cudarc::driver::sys::cuMemFreeHost(self.host as *mut std::ffi::c_void);
+        }
+    }
+}
+
+impl std::fmt::Debug for HostFlag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HostFlag({})", self.get())
+    }
+}
+
+impl Gpu {
+    /// A new mapped host word, cleared (see [`HostFlag`]).
+    pub fn host_flag(&self) -> GpuResult<HostFlag> {
+        use cudarc::driver::sys;
+        guard("cuMemHostAlloc", || {
+            self.ctx
+                .bind_to_thread()
+                .map_err(|e| GpuError::driver("cuCtxSetCurrent", e))?;
+            let mut host: *mut std::ffi::c_void = std::ptr::null_mut();
+            // SAFETY: out-pointer to a local; 4 bytes with the device-map flag.
+            let r = unsafe { sys::cuMemHostAlloc(&mut host, 4, sys::CU_MEMHOSTALLOC_DEVICEMAP) };
+            if r != sys::CUresult::CUDA_SUCCESS || host.is_null() {
+                return Err(GpuError::Driver {
+                    op: "cuMemHostAlloc",
+                    msg: format!("{r:?}"),
+                });
+            }
+            let mut dev: sys::CUdeviceptr = 0;
+            // SAFETY: `host` is the mapped allocation from above; flags must be 0.
+            let r = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dev, host, 0) };
+            let flag = HostFlag {
+                ctx: self.ctx.clone(),
+                host: host as *mut u32,
+                dev,
+            };
+            if r != sys::CUresult::CUDA_SUCCESS || dev == 0 {
+                return Err(GpuError::Driver {
+                    op: "cuMemHostGetDevicePointer",
+                    msg: format!("{r:?}"),
+                });
+            }
+            flag.clear();
+            Ok(flag)
+        })
+    }
+}
+
+impl sealed::Sealed for HostFlag {}
+impl KernelArg for HostFlag {
+    fn push_to<'a>(&'a self, list: &mut ArgList<'a>) {
+        use cudarc::driver::PushKernelArg;
+        list.0.arg(&self.dev);
+    }
+}
+
 impl<T: Element> std::fmt::Debug for PinnedBuffer<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(

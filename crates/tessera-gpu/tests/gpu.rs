@@ -588,3 +588,121 @@ fn forked_stream_waits_for_event() {
     let got = side.download(&b).unwrap();
     assert_eq!(&got[..host.len() - 10], &host[10..]);
 }
+
+/// Host cost of the runtime calls a standalone mesh op makes (medians of 200 calls, µs):
+/// allocation and free, launches (plain and cooperative), small downloads, synchronisation,
+/// the mapped flag's clear-launch-synchronise-read. Prints; asserts only the flag's values.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn runtime_call_costs() {
+    let Some(g) = gpu() else { return };
+    let m = g
+        .compile(
+            "extern \"C\" __global__ void nop(unsigned* p) { if (p && threadIdx.x == 1024) p[0] = 1; }",
+            &CompileOptions::named("nop.cu"),
+        )
+        .unwrap();
+    let nop = m.function("nop").unwrap();
+    let flag = g.zeros::<u32>(1).unwrap();
+    let mut pinned = g.alloc_pinned::<u32>(1).unwrap();
+    let cost = |name: &str, f: &mut dyn FnMut()| {
+        for _ in 0..20 {
+            f();
+        }
+        g.synchronize().unwrap();
+        let mut v = Vec::new();
+        for _ in 0..200 {
+            let t = std::time::Instant::now();
+            f();
+            v.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+        g.synchronize().unwrap();
+        eprintln!("{name:<44} {:>8.2} µs", tessera_gpu::median(&mut v));
+    };
+    cost("alloc 1M u32 + drop", &mut || {
+        drop(g.alloc::<u32>(1 << 20).unwrap())
+    });
+    cost("zeros(1) + drop", &mut || drop(g.zeros::<u32>(1).unwrap()));
+    let mut keep = Vec::new();
+    cost("alloc 1M u32, kept", &mut || {
+        keep.push(g.alloc::<u32>(1 << 20).unwrap())
+    });
+    cost("drop of one kept 1M buffer", &mut || drop(keep.pop()));
+    cost("module.function lookup", &mut || {
+        drop(m.function("nop").unwrap())
+    });
+    cost("launch nop (1 block)", &mut || {
+        g.launch(&nop, LaunchConfig::blocks(1, 32))
+            .arg(&flag)
+            .run()
+            .unwrap()
+    });
+    cost("cooperative launch nop (1 block)", &mut || {
+        g.launch(&nop, LaunchConfig::blocks(1, 32))
+            .arg(&flag)
+            .run_cooperative()
+            .unwrap()
+    });
+    cost("cooperative launch nop (528 blocks)", &mut || {
+        g.launch(&nop, LaunchConfig::blocks(528, 256))
+            .arg(&flag)
+            .run_cooperative()
+            .unwrap()
+    });
+    cost("synchronize (idle)", &mut || g.synchronize().unwrap());
+    cost("download_at 1 u32 (pageable)", &mut || {
+        let _ = g.download_at(&flag, 0).unwrap();
+    });
+    cost("download_pinned 1 u32", &mut || {
+        g.download_pinned(&flag, &mut pinned).unwrap()
+    });
+    let hf = g.host_flag().unwrap();
+    cost(
+        "host flag: clear, launch nop, synchronize, read",
+        &mut || {
+            hf.clear();
+            g.launch(&nop, LaunchConfig::blocks(1, 32))
+                .arg(&hf)
+                .run()
+                .unwrap();
+            g.synchronize().unwrap();
+            assert_eq!(hf.get(), 0);
+        },
+    );
+    cost("launch nop + synchronize", &mut || {
+        g.launch(&nop, LaunchConfig::blocks(1, 32))
+            .arg(&flag)
+            .run()
+            .unwrap();
+        g.synchronize().unwrap()
+    });
+}
+
+/// A mapped host flag ([`Gpu::host_flag`]): raised by a kernel's plain store through its
+/// device address, read by the host after a synchronisation, cleared by the host, and left
+/// alone by a launch that does not raise it.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn host_flag_raised_by_kernel_and_cleared_by_host() {
+    let Some(g) = gpu() else { return };
+    let m = g
+        .compile(
+            "extern \"C\" __global__ void raise_if(unsigned* f, unsigned at, unsigned v) { if (blockIdx.x * blockDim.x + threadIdx.x == at) *f = v; }",
+            &CompileOptions::named("host_flag_test.cu"),
+        )
+        .unwrap();
+    let k = m.function("raise_if").unwrap();
+    let f = g.host_flag().unwrap();
+    assert_eq!(f.get(), 0, "a new flag is clear");
+    for (at, v, want) in [(5_000u32, 7u32, 7u32), (1 << 30, 9, 0), (0, 1, 1)] {
+        f.clear();
+        g.launch(&k, LaunchConfig::blocks(64, 128))
+            .arg(&f)
+            .arg(&at)
+            .arg(&v)
+            .run()
+            .unwrap();
+        g.synchronize().unwrap();
+        assert_eq!(f.get(), want, "thread {at} stores {v}");
+    }
+}
