@@ -523,6 +523,7 @@ fn face_vertices_uniform_matches_reference() {
             permuted_rows(box_mesh(BoxKind::Hex, [6, 5, 4], [1.0, 1.0, 1.0])),
         ),
         ("fan of 100 tets", fan_mesh(100)),
+        ("tet box 6x5x4 with two open faces", open_faces()),
     ] {
         let mut dm = DeviceMesh::upload(&g, &m).unwrap();
         assert!(dm.face_edges().uniform.is_some(), "{name}: uniform ∂2 rows");
@@ -533,6 +534,37 @@ fn face_vertices_uniform_matches_reference() {
             m.face_vertices(),
         );
     }
+}
+
+/// A tet box whose ∂2 rows keep 3 edges each but two faces' loops do not close (an edge
+/// replaced by one far away): the uniform face kernel raises the (mapped) flag and the
+/// general path compacts the shortened rows.
+fn open_faces() -> PolyMesh {
+    let m = box_mesh(BoxKind::Tet, [6, 5, 4], [1.0, 1.0, 1.0]);
+    let fe = m.face_edges();
+    let mut cols = fe.columns().to_vec();
+    let ne = m.num_edges() as i32;
+    cols[3 * 10 + 1] = ne - 1;
+    cols[3 * 40 + 2] = !(ne - 2);
+    let fe = Tcsr::new(fe.ncols(), fe.offsets().to_vec(), cols).unwrap();
+    PolyMesh::from_operators(
+        m.positions().to_vec(),
+        m.edge_vertices().to_vec(),
+        fe,
+        m.cell_faces().clone(),
+    )
+    .unwrap()
+}
+
+/// The fixture does what the GPU test needs: uniform ∂2 rows, two face loops that do not close.
+#[test]
+fn open_faces_have_uniform_rows_and_short_loops() {
+    let m = open_faces();
+    assert!((0..m.num_faces()).all(|f| m.face_edges().row_len(f) == 3));
+    let short = (0..m.num_faces())
+        .filter(|&f| m.face_vertices().row_len(f) < 3)
+        .count();
+    assert_eq!(short, 2);
 }
 
 #[test]
@@ -1206,6 +1238,89 @@ fn chain_phases(g: &Gpu, m: &PolyMesh) {
             "phases {op}: [{}] ms, sum {:.4} ms",
             shown.join(", "),
             med.iter().sum::<f64>()
+        );
+    }
+}
+
+/// Where the time of a standalone mesh op goes beyond its kernels (the dragon, when the
+/// shared meshes are present): the bench's event median, the host's wall clock for the
+/// call alone and with the synchronisation after it, and the event time per call of 10
+/// calls back to back (host work of one call overlapping the kernels of the last).
+#[test]
+#[ignore = "needs a CUDA device and the shared meshes"]
+fn op_overheads_shared_meshes() {
+    let Some(g) = gpu() else { return };
+    let name = "dragon-817k.msh.gz";
+    let Some(path) = shared_mesh_path(name) else {
+        eprintln!("{name}: not present, skipped");
+        return;
+    };
+    let m = tessera_mesh::io::read_mesh(&path).unwrap().mesh;
+    let mut dm = DeviceMesh::upload(&g, &m).unwrap();
+    dm.require_face_cells().unwrap();
+    let nv = m.num_vertices();
+    let k = dm.kernels();
+    let fc = k.transpose_short_rows(dm.cell_faces()).unwrap();
+    let ops: [(&str, &dyn Fn()); 7] = [
+        ("δ3", &|| {
+            k.transpose_short_rows(dm.cell_faces()).map(drop).unwrap()
+        }),
+        ("δ2", &|| k.transpose(dm.face_edges()).map(drop).unwrap()),
+        ("δ1", &|| {
+            k.transpose_edge_pairs(dm.edge_vertices(), nv)
+                .map(drop)
+                .unwrap()
+        }),
+        ("face vertices", &|| {
+            k.face_vertices(dm.face_edges(), dm.edge_vertices(), nv)
+                .map(drop)
+                .unwrap()
+        }),
+        ("cell edges", &|| {
+            k.cell_edges(dm.cell_faces(), dm.face_edges())
+                .map(drop)
+                .unwrap()
+        }),
+        ("cell vertices", &|| {
+            k.cell_vertices(dm.cell_faces(), dm.face_edges(), dm.edge_vertices(), nv)
+                .map(drop)
+                .unwrap()
+        }),
+        ("boundary", &|| {
+            k.boundary(&fc, dm.face_edges(), dm.edge_vertices(), nv)
+                .map(drop)
+                .unwrap()
+        }),
+    ];
+    eprintln!("op              event ms   host call ms  host+sync ms  back-to-back ms/call");
+    for (op, f) in ops {
+        let ev = g
+            .median_ms(21, 3, || {
+                f();
+                Ok(())
+            })
+            .unwrap();
+        let (mut call, mut synced) = (Vec::new(), Vec::new());
+        for _ in 0..21 {
+            let t = std::time::Instant::now();
+            f();
+            call.push(t.elapsed().as_secs_f64() * 1e3);
+            g.synchronize().unwrap();
+            synced.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        let b2b = g
+            .median_ms(7, 1, || {
+                for _ in 0..10 {
+                    f();
+                }
+                Ok(())
+            })
+            .unwrap()
+            / 10.0;
+        eprintln!(
+            "{op:<15} {ev:>9.4} {:>13.4} {:>13.4} {b2b:>13.4}",
+            tessera_gpu::median(&mut call),
+            tessera_gpu::median(&mut synced)
         );
     }
 }

@@ -30,7 +30,8 @@ use crate::boundary::Boundary;
 use crate::{MeshError, Point, PolyMesh};
 use std::sync::Arc;
 use tessera_gpu::{
-    CompileOptions, DeviceBuffer, Gpu, GpuError, Kernel, LaunchConfig, Module, Primitives, SegOrder,
+    CompileOptions, DeviceBuffer, Gpu, GpuError, HostFlag, Kernel, KernelArg, LaunchConfig, Module,
+    Primitives, SegOrder,
 };
 use tessera_sparse::Tcsr;
 
@@ -145,6 +146,9 @@ pub struct MeshKernels<'g> {
     prims: Primitives<'g>,
     module: Arc<Module>,
     coop: Option<Arc<CoopChains>>,
+    /// The flag of the fast paths that read one (a mapped host word: no memset before the
+    /// launch, no copy after it), held locked from its clearing to its reading.
+    flag: Arc<std::sync::Mutex<HostFlag>>,
 }
 
 /// What the one-launch chains (`transpose_coop`, `boundary_coop` in `kernels/mesh.cu`) need:
@@ -230,6 +234,7 @@ impl<'g> MeshKernels<'g> {
             prims: gpu.primitives()?,
             module,
             coop,
+            flag: Arc::new(std::sync::Mutex::new(gpu.host_flag()?)),
         })
     }
     /// Another handle on the same kernels and the same device stream.
@@ -239,6 +244,7 @@ impl<'g> MeshKernels<'g> {
             prims: self.gpu.primitives()?,
             module: self.module.clone(),
             coop: self.coop.clone(),
+            flag: self.flag.clone(),
         })
     }
     /// Whether the mesh chains run as one cooperative launch each (transposes, boundary).
@@ -297,7 +303,7 @@ impl<'g> MeshKernels<'g> {
     pub fn transpose_deferred(
         &self,
         m: &DeviceTcsr,
-        flag: &DeviceBuffer<u32>,
+        flag: &dyn KernelArg,
     ) -> Result<DeviceTcsr, MeshError> {
         if let Some(t) =
             self.transpose_one_launch(&Self::tcsr_input(m), m.ncols, false, Some(flag))?
@@ -321,7 +327,7 @@ impl<'g> MeshKernels<'g> {
         &self,
         vals: &DeviceBuffer<i32>,
         offsets: &DeviceBuffer<u32>,
-        flag: &DeviceBuffer<u32>,
+        flag: &dyn KernelArg,
     ) -> Result<(), MeshError> {
         let nrows = offsets.len().saturating_sub(1);
         if nrows == 0 || vals.is_empty() {
@@ -349,16 +355,29 @@ impl<'g> MeshKernels<'g> {
         Ok(())
     }
 
+    /// Enqueue `launch` (kernels that may raise the flag it is given) with the mapped flag
+    /// cleared, wait for the stream (the one host synchronisation), and return the result
+    /// with whether the flag was raised.
+    fn with_flag<T>(
+        &self,
+        launch: impl FnOnce(&dyn KernelArg) -> Result<T, MeshError>,
+    ) -> Result<(T, bool), MeshError> {
+        let flag = self.flag.lock().unwrap_or_else(|p| p.into_inner());
+        flag.clear();
+        let r = launch(&*flag);
+        self.gpu.synchronize()?;
+        Ok((r?, flag.get() != 0))
+    }
+
     /// A deferred transpose (given a zeroed flag) with its flag read (one host
     /// synchronisation): when some row was too long for the deferred sort, every row is
     /// sorted again by the general segmented sort (radix for long rows).
     fn sorted_now(
         &self,
-        deferred: impl FnOnce(&DeviceBuffer<u32>) -> Result<DeviceTcsr, MeshError>,
+        deferred: impl FnOnce(&dyn KernelArg) -> Result<DeviceTcsr, MeshError>,
     ) -> Result<DeviceTcsr, MeshError> {
-        let flag = self.gpu.zeros::<u32>(1)?;
-        let mut t = deferred(&flag)?;
-        if self.gpu.download_at(&flag, 0)? != 0 {
+        let (mut t, raised) = self.with_flag(deferred)?;
+        if raised {
             let longest = self.prims.max_row_len(&t.offsets)?;
             self.prims.segmented_sort_known(
                 &mut t.columns,
@@ -420,7 +439,7 @@ impl<'g> MeshKernels<'g> {
         input: &TransposeInput<'_>,
         ncols: usize,
         two_slot: bool,
-        flag: Option<&DeviceBuffer<u32>>,
+        flag: Option<&dyn KernelArg>,
     ) -> Result<Option<DeviceTcsr>, MeshError> {
         let Some(c) = self.coop.as_deref() else {
             return Ok(None);
@@ -458,7 +477,7 @@ impl<'g> MeshKernels<'g> {
             .arg(&mid)
             .arg(&offsets)
             .arg(&out)
-            .arg(flag.unwrap_or(&c.unused_flag))
+            .arg(flag.unwrap_or(&c.unused_flag as &dyn KernelArg))
             .run_cooperative()?;
         Ok(Some(DeviceTcsr {
             offsets,
@@ -530,7 +549,7 @@ impl<'g> MeshKernels<'g> {
         &self,
         edge_vertices: &DeviceBuffer<u32>,
         nvertices: usize,
-        flag: &DeviceBuffer<u32>,
+        flag: &dyn KernelArg,
     ) -> Result<DeviceTcsr, MeshError> {
         let g = self.gpu;
         let ne = edge_vertices.len() / 2;
@@ -617,9 +636,9 @@ impl<'g> MeshKernels<'g> {
         nvertices: usize,
     ) -> Result<DeviceTcsr, MeshError> {
         if Self::uniform_face_kernel(fe).is_some() {
-            let flag = self.gpu.zeros::<u32>(1)?;
-            let r = self.face_vertices_deferred(fe, edge_vertices, nvertices, &flag)?;
-            if self.gpu.download_at(&flag, 0)? == 0 {
+            let (r, raised) =
+                self.with_flag(|f| self.face_vertices_deferred(fe, edge_vertices, nvertices, f))?;
+            if !raised {
                 return Ok(r);
             }
         }
@@ -642,7 +661,7 @@ impl<'g> MeshKernels<'g> {
         fe: &DeviceTcsr,
         edge_vertices: &DeviceBuffer<u32>,
         nvertices: usize,
-        flag: &DeviceBuffer<u32>,
+        flag: &dyn KernelArg,
     ) -> Result<DeviceTcsr, MeshError> {
         let g = self.gpu;
         let nf = fe.nrows();
@@ -681,7 +700,7 @@ impl<'g> MeshKernels<'g> {
         fe: &DeviceTcsr,
         edge_vertices: &DeviceBuffer<u32>,
         out: &DeviceBuffer<i32>,
-        err: &DeviceBuffer<u32>,
+        err: &dyn KernelArg,
     ) -> Result<DeviceBuffer<u32>, MeshError> {
         let nf = fe.nrows();
         let written = self.gpu.alloc::<u32>(nf)?;
@@ -768,14 +787,10 @@ impl<'g> MeshKernels<'g> {
     /// path).
     fn unless_flagged(
         &self,
-        launch: impl FnOnce(&DeviceBuffer<u32>) -> Result<Option<DeviceTcsr>, MeshError>,
+        launch: impl FnOnce(&dyn KernelArg) -> Result<Option<DeviceTcsr>, MeshError>,
     ) -> Result<Option<DeviceTcsr>, MeshError> {
-        let bad = self.gpu.zeros::<u32>(1)?;
-        let r = launch(&bad)?;
-        if r.is_none() || self.gpu.download_at(&bad, 0)? != 0 {
-            return Ok(None);
-        }
-        Ok(r)
+        let (r, raised) = self.with_flag(launch)?;
+        Ok(if raised { None } else { r })
     }
 
     /// ∂̂3¹ of cells of one shape by the register kernel ([`MeshKernels::uniform_cell_rows`]),
@@ -784,7 +799,7 @@ impl<'g> MeshKernels<'g> {
         &self,
         cf: &DeviceTcsr,
         fe: &DeviceTcsr,
-        bad: &DeviceBuffer<u32>,
+        bad: &dyn KernelArg,
     ) -> Result<Option<DeviceTcsr>, MeshError> {
         let Some((name, k, m)) = Self::uniform_shape(cf, fe) else {
             return Ok(None);
@@ -801,7 +816,7 @@ impl<'g> MeshKernels<'g> {
         fe: &DeviceTcsr,
         edge_vertices: &DeviceBuffer<u32>,
         nvertices: usize,
-        bad: &DeviceBuffer<u32>,
+        bad: &dyn KernelArg,
     ) -> Result<Option<DeviceTcsr>, MeshError> {
         let Some((name, k, m)) = Self::uniform_shape(cf, fe) else {
             return Ok(None);
@@ -826,7 +841,7 @@ impl<'g> MeshKernels<'g> {
         edge_vertices: Option<&DeviceBuffer<u32>>,
         row: u32,
         ncols: usize,
-        bad: &DeviceBuffer<u32>,
+        bad: &dyn KernelArg,
     ) -> Result<Option<DeviceTcsr>, MeshError> {
         let g = self.gpu;
         let nc = cf.nrows();
@@ -860,7 +875,7 @@ impl<'g> MeshKernels<'g> {
         &self,
         cf: &DeviceTcsr,
         fe: &DeviceTcsr,
-        flag: &DeviceBuffer<u32>,
+        flag: &dyn KernelArg,
     ) -> Result<DeviceTcsr, MeshError> {
         if let Some(r) = self.uniform_cell_edges(cf, fe, flag)? {
             return Ok(r);
@@ -876,7 +891,7 @@ impl<'g> MeshKernels<'g> {
         fe: &DeviceTcsr,
         edge_vertices: &DeviceBuffer<u32>,
         nvertices: usize,
-        flag: &DeviceBuffer<u32>,
+        flag: &dyn KernelArg,
     ) -> Result<DeviceTcsr, MeshError> {
         if let Some(r) = self.uniform_cell_vertices(cf, fe, edge_vertices, nvertices, flag)? {
             return Ok(r);

@@ -97,7 +97,7 @@ extern "C" __global__ void tsort_mid_rows(i32* vals, const u32* offs, u64 nrows,
         u64 r = r0 + threadIdx.x;
         if (r < nrows) {
             u32 n = offs[r + 1] - offs[r];
-            if (n > TS_MID) atomicOr(flag, 1u);
+            if (n > TS_MID) *flag = 1u;  // a plain store: the flag may be mapped host memory
             else if (n > TS_SHORT) list[atomicAdd(&nlist, 1u)] = threadIdx.x;
         }
         __syncthreads();
@@ -115,9 +115,10 @@ extern "C" __global__ void tsort_mid_rows(i32* vals, const u32* offs, u64 nrows,
 // (as relations::face_loop on the CPU). err bit 0: an out-of-order row longer than 512;
 // bit 1: some row came out shorter than its ∂2 row (the caller then compacts).
 // Chain the row a..a+n (not in loop order) starting with its first edge; returns the entries
-// written (< n when the loop does not close). err bit 0: the row is longer than 512.
-__device__ u32 face_chain(const i32* cols, const u32* ev, u32 a, u32 n, i32* out, u32* err) {
-    if (n > 512) { atomicOr(err, 3u); return 0; }
+// written (< n when the loop does not close) and ORs the err bits into *bits (a register
+// of the caller): bit 0 the row is longer than 512, bit 1 the loop did not close.
+__device__ u32 face_chain(const i32* cols, const u32* ev, u32 a, u32 n, i32* out, u32* bits) {
+    if (n > 512) { *bits |= 3u; return 0; }
     u32 s0, t0;
     ends(ev, cols[a], s0, t0);
     u64 used[8];
@@ -141,7 +142,7 @@ __device__ u32 face_chain(const i32* cols, const u32* ev, u32 a, u32 n, i32* out
         ends(ev, cols[a + found], s, t);
         cur = t;
     }
-    if (k < n) atomicOr(err, 2u);
+    if (k < n) *bits |= 2u;
     return k;
 }
 extern "C" __global__ void face_vertices_fill(const u32* offs, const i32* cols, const u32* ev, u64 nf, i32* out,
@@ -169,7 +170,9 @@ extern "C" __global__ void face_vertices_fill(const u32* offs, const i32* cols, 
         written[f] = n;
         return;
     }
-    written[f] = face_chain(cols, ev, a, n, out, err);
+    u32 bits = 0;
+    written[f] = face_chain(cols, ev, a, n, out, &bits);
+    if (bits) atomicOr(err, bits);
 }
 // Faces of M edges each (offsets M f, known on the host): one thread per face with the row
 // and its M edge pairs in registers (8-byte loads); also writes the offsets. A row not in
@@ -200,7 +203,9 @@ __device__ void uniform_face_vertices(const i32* cols, const uint2* ev2, const u
         for (int i = 0; i < M; i++) out[(u64)M * f + i] = (i32)s[i];
         return;
     }
-    face_chain(cols, ev, (u32)(M * f), M, out, err);
+    u32 bits = 0;
+    face_chain(cols, ev, (u32)(M * f), M, out, &bits);
+    if (bits) *err = bits;  // only bit 1 (M <= 4): a plain store, err may be mapped host memory
 }
 extern "C" __global__ void face_vertices_3(const i32* cols, const u32* ev, u64 nf, u32* offs, i32* out, u32* err) {
     uniform_face_vertices<3>(cols, (const uint2*)ev, ev, nf, offs, out, err);
@@ -269,15 +274,34 @@ extern "C" __global__ void cell_vertices_fill(const u32* cf_offs, const i32* cf_
 // closed cell has R = 2 + K (M - 2) / 2 vertices (Euler) and K M / 2 edges, so every row is
 // written at the fixed stride R; a cell with another count sets *bad and the caller takes
 // the general path (whose result this equals whenever *bad stays 0).
+template <typename T>
+__device__ __forceinline__ void cmp_swap(T* v, int i, int j) {
+    T a = v[i], b = v[j];
+    v[i] = a < b ? a : b;
+    v[j] = a < b ? b : a;
+}
+// 12 inputs (the entries of a tetrahedron's faces): the 39-comparator network of depth 9
+// (Shapiro and Green; checked on all 4096 0-1 inputs), against 66 comparators of the
+// transposition network; any other N: odd-even transposition. (Batcher's merge sort for
+// the row sorts of 8-32 keys was tried: its index loops did not unroll, the keys went to
+// local memory, and the short-row sorts of δ2/δ1 became 2-4x slower.)
 template <int N, typename T>
 __device__ __forceinline__ void sort_net(T* v) {
+    if constexpr (N == 12) {
+        cmp_swap(v, 0, 8); cmp_swap(v, 1, 7); cmp_swap(v, 2, 6); cmp_swap(v, 3, 11); cmp_swap(v, 4, 10); cmp_swap(v, 5, 9);
+        cmp_swap(v, 0, 1); cmp_swap(v, 2, 5); cmp_swap(v, 3, 4); cmp_swap(v, 6, 9); cmp_swap(v, 7, 8); cmp_swap(v, 10, 11);
+        cmp_swap(v, 0, 2); cmp_swap(v, 1, 6); cmp_swap(v, 5, 10); cmp_swap(v, 9, 11);
+        cmp_swap(v, 0, 3); cmp_swap(v, 1, 2); cmp_swap(v, 4, 6); cmp_swap(v, 5, 7); cmp_swap(v, 8, 11); cmp_swap(v, 9, 10);
+        cmp_swap(v, 1, 4); cmp_swap(v, 3, 5); cmp_swap(v, 6, 8); cmp_swap(v, 7, 10);
+        cmp_swap(v, 1, 3); cmp_swap(v, 2, 5); cmp_swap(v, 6, 9); cmp_swap(v, 8, 10);
+        cmp_swap(v, 2, 3); cmp_swap(v, 4, 5); cmp_swap(v, 6, 7); cmp_swap(v, 8, 9);
+        cmp_swap(v, 4, 6); cmp_swap(v, 5, 7);
+        cmp_swap(v, 3, 4); cmp_swap(v, 5, 6); cmp_swap(v, 7, 8);
+    } else {
 #pragma unroll
-    for (int r = 0; r < N; r++) {
+        for (int r = 0; r < N; r++) {
 #pragma unroll
-        for (int i = r & 1; i + 1 < N; i += 2) {
-            T a = v[i], b = v[i + 1];
-            v[i] = a < b ? a : b;
-            v[i + 1] = a < b ? b : a;
+            for (int i = r & 1; i + 1 < N; i += 2) cmp_swap(v, i, i + 1);
         }
     }
 }
@@ -339,6 +363,11 @@ __device__ __forceinline__ int write_distinct(const i32* v, i32 stop, i32* o) {
     store_row<R>(o, d);
     return u;
 }
+// Cell vertices read each distinct signed-edge column once: the K M signed edges of the
+// cell's faces are sorted as keys (column << 1 | sign), and a run of one column (a closed
+// cell sees every edge twice, with both signs) loads its vertex pair once and takes the
+// start of each signed entry from it. The starts are the same multiset as one load per
+// entry gives, so the row (and *bad) are unchanged; a tetrahedron loads 6 edges, not 12.
 template <int K, int M>
 __device__ void uniform_cell_vertices(const i32* cf_cols, const i32* fe_cols, const u32* ev, u64 nc, u32* offs,
                                       i32* out, u32* bad) {
@@ -347,7 +376,8 @@ __device__ void uniform_cell_vertices(const i32* cf_cols, const i32* fe_cols, co
     if (c > nc) return;
     offs[c] = (u32)(R * c);
     if (c == nc) return;
-    i32 v[N], cfs[K];
+    u32 key[N];
+    i32 cfs[K];
     load_row<K>(cf_cols + (u64)K * c, cfs);
 #pragma unroll
     for (int j = 0; j < K; j++) {
@@ -355,14 +385,18 @@ __device__ void uniform_cell_vertices(const i32* cf_cols, const i32* fe_cols, co
         i32 ys[M];
         load_row<M>(fe_cols + (u64)M * f, ys);
 #pragma unroll
-        for (int i = 0; i < M; i++) {
-            i32 y = ys[i];
-            uint2 p = ((const uint2*)ev)[tcol(y)];
-            v[j * M + i] = (i32)(y < 0 ? p.y : p.x);  // start of the signed edge
-        }
+        for (int i = 0; i < M; i++) key[j * M + i] = (tcol(ys[i]) << 1) | ((u32)ys[i] >> 31);
+    }
+    sort_net<N>(key);
+    i32 v[N];
+    uint2 p = make_uint2(0, 0);
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        if (i == 0 || (key[i] >> 1) != (key[i - 1] >> 1)) p = ((const uint2*)ev)[key[i] >> 1];
+        v[i] = (i32)((key[i] & 1) ? p.y : p.x);  // start of the signed edge
     }
     sort_net<N>(v);
-    if (write_distinct<N, R>(v, -1, out + (u64)R * c) != R) atomicOr(bad, 1u);
+    if (write_distinct<N, R>(v, -1, out + (u64)R * c) != R) *bad = 1u;  // plain: may be mapped host memory
 }
 template <int K, int M>
 __device__ void uniform_cell_edges(const i32* cf_cols, const i32* fe_cols, u64 nc, u32* offs, i32* out, u32* bad) {
@@ -387,7 +421,7 @@ __device__ void uniform_cell_edges(const i32* cf_cols, const i32* fe_cols, u64 n
         }
     }
     sort_net<N>(v);
-    if (write_distinct<N, R>(v, NONE, out + (u64)R * c) != R) atomicOr(bad, 1u);
+    if (write_distinct<N, R>(v, NONE, out + (u64)R * c) != R) *bad = 1u;  // plain: may be mapped host memory
 }
 extern "C" __global__ void cell_vertices_4x3(const i32* cf_cols, const i32* fe_cols, const u32* ev, u64 nc, u32* offs,
                                              i32* out, u32* bad) {
@@ -655,7 +689,7 @@ __device__ void coop_sort_rows(i32* out, const u32* toffs, u64 nrows, u32* mid, 
         } else if (n <= TS_MID) {
             mid[atomicAdd(sync + 2, 1u)] = (u32)r;
         } else {
-            atomicOr(flag, 1u);
+            *flag = 1u;  // a plain store: the flag may be mapped host memory
         }
     }
     grid_sync(sync);
