@@ -82,6 +82,7 @@ mod tests {
             for par in [Par::Seq, Par::Rayon] {
                 assert_eq!(filled(n, 0xdead_beefu32, par), vec![0xdead_beefu32; n]);
                 assert_eq!(filled(n, 0.0f32, par), vec![0.0f32; n]);
+                assert_eq!(filled(n, -1i32, par), vec![-1i32; n]);
             }
         }
     }

@@ -36,37 +36,3 @@ impl Par {
         }
     }
 }
-
-/// A vector of `n` copies of `value`, written by the threads of the current rayon pool in
-/// chunks with `Par::Rayon`. (`vec![0; n]` zeroes reused memory on the calling thread
-/// alone: a serial pass in front of the parallel work that fills the vector.)
-pub fn filled_vec<T: Copy + Send + Sync>(par: Par, n: usize, value: T) -> Vec<T> {
-    use rayon::prelude::*;
-    use std::mem::MaybeUninit;
-    if par == Par::Seq || n < 1 << 16 {
-        return vec![value; n];
-    }
-    let mut v: Vec<T> = Vec::with_capacity(n);
-    v.spare_capacity_mut()[..n]
-        .par_chunks_mut(1 << 14)
-        .for_each(|c| c.fill(MaybeUninit::new(value)));
-    // SAFETY: the capacity is at least `n`, and the chunks above cover the first `n`
-    // elements of it and wrote every one of them (`for_each` runs every chunk).
-    unsafe { v.set_len(n) };
-    v
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn filled_vec_equals_vec_macro() {
-        for n in [0usize, 1, 1000, (1 << 16) + 17, 300_001] {
-            for par in [Par::Seq, Par::Rayon] {
-                assert_eq!(filled_vec(par, n, 7u32), vec![7u32; n]);
-                assert_eq!(filled_vec(par, n, -1i32), vec![-1i32; n]);
-            }
-        }
-    }
-}

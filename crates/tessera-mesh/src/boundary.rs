@@ -184,7 +184,7 @@ where
     F: Fn(usize, &mut [T]) + Sync,
 {
     let total: usize = counts.iter().map(|&c| c as usize).sum();
-    let mut out = tessera_core::par::filled_vec(par, total, T::default());
+    let mut out = tessera_core::bulk::filled(total, T::default(), par);
     let mut pieces: Vec<&mut [T]> = Vec::with_capacity(counts.len());
     let mut rest: &mut [T] = &mut out;
     for &c in counts {

@@ -23,19 +23,20 @@ use crate::runtime::{DeviceBuffer, Element, Gpu, Kernel, LaunchConfig, Module};
 use crate::CompileOptions;
 use std::sync::Arc;
 
-/// CUDA source of the primitives (deterministic: a constant). Compiled after [`ROW_SORT`]
+/// CUDA source of the primitives (deterministic: a constant). Compiled after [`PRELUDE`]
 /// ([`module_source`]).
 pub const SOURCE: &str = include_str!("primitives.cu");
 
-/// CUDA source of the row sorts (keys, one-thread insertion sort, one-block bitonic sort)
-/// and the block-wide scan and sum that the primitives and the mesh kernels share:
-/// prepended to both modules' sources, so there is one definition.
-pub const ROW_SORT: &str = include_str!("row_sort.cuh");
+/// CUDA source of what the primitives and the mesh kernels share (the row sorts: keys,
+/// one-thread insertion sort, one-block bitonic sort, the middle class of rows one block
+/// each; the block-wide scan and sum): prepended to both modules' sources, so there is one
+/// definition.
+pub const PRELUDE: &str = include_str!("prelude.cuh");
 
-/// The primitives module's whole source: [`ROW_SORT`] then [`SOURCE`].
+/// The primitives module's whole source: [`PRELUDE`] then [`SOURCE`].
 pub fn module_source() -> &'static str {
     static S: std::sync::LazyLock<String> =
-        std::sync::LazyLock::new(|| format!("{ROW_SORT}{SOURCE}"));
+        std::sync::LazyLock::new(|| format!("{PRELUDE}{SOURCE}"));
     &S
 }
 

@@ -247,7 +247,7 @@ RADIX_INSTANCES(u32, u32)
 RADIX_INSTANCES(u64, u64)
 
 // ---------------------------------------------------------------- segmented sort of short rows
-// Keys (seg_key, seg_unkey) and the row sorts come from row_sort.cuh (tessera_gpu::ROW_SORT).
+// Keys (seg_key, seg_unkey) and the row sorts come from prelude.cuh (tessera_gpu::primitives::PRELUDE).
 // One thread per row, insertion sort in place (rows of up to a few dozen entries); rows
 // longer than skip_above are left to segsort_mid_rows.
 extern "C" __global__ void __launch_bounds__(BLOCK) segsort_rows(u32* vals, const u32* offsets, u64 nrows, u32 mode,
@@ -265,29 +265,15 @@ extern "C" __global__ void __launch_bounds__(BLOCK) segsort_keys(const u32* vals
     for (u32 j = offsets[r]; j < offsets[r + 1]; j++) keys[j] = (r << 32) | (u64)seg_key(vals[j], mode);
 }
 
-// Rows of more than short_row and at most MID_ROW entries: each block looks at BLOCK rows at
-// a time, lists the long ones in shared memory and sorts each with a bitonic sort of its keys
-// in shared memory (keys map back to values one to one, so the unstable network gives the
-// stable order).
+// Rows of more than short_row and at most MID_ROW entries, one block per row
+// (block_sort_mid_rows of prelude.cuh; the caller has checked that no row is longer).
 #define MID_ROW 2048
 extern "C" __global__ void __launch_bounds__(BLOCK) segsort_mid_rows(u32* vals, const u32* offsets, u64 nrows, u32 mode,
                                                                     u32 short_row) {
     __shared__ u32 sh[MID_ROW];
     __shared__ u32 list[BLOCK];
     __shared__ u32 nlist;
-    for (u64 r0 = (u64)blockIdx.x * BLOCK; r0 < nrows; r0 += (u64)gridDim.x * BLOCK) {
-        if (threadIdx.x == 0) nlist = 0;
-        __syncthreads();
-        u64 r = r0 + threadIdx.x;
-        if (r < nrows && offsets[r + 1] - offsets[r] > short_row) list[atomicAdd(&nlist, 1u)] = threadIdx.x;
-        __syncthreads();
-        u32 m = nlist;
-        for (u32 q = 0; q < m; q++) {
-            u64 row = r0 + list[q];
-            block_sort_row(vals, offsets[row], offsets[row + 1] - offsets[row], mode, sh);
-        }
-        __syncthreads();
-    }
+    block_sort_mid_rows(vals, offsets, nrows, mode, short_row, MID_ROW, nullptr, sh, list, &nlist);
 }
 
 // ---------------------------------------------------------------- unique

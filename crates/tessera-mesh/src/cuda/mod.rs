@@ -39,10 +39,10 @@ use tessera_sparse::Tcsr;
 /// sorts and block scans it shares with the primitives ([`module_source`]).
 pub const SOURCE: &str = include_str!("kernels/mesh.cu");
 
-/// The mesh module's whole source: `tessera_gpu::primitives::ROW_SORT` then [`SOURCE`].
+/// The mesh module's whole source: `tessera_gpu::primitives::PRELUDE` then [`SOURCE`].
 pub fn module_source() -> &'static str {
     static S: std::sync::LazyLock<String> =
-        std::sync::LazyLock::new(|| format!("{}{SOURCE}", tessera_gpu::primitives::ROW_SORT));
+        std::sync::LazyLock::new(|| format!("{}{SOURCE}", tessera_gpu::primitives::PRELUDE));
     &S
 }
 

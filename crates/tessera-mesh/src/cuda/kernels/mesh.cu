@@ -74,7 +74,7 @@ extern "C" __global__ void edge_fill_transpose(const u32* ev, u64 ne, const u32*
 // *flag, so the caller sorts them again with the general sort (or discards the result).
 #define TS_SHORT 64
 #define TS_MID 2048
-// The TCSR order of the shared row sorts (row_sort.cuh, prepended to this source): by
+// The TCSR order of the shared row sorts (prelude.cuh, prepended to this source): by
 // decoded column, -c before +c.
 #define TS_MODE 2u
 __device__ __forceinline__ u32 tkey(i32 v) { return seg_key((u32)v, TS_MODE); }
@@ -85,29 +85,13 @@ extern "C" __global__ void tsort_short_rows(i32* vals, const u32* offs, u64 nrow
     u32 a = offs[r], b = offs[r + 1];
     if (b - a <= TS_SHORT) thread_sort_row((u32*)vals, a, b, TS_MODE);
 }
-// Rows of TS_SHORT..TS_MID entries, one block per row (bitonic sort of the keys in shared
-// memory; keys map back to values one to one); each block scans BLOCK rows at a time.
+// Rows of TS_SHORT..TS_MID entries, one block per row (block_sort_mid_rows of
+// prelude.cuh); a longer row raises *flag.
 extern "C" __global__ void tsort_mid_rows(i32* vals, const u32* offs, u64 nrows, u32* flag) {
     __shared__ u32 sh[TS_MID];
     __shared__ u32 list[BLOCK];
     __shared__ u32 nlist;
-    for (u64 r0 = (u64)blockIdx.x * BLOCK; r0 < nrows; r0 += (u64)gridDim.x * BLOCK) {
-        if (threadIdx.x == 0) nlist = 0;
-        __syncthreads();
-        u64 r = r0 + threadIdx.x;
-        if (r < nrows) {
-            u32 n = offs[r + 1] - offs[r];
-            if (n > TS_MID) *flag = 1u;  // a plain store: the flag may be mapped host memory
-            else if (n > TS_SHORT) list[atomicAdd(&nlist, 1u)] = threadIdx.x;
-        }
-        __syncthreads();
-        u32 m = nlist;
-        for (u32 q = 0; q < m; q++) {
-            u64 row = r0 + list[q];
-            block_sort_row((u32*)vals, offs[row], offs[row + 1] - offs[row], TS_MODE, sh);
-        }
-        __syncthreads();
-    }
+    block_sort_mid_rows((u32*)vals, offs, nrows, TS_MODE, TS_SHORT, TS_MID, flag, sh, list, &nlist);
 }
 
 // ---------------------------------------------------------------- face vertices
@@ -502,6 +486,27 @@ extern "C" __global__ void compact_rows(const u32* old_offs, const i32* old_cols
 // flags: bit 0 = +f is boundary (no cell in front), bit 1 = -f is boundary (no cell behind),
 // bit 2 = non-manifold face (not 1 or 2 cells with opposite orientations; also ORed into
 // *nonmanifold)
+// The flags of face f from the signs of its δ3 row (bit 0: a boundary side without a -1
+// cell, bit 1: without a +1 cell, bit 2: not manifold, which also raises *nonmanifold)
+__device__ __forceinline__ u32 boundary_flags(u32 plus, u32 minus, u32* nonmanifold) {
+    u32 fl = (minus == 0 ? 1u : 0u) | (plus == 0 ? 2u : 0u);
+    bool manifold = (plus == 1 && minus == 0) || (plus == 0 && minus == 1) || (plus == 1 && minus == 1);
+    if (!manifold) {
+        fl |= 4u;
+        atomicOr(nonmanifold, 1u);
+    }
+    return fl;
+}
+// Mark the edges and vertices of (boundary) face f
+__device__ __forceinline__ void boundary_mark_face(u64 f, const u32* fe_offs, const i32* fe_cols, const u32* ev,
+                                                   u32* emark, u32* vmark) {
+    for (u32 k = fe_offs[f]; k < fe_offs[f + 1]; k++) {
+        u64 e = tcol(fe_cols[k]);
+        emark[e] = 1u;
+        vmark[ev[2 * e]] = 1u;
+        vmark[ev[2 * e + 1]] = 1u;
+    }
+}
 extern "C" __global__ void boundary_face_flags(const u32* fc_offs, const i32* fc_cols, u64 nf, u32* flags, u32* nhalf,
                                                u32* nonmanifold) {
     u64 f = TID;
@@ -510,12 +515,7 @@ extern "C" __global__ void boundary_face_flags(const u32* fc_offs, const i32* fc
     for (u32 j = fc_offs[f]; j < fc_offs[f + 1]; j++) {
         if (fc_cols[j] < 0) minus++; else plus++;
     }
-    u32 fl = (minus == 0 ? 1u : 0u) | (plus == 0 ? 2u : 0u);
-    bool manifold = (plus == 1 && minus == 0) || (plus == 0 && minus == 1) || (plus == 1 && minus == 1);
-    if (!manifold) {
-        fl |= 4u;
-        atomicOr(nonmanifold, 1u);
-    }
+    u32 fl = boundary_flags(plus, minus, nonmanifold);
     flags[f] = fl;
     nhalf[f] = (fl & 1u) + ((fl >> 1) & 1u);
 }
@@ -531,12 +531,7 @@ extern "C" __global__ void boundary_mark(const u32* flags, const u32* fe_offs, c
                                          u32* emark, u32* vmark) {
     u64 f = TID;
     if (f >= nf || (flags[f] & 3u) == 0) return;
-    for (u32 k = fe_offs[f]; k < fe_offs[f + 1]; k++) {
-        u64 e = tcol(fe_cols[k]);
-        emark[e] = 1u;
-        vmark[ev[2 * e]] = 1u;
-        vmark[ev[2 * e + 1]] = 1u;
-    }
+    boundary_mark_face(f, fe_offs, fe_cols, ev, emark, vmark);
 }
 // the three totals (last entries of the scans) and the non-manifold word, for one download
 extern "C" __global__ void boundary_totals(const u32* fpos, u64 nf, const u32* epos, u64 ne, const u32* vpos, u64 nv,
@@ -875,25 +870,13 @@ extern "C" __global__ void __launch_bounds__(256, 4) transpose_coop(const u32* o
     coop_stamp(sync);
 }
 
-// One face of the boundary extraction: its flags (as boundary_face_flags) and, for a
-// boundary face, the marks of its edges and vertices.
+// One face of the boundary extraction: its flags and, for a boundary face, the marks of
+// its edges and vertices (boundary_face_flags and boundary_mark in one pass).
 __device__ __forceinline__ void boundary_face(u64 f, u32 plus, u32 minus, const u32* fe_offs, const i32* fe_cols,
                                               const u32* ev, u32* flags, u32* emark, u32* vmark, u32* totals) {
-    u32 fl = (minus == 0 ? 1u : 0u) | (plus == 0 ? 2u : 0u);
-    bool manifold = (plus == 1 && minus == 0) || (plus == 0 && minus == 1) || (plus == 1 && minus == 1);
-    if (!manifold) {
-        fl |= 4u;
-        atomicOr(totals + 3, 1u);
-    }
+    u32 fl = boundary_flags(plus, minus, totals + 3);
     flags[f] = fl;
-    if (fl & 3u) {
-        for (u32 q = fe_offs[f]; q < fe_offs[f + 1]; q++) {
-            u64 e = tcol(fe_cols[q]);
-            emark[e] = 1u;
-            vmark[ev[2 * e]] = 1u;
-            vmark[ev[2 * e + 1]] = 1u;
-        }
-    }
+    if (fl & 3u) boundary_mark_face(f, fe_offs, fe_cols, ev, emark, vmark);
 }
 
 // Boundary extraction (§3.4.2) in one launch: face flags (as boundary_face_flags) and the

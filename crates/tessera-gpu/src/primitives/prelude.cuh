@@ -1,7 +1,8 @@
 // Row sorts and block scans shared by the primitives and the mesh kernels: one definition,
-// prepended to both modules' sources (tessera_gpu::ROW_SORT). Keys by `mode`: 0 unsigned, 1 signed 32-bit,
-// 2 TCSR entries by decoded column, -c before +c (SegOrder::TcsrColumn); keys map back to
-// values one to one, so an unstable network gives the one sorted order.
+// prepended to both modules' sources (tessera_gpu::primitives::PRELUDE). Keys by `mode`: 0
+// unsigned, 1 signed 32-bit, 2 TCSR entries by decoded column, -c before +c
+// (SegOrder::TcsrColumn); keys map back to values one to one, so an unstable network gives
+// the one sorted order.
 typedef unsigned int u32;
 typedef int i32;
 
@@ -56,6 +57,37 @@ __device__ void block_sort_row(u32* vals, u32 a, u32 n, u32 mode, u32* sh) {
     }
     for (u32 i = threadIdx.x; i < n; i += blockDim.x) vals[a + i] = seg_unkey(sh[i], mode);
     __syncthreads();
+}
+
+// The middle class of the row sorts, one block per row: of rows [0, nrows), those of more
+// than `short_row` and at most `mid_row` entries (`sh` holds mid_row keys), each block
+// looking at blockDim.x rows at a time (listed in the shared `list` of blockDim.x words and
+// its count `*nlist`) and sorting each listed row with block_sort_row. A longer row is left
+// as it is and raises *flag with a plain store when `flag` is given (it may be mapped host
+// memory). The mesh transposes' tsort_mid_rows and the primitives' segsort_mid_rows.
+__device__ void block_sort_mid_rows(u32* vals, const u32* offs, unsigned long long nrows, u32 mode, u32 short_row,
+                                    u32 mid_row, u32* flag, u32* sh, u32* list, u32* nlist) {
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long r0 = (unsigned long long)blockIdx.x * blockDim.x; r0 < nrows; r0 += stride) {
+        if (threadIdx.x == 0) *nlist = 0;
+        __syncthreads();
+        unsigned long long r = r0 + threadIdx.x;
+        if (r < nrows) {
+            u32 n = offs[r + 1] - offs[r];
+            if (n > mid_row) {
+                if (flag) *flag = 1u;
+            } else if (n > short_row) {
+                list[atomicAdd(nlist, 1u)] = threadIdx.x;
+            }
+        }
+        __syncthreads();
+        u32 m = *nlist;
+        for (u32 q = 0; q < m; q++) {
+            unsigned long long row = r0 + list[q];
+            block_sort_row(vals, offs[row], offs[row + 1] - offs[row], mode, sh);
+        }
+        __syncthreads();
+    }
 }
 
 // Block-wide exclusive scan of one value per thread, for blocks of 256 threads (the block size
