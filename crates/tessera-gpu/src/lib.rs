@@ -26,6 +26,6 @@ pub use error::{GpuError, GpuResult};
 pub use nccl::{NcclComm, NcclLibrary, Transfer};
 pub use primitives::{Primitives, SegOrder};
 pub use runtime::{
-    median, DeviceBuffer, Element, Event, EventTimer, Gpu, HostFlag, Kernel, KernelArg, Launch,
+    median, DeviceBuffer, Element, Event, EventTimer, Gpu, HostWords, Kernel, KernelArg, Launch,
     LaunchConfig, Module,
 };

@@ -853,43 +853,60 @@ impl<T: Element> PinnedBuffer<T> {
     }
 }
 
-/// One word of page-locked host memory mapped into the device's address space
-/// (`cuMemHostAlloc` with `CU_MEMHOSTALLOC_DEVICEMAP`), passed to kernels as a `u32*`: a
-/// kernel raises it with a plain store and the host reads it after a synchronisation, with
-/// no memset before the launch and no copy after it (the flags of the mesh fast paths,
-/// whose device word cost a memset and a download, about 12 µs of host time per call).
-/// Kernels must raise it with plain stores (atomics on mapped host memory need platform
-/// support that is not assumed).
-pub struct HostFlag {
+/// A few `u32` words of page-locked host memory mapped into the device's address space
+/// (`cuMemHostAlloc` with `CU_MEMHOSTALLOC_DEVICEMAP`), passed to kernels as a `u32*` to
+/// the first word: a kernel raises a flag or leaves a total there with plain stores and the
+/// host reads them after a synchronisation, with no memset before the launch and no copy
+/// after it (the flags and the boundary's totals of the mesh operations; a device word cost
+/// a memset and a download, about 12 µs of host time per call). Kernels must write them
+/// with plain stores (atomics on mapped host memory need platform support that is not
+/// assumed).
+pub struct HostWords {
     ctx: Arc<CudaContext>,
     host: *mut u32,
+    len: usize,
     dev: u64,
 }
 
-// SAFETY: the word is page-locked host memory owned by this value until its drop; the host
-// side reads and writes it with volatile accesses (the device writes it through `dev`).
-unsafe impl Send for HostFlag {}
-// SAFETY: as for `Send`: concurrent volatile accesses to one aligned word are well defined.
-unsafe impl Sync for HostFlag {}
+// SAFETY: the words are page-locked host memory owned by this value until its drop; the
+// host side reads and writes them with volatile accesses (the device writes them through
+// `dev`).
+unsafe impl Send for HostWords {}
+// SAFETY: as for `Send`: concurrent volatile accesses to aligned words are well defined.
+unsafe impl Sync for HostWords {}
 
-impl HostFlag {
-    /// Set the word to 0 (before the launches that may raise it).
+impl HostWords {
+    /// Set every word to 0 (before the launches that may write them).
     pub fn clear(&self) {
-        // SAFETY: `host` points to one live, aligned, page-locked word (see `Gpu::host_flag`).
-        unsafe { std::ptr::write_volatile(self.host, 0) }
+        for i in 0..self.len {
+            // SAFETY: `host` points to `len` live, aligned, page-locked words (see
+            // `Gpu::host_words`), and `i < len`.
+            unsafe { std::ptr::write_volatile(self.host.add(i), 0) }
+        }
     }
-    /// The word as the kernels left it; call after a synchronisation of the stream that ran
-    /// them.
-    pub fn get(&self) -> u32 {
+    /// Word `i` as the kernels left it (call after a synchronisation of the stream that
+    /// ran them); 0 past the end.
+    pub fn get(&self, i: usize) -> u32 {
+        if i >= self.len {
+            return 0;
+        }
         // SAFETY: as in `clear`.
-        unsafe { std::ptr::read_volatile(self.host) }
+        unsafe { std::ptr::read_volatile(self.host.add(i)) }
+    }
+    /// Number of words.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// Whether there are no words (never: at least one is allocated).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 }
 
-impl Drop for HostFlag {
+impl Drop for HostWords {
     fn drop(&mut self) {
         let _ = self.ctx.bind_to_thread();
-        // SAFETY: `host` came from cuMemHostAlloc in `Gpu::host_flag` and is freed once;
+        // SAFETY: `host` came from cuMemHostAlloc in `Gpu::host_words` and is freed once;
         // kernels that wrote it were synchronised by the calls that read it.
         unsafe {
             cudarc::driver::sys::cuMemFreeHost(self.host as *mut std::ffi::c_void);
@@ -897,23 +914,26 @@ impl Drop for HostFlag {
     }
 }
 
-impl std::fmt::Debug for HostFlag {
+impl std::fmt::Debug for HostWords {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "HostFlag({})", self.get())
+        let w: Vec<u32> = (0..self.len).map(|i| self.get(i)).collect();
+        write!(f, "HostWords({w:?})")
     }
 }
 
 impl Gpu {
-    /// A new mapped host word, cleared (see [`HostFlag`]).
-    pub fn host_flag(&self) -> GpuResult<HostFlag> {
+    /// `n` (at least 1) new mapped host words, cleared (see [`HostWords`]).
+    pub fn host_words(&self, n: usize) -> GpuResult<HostWords> {
         use cudarc::driver::sys;
+        let n = n.max(1);
         guard("cuMemHostAlloc", || {
             self.ctx
                 .bind_to_thread()
                 .map_err(|e| GpuError::driver("cuCtxSetCurrent", e))?;
             let mut host: *mut std::ffi::c_void = std::ptr::null_mut();
-            // SAFETY: out-pointer to a local; 4 bytes with the device-map flag.
-            let r = unsafe { sys::cuMemHostAlloc(&mut host, 4, sys::CU_MEMHOSTALLOC_DEVICEMAP) };
+            // SAFETY: out-pointer to a local; `4 n` bytes with the device-map flag.
+            let r =
+                unsafe { sys::cuMemHostAlloc(&mut host, 4 * n, sys::CU_MEMHOSTALLOC_DEVICEMAP) };
             if r != sys::CUresult::CUDA_SUCCESS || host.is_null() {
                 return Err(GpuError::Driver {
                     op: "cuMemHostAlloc",
@@ -923,9 +943,10 @@ impl Gpu {
             let mut dev: sys::CUdeviceptr = 0;
             // SAFETY: `host` is the mapped allocation from above; flags must be 0.
             let r = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dev, host, 0) };
-            let flag = HostFlag {
+            let words = HostWords {
                 ctx: self.ctx.clone(),
                 host: host as *mut u32,
+                len: n,
                 dev,
             };
             if r != sys::CUresult::CUDA_SUCCESS || dev == 0 {
@@ -934,14 +955,14 @@ impl Gpu {
                     msg: format!("{r:?}"),
                 });
             }
-            flag.clear();
-            Ok(flag)
+            words.clear();
+            Ok(words)
         })
     }
 }
 
-impl sealed::Sealed for HostFlag {}
-impl KernelArg for HostFlag {
+impl sealed::Sealed for HostWords {}
+impl KernelArg for HostWords {
     fn push_to<'a>(&'a self, list: &mut ArgList<'a>) {
         use cudarc::driver::PushKernelArg;
         list.0.arg(&self.dev);

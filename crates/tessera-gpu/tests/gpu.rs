@@ -656,7 +656,7 @@ fn runtime_call_costs() {
     cost("download_pinned 1 u32", &mut || {
         g.download_pinned(&flag, &mut pinned).unwrap()
     });
-    let hf = g.host_flag().unwrap();
+    let hf = g.host_words(1).unwrap();
     cost(
         "host flag: clear, launch nop, synchronize, read",
         &mut || {
@@ -666,7 +666,7 @@ fn runtime_call_costs() {
                 .run()
                 .unwrap();
             g.synchronize().unwrap();
-            assert_eq!(hf.get(), 0);
+            assert_eq!(hf.get(0), 0);
         },
     );
     cost("launch nop + synchronize", &mut || {
@@ -678,22 +678,26 @@ fn runtime_call_costs() {
     });
 }
 
-/// A mapped host flag ([`Gpu::host_flag`]): raised by a kernel's plain store through its
+/// Mapped host words ([`Gpu::host_words`]): written by a kernel's plain stores through their
 /// device address, read by the host after a synchronisation, cleared by the host, and left
-/// alone by a launch that does not raise it.
+/// alone by a launch that does not write them.
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn host_flag_raised_by_kernel_and_cleared_by_host() {
+fn host_words_written_by_kernel_and_cleared_by_host() {
     let Some(g) = gpu() else { return };
     let m = g
         .compile(
-            "extern \"C\" __global__ void raise_if(unsigned* f, unsigned at, unsigned v) { if (blockIdx.x * blockDim.x + threadIdx.x == at) *f = v; }",
+            "extern \"C\" __global__ void raise_if(unsigned* f, unsigned at, unsigned v) { if (blockIdx.x * blockDim.x + threadIdx.x == at) { f[0] = v; f[2] = v + 1; } }",
             &CompileOptions::named("host_flag_test.cu"),
         )
         .unwrap();
     let k = m.function("raise_if").unwrap();
-    let f = g.host_flag().unwrap();
-    assert_eq!(f.get(), 0, "a new flag is clear");
+    let f = g.host_words(3).unwrap();
+    assert_eq!(
+        (f.len(), f.get(0), f.get(1), f.get(2)),
+        (3, 0, 0, 0),
+        "new words are clear"
+    );
     for (at, v, want) in [(5_000u32, 7u32, 7u32), (1 << 30, 9, 0), (0, 1, 1)] {
         f.clear();
         g.launch(&k, LaunchConfig::blocks(64, 128))
@@ -703,6 +707,12 @@ fn host_flag_raised_by_kernel_and_cleared_by_host() {
             .run()
             .unwrap();
         g.synchronize().unwrap();
-        assert_eq!(f.get(), want, "thread {at} stores {v}");
+        let want2 = if want == 0 { 0 } else { want + 1 };
+        assert_eq!(
+            (f.get(0), f.get(1), f.get(2)),
+            (want, 0, want2),
+            "thread {at} stores {v}"
+        );
+        assert_eq!(f.get(3), 0, "past the end");
     }
 }

@@ -536,6 +536,35 @@ fn face_vertices_uniform_matches_reference() {
     }
 }
 
+/// The boundary of a mesh large enough that its face list is copied out of the first
+/// allocation (over 16 MiB of it would sit idle) rather than kept in it, against the CPU
+/// reference; the same kernels twice, so the second call reuses the chain's scratch.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn boundary_of_a_large_mesh_matches_reference() {
+    let Some(g) = gpu() else { return };
+    let m = box_mesh(BoxKind::Tet, [64, 64, 64], [1.0, 1.0, 1.0]);
+    assert!(
+        2 * m.num_faces() * 4 > 17 << 20,
+        "the face list must not be kept"
+    );
+    let want = extract_boundary(&m);
+    let mut dm = DeviceMesh::upload(&g, &m).unwrap();
+    for _ in 0..2 {
+        let got = dm.boundary().unwrap();
+        assert_eq!(got.faces.len(), want.faces.len());
+        assert!(
+            got.faces.capacity() == got.faces.len().max(1),
+            "copied to its length"
+        );
+        let got = got.download(&g).unwrap();
+        assert_eq!(got.manifold, want.manifold);
+        assert_eq!(got.faces, want.faces, "boundary faces");
+        assert_eq!(got.edges, want.edges, "boundary edges");
+        assert_eq!(got.vertices, want.vertices, "boundary vertices");
+    }
+}
+
 /// A tet box whose ∂2 rows keep 3 edges each but two faces' loops do not close (an edge
 /// replaced by one far away): the uniform face kernel raises the (mapped) flag and the
 /// general path compacts the shortened rows.

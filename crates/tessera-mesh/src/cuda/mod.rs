@@ -30,8 +30,8 @@ use crate::boundary::Boundary;
 use crate::{MeshError, Point, PolyMesh};
 use std::sync::Arc;
 use tessera_gpu::{
-    CompileOptions, DeviceBuffer, Gpu, GpuError, HostFlag, Kernel, KernelArg, LaunchConfig, Module,
-    Primitives, SegOrder,
+    CompileOptions, DeviceBuffer, Gpu, GpuError, HostWords, Kernel, KernelArg, LaunchConfig,
+    Module, Primitives, SegOrder,
 };
 use tessera_sparse::Tcsr;
 
@@ -102,7 +102,9 @@ impl DeviceTcsr {
     }
 }
 
-/// The boundary of a device mesh, in device memory (see [`Boundary`]).
+/// The boundary of a device mesh, in device memory (see [`Boundary`]). The lists' lengths
+/// are their `len()`; an allocation may be longer by up to 16 MiB (the one-launch
+/// extraction keeps the buffers it wrote into rather than copying a list out of them).
 pub struct DeviceBoundary {
     /// Boundary half-faces, TCSR-encoded, sorted by face, `+f` before `-f`.
     pub faces: DeviceBuffer<i32>,
@@ -146,9 +148,10 @@ pub struct MeshKernels<'g> {
     prims: Primitives<'g>,
     module: Arc<Module>,
     coop: Option<Arc<CoopChains>>,
-    /// The flag of the fast paths that read one (a mapped host word: no memset before the
-    /// launch, no copy after it), held locked from its clearing to its reading.
-    flag: Arc<std::sync::Mutex<HostFlag>>,
+    /// The flag of the fast paths that read one (word 0) and the boundary's three lengths
+    /// and non-manifold word: mapped host words (no memset before the launch, no copy after
+    /// it), held locked from their clearing to their reading.
+    words: Arc<std::sync::Mutex<HostWords>>,
 }
 
 /// What the one-launch chains (`transpose_coop`, `boundary_coop` in `kernels/mesh.cu`) need:
@@ -157,6 +160,10 @@ pub struct MeshKernels<'g> {
 /// Launches that use it are ordered on the device's one stream.
 struct CoopChains {
     sync: DeviceBuffer<u32>,
+    /// Scratch of the chains, kept between calls and grown when too small (see
+    /// [`CoopChains::scratch`]): [`SCRATCH_WORK`], [`SCRATCH_MID`], [`SCRATCH_FLAGS`],
+    /// [`SCRATCH_EMARK`], [`SCRATCH_VMARK`].
+    scratch: std::sync::Mutex<[Option<DeviceBuffer<u32>>; 5]>,
     /// Never written (the flag argument of a transpose that sorts long rows itself).
     unused_flag: DeviceBuffer<u32>,
     transpose: Kernel,
@@ -185,6 +192,7 @@ impl CoopChains {
         let words = 4 + 3 * grid_transpose.max(grid_boundary) as usize + 2 * 16;
         Ok(Some(CoopChains {
             sync: gpu.zeros::<u32>(words)?,
+            scratch: std::sync::Mutex::new(Default::default()),
             unused_flag: gpu.zeros::<u32>(1)?,
             transpose,
             boundary,
@@ -197,7 +205,40 @@ impl CoopChains {
     fn grid(max: u32, items: usize) -> u32 {
         items.div_ceil(BLOCK as usize).clamp(1, max as usize) as u32
     }
+    /// The scratch buffers, locked, after growing those of `need` (`(slot, words)`) to hold
+    /// their words. Reuse across calls is safe because every launch that uses them is
+    /// enqueued on the one stream (a later launch runs after an earlier one is done with
+    /// them, and a buffer replaced by a larger one is freed in stream order). Kernels get
+    /// their sizes separately and write before they read. Saves two to three allocations
+    /// and frees a call (about 4 µs of host time each, during which the device waits).
+    fn scratch(
+        &self,
+        gpu: &Gpu,
+        need: &[(usize, usize)],
+    ) -> Result<std::sync::MutexGuard<'_, [Option<DeviceBuffer<u32>>; 5]>, MeshError> {
+        let mut s = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        for &(slot, n) in need {
+            if s[slot].as_ref().is_none_or(|b| b.len() < n) {
+                s[slot] = None;
+                s[slot] = Some(gpu.alloc::<u32>(n.max(1))?);
+            }
+        }
+        Ok(s)
+    }
 }
+
+/// Slots of [`CoopChains::scratch`]: the transpose's slots or counters (`2 ncols` or
+/// `ncols` words), its worklist of middle rows, the boundary's face flags, edge marks and
+/// vertex marks.
+const SCRATCH_WORK: usize = 0;
+const SCRATCH_MID: usize = 1;
+const SCRATCH_FLAGS: usize = 2;
+const SCRATCH_EMARK: usize = 3;
+const SCRATCH_VMARK: usize = 4;
+
+/// Outputs sized before their lengths are known keep their allocation when at most this
+/// many bytes of it sit idle, and are copied into buffers of their length otherwise.
+const KEEP_IDLE_BYTES: usize = 16 << 20;
 
 /// The input of a one-launch transpose (see `transpose_coop` in `kernels/mesh.cu`).
 struct TransposeInput<'a> {
@@ -234,7 +275,7 @@ impl<'g> MeshKernels<'g> {
             prims: gpu.primitives()?,
             module,
             coop,
-            flag: Arc::new(std::sync::Mutex::new(gpu.host_flag()?)),
+            words: Arc::new(std::sync::Mutex::new(gpu.host_words(4)?)),
         })
     }
     /// Another handle on the same kernels and the same device stream.
@@ -244,8 +285,15 @@ impl<'g> MeshKernels<'g> {
             prims: self.gpu.primitives()?,
             module: self.module.clone(),
             coop: self.coop.clone(),
-            flag: self.flag.clone(),
+            words: self.words.clone(),
         })
+    }
+    /// Free the scratch the one-launch chains keep between calls (it is allocated again,
+    /// at the size needed, by the next transpose or boundary extraction).
+    pub fn release_scratch(&self) {
+        if let Some(c) = self.coop.as_deref() {
+            *c.scratch.lock().unwrap_or_else(|p| p.into_inner()) = Default::default();
+        }
     }
     /// Whether the mesh chains run as one cooperative launch each (transposes, boundary).
     pub fn one_launch_chains(&self) -> bool {
@@ -362,11 +410,11 @@ impl<'g> MeshKernels<'g> {
         &self,
         launch: impl FnOnce(&dyn KernelArg) -> Result<T, MeshError>,
     ) -> Result<(T, bool), MeshError> {
-        let flag = self.flag.lock().unwrap_or_else(|p| p.into_inner());
-        flag.clear();
-        let r = launch(&*flag);
+        let words = self.words.lock().unwrap_or_else(|p| p.into_inner());
+        words.clear();
+        let r = launch(&*words);
         self.gpu.synchronize()?;
-        Ok((r?, flag.get() != 0))
+        Ok((r?, words.get(0) != 0))
     }
 
     /// A deferred transpose (given a zeroed flag) with its flag read (one host
@@ -452,8 +500,16 @@ impl<'g> MeshKernels<'g> {
             return Ok(None);
         }
         let g = self.gpu;
-        let work = g.alloc::<u32>(if two_slot { 2 * ncols } else { ncols })?;
-        let mid = g.alloc::<u32>(input.nnz / (64 + 1) + 1)?;
+        let scratch = c.scratch(
+            g,
+            &[
+                (SCRATCH_WORK, if two_slot { 2 * ncols } else { ncols }),
+                (SCRATCH_MID, input.nnz / (64 + 1) + 1),
+            ],
+        )?;
+        let (Some(work), Some(mid)) = (&scratch[SCRATCH_WORK], &scratch[SCRATCH_MID]) else {
+            unreachable!("scratch() fills the slots asked for")
+        };
         let offsets = g.alloc::<u32>(ncols + 1)?;
         let out = g.alloc::<i32>(input.nnz)?;
         let items = input.nnz.max(ncols).max(input.nrows);
@@ -472,13 +528,14 @@ impl<'g> MeshKernels<'g> {
             .arg(&nc)
             .arg(&two)
             .arg(&by_thread)
-            .arg(&work)
+            .arg(work)
             .arg(&c.sync)
-            .arg(&mid)
+            .arg(mid)
             .arg(&offsets)
             .arg(&out)
             .arg(flag.unwrap_or(&c.unused_flag as &dyn KernelArg))
             .run_cooperative()?;
+        drop(scratch);
         Ok(Some(DeviceTcsr {
             offsets,
             columns: out,
@@ -993,9 +1050,10 @@ impl<'g> MeshKernels<'g> {
     }
 
     /// [`MeshKernels::boundary`] as one cooperative launch (`boundary_coop`: flags and
-    /// marks, then one grid scan of the three arrays that writes the lists), then one host
-    /// synchronisation for the lengths and copies of the lists into buffers of those
-    /// lengths.
+    /// marks, then one grid scan of the three arrays that writes the lists), its scratch
+    /// kept between calls, its lengths and non-manifold word left in mapped host words (one
+    /// host synchronisation, no download), the lists kept in their first allocation unless
+    /// much of it would sit idle ([`KEEP_IDLE_BYTES`]).
     fn boundary_one_launch(
         &self,
         c: &CoopChains,
@@ -1007,18 +1065,32 @@ impl<'g> MeshKernels<'g> {
         let g = self.gpu;
         let (nf, ne) = (fc.nrows(), fe.ncols);
         half_faces_fit(nf)?;
-        let flags = g.alloc::<u32>(nf)?;
-        let emark = g.alloc::<u32>(ne)?;
-        let vmark = g.alloc::<u32>(nvertices)?;
         let faces = g.alloc::<i32>(2 * nf)?;
         let edges = g.alloc::<u32>(ne)?;
         let vertices = g.alloc::<u32>(nvertices)?;
-        let totals = g.alloc::<u32>(4)?;
         let grid = CoopChains::grid(c.grid_boundary, nf.max(ne).max(nvertices));
         let (nf64, ne64, nv64) = (nf as u64, ne as u64, nvertices as u64);
+        let scratch = c.scratch(
+            g,
+            &[
+                (SCRATCH_FLAGS, nf),
+                (SCRATCH_EMARK, ne),
+                (SCRATCH_VMARK, nvertices),
+            ],
+        )?;
+        let (Some(flags), Some(emark), Some(vmark)) = (
+            &scratch[SCRATCH_FLAGS],
+            &scratch[SCRATCH_EMARK],
+            &scratch[SCRATCH_VMARK],
+        ) else {
+            unreachable!("scratch() fills the slots asked for")
+        };
+        let totals = self.words.lock().unwrap_or_else(|p| p.into_inner());
+        totals.clear();
         c.last_grid
             .store(grid, std::sync::atomic::Ordering::Relaxed);
-        g.launch(&c.boundary, LaunchConfig::blocks(grid, BLOCK))
+        let launched = g
+            .launch(&c.boundary, LaunchConfig::blocks(grid, BLOCK))
             .arg(&fc.offsets)
             .arg(&fc.columns)
             .arg(&nf64)
@@ -1027,32 +1099,47 @@ impl<'g> MeshKernels<'g> {
             .arg(edge_vertices)
             .arg(&ne64)
             .arg(&nv64)
-            .arg(&flags)
-            .arg(&emark)
-            .arg(&vmark)
+            .arg(flags)
+            .arg(emark)
+            .arg(vmark)
             .arg(&c.sync)
             .arg(&faces)
             .arg(&edges)
             .arg(&vertices)
-            .arg(&totals)
-            .run_cooperative()?;
-        let t = g.download(&totals)?;
+            .arg(&*totals)
+            .run_cooperative();
+        drop(scratch);
+        g.synchronize()?;
+        launched?;
+        let t: [usize; 4] = std::array::from_fn(|i| totals.get(i) as usize);
+        drop(totals);
         Ok(DeviceBoundary {
-            faces: self.exact_prefix(&faces, t[0] as usize)?,
-            edges: self.exact_prefix(&edges, t[1] as usize)?,
-            vertices: self.exact_prefix(&vertices, t[2] as usize)?,
+            faces: self.fitted(faces, t[0])?,
+            edges: self.fitted(edges, t[1])?,
+            vertices: self.fitted(vertices, t[2])?,
             manifold: t[3] == 0,
         })
     }
 
-    /// A buffer of exactly the first `n` elements of `buf`.
-    fn exact_prefix<T: tessera_gpu::Element>(
+    /// `buf` holding `n` elements: the same allocation, shortened, when at most
+    /// [`KEEP_IDLE_BYTES`] of it would sit idle, else a copy into a buffer of `n`.
+    fn fitted<T: tessera_gpu::Element>(
         &self,
-        buf: &DeviceBuffer<T>,
+        mut buf: DeviceBuffer<T>,
         n: usize,
     ) -> Result<DeviceBuffer<T>, MeshError> {
+        if n > buf.len() {
+            return Err(MeshError::Gpu(GpuError::InvalidArgument(format!(
+                "a list of {n} elements in a buffer of {}",
+                buf.len()
+            ))));
+        }
+        if (buf.capacity() - n) * std::mem::size_of::<T>() <= KEEP_IDLE_BYTES {
+            buf.truncate(n);
+            return Ok(buf);
+        }
         let mut out = self.gpu.alloc::<T>(n)?;
-        self.gpu.copy_device_range(buf, 0, &mut out, 0, n)?;
+        self.gpu.copy_device_range(&buf, 0, &mut out, 0, n)?;
         Ok(out)
     }
 
@@ -1292,9 +1379,10 @@ impl<'g> DeviceMesh<'g> {
         .map(|x| x.0)
         .collect()
     }
-    /// Drop every cached relation.
+    /// Drop every cached relation, and the kernels' scratch ([`MeshKernels::release_scratch`]).
     pub fn purge_caches(&mut self) {
         self.cache = DeviceRelations::default();
+        self.kernels.release_scratch();
     }
 
     require!(

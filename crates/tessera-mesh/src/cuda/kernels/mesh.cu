@@ -493,7 +493,7 @@ __device__ __forceinline__ u32 boundary_flags(u32 plus, u32 minus, u32* nonmanif
     bool manifold = (plus == 1 && minus == 0) || (plus == 0 && minus == 1) || (plus == 1 && minus == 1);
     if (!manifold) {
         fl |= 4u;
-        atomicOr(nonmanifold, 1u);
+        *nonmanifold = 1u;  // a plain store: the word may be mapped host memory
     }
     return fl;
 }
@@ -883,7 +883,8 @@ __device__ __forceinline__ void boundary_face(u64 f, u32 plus, u32 minus, const 
 // marks of the edges and vertices of boundary faces, then one grid scan of the three
 // arrays that writes the three lists directly. `faces` holds 2 nf, `edges` ne, `vertices`
 // nv words (the lists are prefixes; totals[0..3] their lengths, totals[3] the non-manifold
-// word). `flags` nf, `emark` ne, `vmark` nv words of scratch.
+// word, which the caller clears: all written with plain stores, the totals may be mapped
+// host memory). `flags` nf, `emark` ne, `vmark` nv words of scratch.
 extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc_offs, const i32* fc_cols, u64 nf, const u32* fe_offs,
                                          const i32* fe_cols, const u32* ev, u64 ne, u64 nv, u32* flags, u32* emark,
                                          u32* vmark, u32* sync, i32* faces, u32* edges, u32* vertices, u32* totals) {
@@ -892,7 +893,6 @@ extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc
     coop_start(sync);
     for (u64 i = t0; i < ne; i += stride) emark[i] = 0u;
     for (u64 i = t0; i < nv; i += stride) vmark[i] = 0u;
-    if (t0 == 0) totals[3] = 0u;
     grid_sync(sync);
     // faces in batches of CB_ILP per thread, their δ3 rows' offsets and first two entries
     // loaded together (a face of a manifold has at most two cells)
