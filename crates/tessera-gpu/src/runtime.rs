@@ -905,12 +905,50 @@ impl HostWords {
 
 impl Drop for HostWords {
     fn drop(&mut self) {
-        let _ = self.ctx.bind_to_thread();
-        // SAFETY: `host` came from cuMemHostAlloc in `Gpu::host_words` and is freed once;
-        // kernels that wrote it were synchronised by the calls that read it.
-        unsafe {
-            cudarc::driver::sys::cuMemFreeHost(self.host as *mut std::ffi::c_void);
+        let host = self.host;
+        with_current(&self.ctx, || {
+            // SAFETY: `host` came from cuMemHostAlloc in `Gpu::host_words` and is freed
+            // once; kernels that wrote it were synchronised by the calls that read it.
+            unsafe {
+                cudarc::driver::sys::cuMemFreeHost(host as *mut std::ffi::c_void);
+            }
+        });
+    }
+}
+
+/// Run `f` with `c` current on this thread, then restore the thread's previous context.
+/// Without cudarc's `bind_to_thread`, which first takes the context's kept error and
+/// returns it (a destructor would lose it).
+fn with_current(c: &CudaContext, f: impl FnOnce()) {
+    use cudarc::driver::result::ctx;
+    let cu = c.cu_ctx();
+    let prev = ctx::get_current().ok().flatten();
+    if prev != Some(cu) {
+        // SAFETY: `cu` is a live context (the caller holds it); making it current only
+        // changes this thread's binding, restored below.
+        let _ = unsafe { ctx::set_current(cu) };
+    }
+    f();
+    if prev != Some(cu) {
+        // SAFETY: `prev` was this thread's current context (or none) a moment ago.
+        let _ = unsafe { ctx::set_current(prev.unwrap_or(std::ptr::null_mut())) };
+    }
+}
+
+impl Gpu {
+    /// Make this device's context current on the calling thread. cudarc makes it current
+    /// in its own calls, but its frees of device memory do not: a thread whose first use
+    /// of the device would be to drop buffers should call this first (else the free fails
+    /// with `CUDA_ERROR_INVALID_CONTEXT`, which cudarc keeps and returns from the
+    /// context's next call on any thread).
+    pub fn bind_to_thread(&self) -> GpuResult<()> {
+        use cudarc::driver::result::ctx;
+        let cu = self.ctx.cu_ctx();
+        if ctx::get_current().ok().flatten() != Some(cu) {
+            // SAFETY: `cu` is the live context of this `Gpu`.
+            unsafe { ctx::set_current(cu) }.map_err(|e| GpuError::driver("cuCtxSetCurrent", e))?;
         }
+        Ok(())
     }
 }
 

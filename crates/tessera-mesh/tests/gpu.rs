@@ -565,6 +565,38 @@ fn boundary_of_a_large_mesh_matches_reference() {
     }
 }
 
+/// Two threads on one set of mesh kernels, one transposing (mapped flag, then the chains'
+/// scratch) and one extracting boundaries (the same two locks): both finish with the
+/// reference results (the locks are taken in one order).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn mesh_kernels_shared_by_two_threads() {
+    let Some(g) = gpu() else { return };
+    let m = box_mesh(BoxKind::Tet, [12, 10, 8], [1.0, 1.0, 1.0]);
+    let dm = DeviceMesh::upload(&g, &m).unwrap();
+    let k = dm.kernels();
+    let fc = k.transpose_short_rows(dm.cell_faces()).unwrap();
+    let want_b = extract_boundary(&m);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for _ in 0..200 {
+                let t = k.transpose(dm.face_edges()).unwrap().download(&g).unwrap();
+                assert_eq!(&t, m.edge_faces());
+            }
+        });
+        s.spawn(|| {
+            for _ in 0..200 {
+                let b = k
+                    .boundary(&fc, dm.face_edges(), dm.edge_vertices(), m.num_vertices())
+                    .unwrap()
+                    .download(&g)
+                    .unwrap();
+                assert_eq!(b.faces, want_b.faces);
+            }
+        });
+    });
+}
+
 /// A tet box whose ∂2 rows keep 3 edges each but two faces' loops do not close (an edge
 /// replaced by one far away): the uniform face kernel raises the (mapped) flag and the
 /// general path compacts the shortened rows.

@@ -150,7 +150,8 @@ pub struct MeshKernels<'g> {
     coop: Option<Arc<CoopChains>>,
     /// The flag of the fast paths that read one (word 0) and the boundary's three lengths
     /// and non-manifold word: mapped host words (no memset before the launch, no copy after
-    /// it), held locked from their clearing to their reading.
+    /// it), held locked from their clearing to their reading. Lock order: these words, then
+    /// the chains' scratch.
     words: Arc<std::sync::Mutex<HostWords>>,
 }
 
@@ -219,8 +220,10 @@ impl CoopChains {
         let mut s = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
         for &(slot, n) in need {
             if s[slot].as_ref().is_none_or(|b| b.len() < n) {
-                s[slot] = None;
-                s[slot] = Some(gpu.alloc::<u32>(n.max(1))?);
+                // the new buffer first: its allocation makes the context current on this
+                // thread, which the free of the old one needs (`Gpu::bind_to_thread`)
+                let b = gpu.alloc::<u32>(n.max(1))?;
+                s[slot] = Some(b);
             }
         }
         Ok(s)
@@ -292,7 +295,10 @@ impl<'g> MeshKernels<'g> {
     /// at the size needed, by the next transpose or boundary extraction).
     pub fn release_scratch(&self) {
         if let Some(c) = self.coop.as_deref() {
-            *c.scratch.lock().unwrap_or_else(|p| p.into_inner()) = Default::default();
+            // a failed binding leaves the scratch in place (freed with the kernels)
+            if self.gpu.bind_to_thread().is_ok() {
+                *c.scratch.lock().unwrap_or_else(|p| p.into_inner()) = Default::default();
+            }
         }
     }
     /// Whether the mesh chains run as one cooperative launch each (transposes, boundary).
@@ -1070,6 +1076,8 @@ impl<'g> MeshKernels<'g> {
         let vertices = g.alloc::<u32>(nvertices)?;
         let grid = CoopChains::grid(c.grid_boundary, nf.max(ne).max(nvertices));
         let (nf64, ne64, nv64) = (nf as u64, ne as u64, nvertices as u64);
+        // the words before the scratch, the order of `with_flag` around a transpose
+        let totals = self.words.lock().unwrap_or_else(|p| p.into_inner());
         let scratch = c.scratch(
             g,
             &[
@@ -1085,7 +1093,6 @@ impl<'g> MeshKernels<'g> {
         ) else {
             unreachable!("scratch() fills the slots asked for")
         };
-        let totals = self.words.lock().unwrap_or_else(|p| p.into_inner());
         totals.clear();
         c.last_grid
             .store(grid, std::sync::atomic::Ordering::Relaxed);
