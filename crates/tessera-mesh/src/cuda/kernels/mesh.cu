@@ -484,10 +484,8 @@ extern "C" __global__ void compact_rows(const u32* old_offs, const i32* old_cols
 
 // ---------------------------------------------------------------- boundary (§3.4.2)
 // flags: bit 0 = +f is boundary (no cell in front), bit 1 = -f is boundary (no cell behind),
-// bit 2 = non-manifold face (not 1 or 2 cells with opposite orientations; also ORed into
-// *nonmanifold)
-// The flags of face f from the signs of its δ3 row (bit 0: a boundary side without a -1
-// cell, bit 1: without a +1 cell, bit 2: not manifold, which also raises *nonmanifold)
+// bit 2 = non-manifold face (not 1 or 2 cells with opposite orientations; also raises
+// *nonmanifold). boundary_flags: the flags of a face from the signs of its δ3 row.
 __device__ __forceinline__ u32 boundary_flags(u32 plus, u32 minus, u32* nonmanifold) {
     u32 fl = (minus == 0 ? 1u : 0u) | (plus == 0 ? 2u : 0u);
     bool manifold = (plus == 1 && minus == 0) || (plus == 0 && minus == 1) || (plus == 1 && minus == 1);
