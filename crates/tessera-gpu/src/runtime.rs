@@ -916,39 +916,32 @@ impl Drop for HostWords {
     }
 }
 
-/// Run `f` with `c` current on this thread, then restore the thread's previous context.
-/// Without cudarc's `bind_to_thread`, which first takes the context's kept error and
+/// Make `c` the current context of this thread; returns the thread's previous one (`None`:
+/// none). Without cudarc's `bind_to_thread`, which first takes the context's kept error and
 /// returns it (a destructor would lose it).
-fn with_current(c: &CudaContext, f: impl FnOnce()) {
+fn make_current(
+    c: &CudaContext,
+) -> Result<Option<cudarc::driver::sys::CUcontext>, cudarc::driver::DriverError> {
     use cudarc::driver::result::ctx;
     let cu = c.cu_ctx();
-    let prev = ctx::get_current().ok().flatten();
+    let prev = ctx::get_current()?;
     if prev != Some(cu) {
         // SAFETY: `cu` is a live context (the caller holds it); making it current only
-        // changes this thread's binding, restored below.
-        let _ = unsafe { ctx::set_current(cu) };
+        // changes this thread's binding.
+        unsafe { ctx::set_current(cu) }?;
     }
-    f();
-    if prev != Some(cu) {
-        // SAFETY: `prev` was this thread's current context (or none) a moment ago.
-        let _ = unsafe { ctx::set_current(prev.unwrap_or(std::ptr::null_mut())) };
-    }
+    Ok(prev)
 }
 
-impl Gpu {
-    /// Make this device's context current on the calling thread. cudarc makes it current
-    /// in its own calls, but its frees of device memory do not: a thread whose first use
-    /// of the device would be to drop buffers should call this first (else the free fails
-    /// with `CUDA_ERROR_INVALID_CONTEXT`, which cudarc keeps and returns from the
-    /// context's next call on any thread).
-    pub fn bind_to_thread(&self) -> GpuResult<()> {
-        use cudarc::driver::result::ctx;
-        let cu = self.ctx.cu_ctx();
-        if ctx::get_current().ok().flatten() != Some(cu) {
-            // SAFETY: `cu` is the live context of this `Gpu`.
-            unsafe { ctx::set_current(cu) }.map_err(|e| GpuError::driver("cuCtxSetCurrent", e))?;
-        }
-        Ok(())
+/// Run `f` with `c` current on this thread, then restore the thread's previous context.
+fn with_current(c: &CudaContext, f: impl FnOnce()) {
+    let prev = make_current(c).ok().flatten();
+    f();
+    if prev != Some(c.cu_ctx()) {
+        // SAFETY: `prev` was this thread's current context (or none) a moment ago.
+        let _ = unsafe {
+            cudarc::driver::result::ctx::set_current(prev.unwrap_or(std::ptr::null_mut()))
+        };
     }
 }
 
@@ -960,14 +953,23 @@ impl std::fmt::Debug for HostWords {
 }
 
 impl Gpu {
+    /// Make this device's context current on the calling thread. cudarc makes it current
+    /// in its own calls, but its frees of device memory do not: a thread whose first use
+    /// of the device would be to drop buffers should call this first (else the free fails
+    /// with `CUDA_ERROR_INVALID_CONTEXT`, which cudarc keeps and returns from the
+    /// context's next call on any thread).
+    pub fn bind_to_thread(&self) -> GpuResult<()> {
+        make_current(&self.ctx)
+            .map(drop)
+            .map_err(|e| GpuError::driver("cuCtxSetCurrent", e))
+    }
+
     /// `n` (at least 1) new mapped host words, cleared (see [`HostWords`]).
     pub fn host_words(&self, n: usize) -> GpuResult<HostWords> {
         use cudarc::driver::sys;
         let n = n.max(1);
         guard("cuMemHostAlloc", || {
-            self.ctx
-                .bind_to_thread()
-                .map_err(|e| GpuError::driver("cuCtxSetCurrent", e))?;
+            self.bind_to_thread()?;
             let mut host: *mut std::ffi::c_void = std::ptr::null_mut();
             // SAFETY: out-pointer to a local; `4 n` bytes with the device-map flag.
             let r =

@@ -150,8 +150,7 @@ pub struct MeshKernels<'g> {
     coop: Option<Arc<CoopChains>>,
     /// The flag of the fast paths that read one (word 0) and the boundary's three lengths
     /// and non-manifold word: mapped host words (no memset before the launch, no copy after
-    /// it), held locked from their clearing to their reading. Lock order: these words, then
-    /// the chains' scratch.
+    /// it), held locked from their clearing to their reading ([`MeshKernels::with_words`]).
     words: Arc<std::sync::Mutex<HostWords>>,
 }
 
@@ -238,6 +237,13 @@ const SCRATCH_MID: usize = 1;
 const SCRATCH_FLAGS: usize = 2;
 const SCRATCH_EMARK: usize = 3;
 const SCRATCH_VMARK: usize = 4;
+
+/// A slot of [`CoopChains::scratch`] that the call asked for (filled by it).
+fn scratch_slot(s: &[Option<DeviceBuffer<u32>>; 5], slot: usize) -> &DeviceBuffer<u32> {
+    s[slot]
+        .as_ref()
+        .expect("CoopChains::scratch fills the slots asked for")
+}
 
 /// Outputs sized before their lengths are known keep their allocation when at most this
 /// many bytes of it sit idle, and are copied into buffers of their length otherwise.
@@ -416,11 +422,24 @@ impl<'g> MeshKernels<'g> {
         &self,
         launch: impl FnOnce(&dyn KernelArg) -> Result<T, MeshError>,
     ) -> Result<(T, bool), MeshError> {
+        let (r, w) = self.with_words(launch)?;
+        Ok((r, w[0] != 0))
+    }
+
+    /// Enqueue `launch` (kernels that may write the mapped words it is given: a flag in
+    /// word 0, or the boundary's lengths) with the words cleared, wait for the stream (the
+    /// one host synchronisation), and return the result with the four words. The words stay
+    /// locked meanwhile; a launch that needs the chains' scratch takes it inside (the one
+    /// lock order).
+    fn with_words<T>(
+        &self,
+        launch: impl FnOnce(&dyn KernelArg) -> Result<T, MeshError>,
+    ) -> Result<(T, [u32; 4]), MeshError> {
         let words = self.words.lock().unwrap_or_else(|p| p.into_inner());
         words.clear();
         let r = launch(&*words);
         self.gpu.synchronize()?;
-        Ok((r?, words.get(0) != 0))
+        Ok((r?, std::array::from_fn(|i| words.get(i))))
     }
 
     /// A deferred transpose (given a zeroed flag) with its flag read (one host
@@ -513,9 +532,10 @@ impl<'g> MeshKernels<'g> {
                 (SCRATCH_MID, input.nnz / (64 + 1) + 1),
             ],
         )?;
-        let (Some(work), Some(mid)) = (&scratch[SCRATCH_WORK], &scratch[SCRATCH_MID]) else {
-            unreachable!("scratch() fills the slots asked for")
-        };
+        let (work, mid) = (
+            scratch_slot(&scratch, SCRATCH_WORK),
+            scratch_slot(&scratch, SCRATCH_MID),
+        );
         let offsets = g.alloc::<u32>(ncols + 1)?;
         let out = g.alloc::<i32>(input.nnz)?;
         let items = input.nnz.max(ncols).max(input.nrows);
@@ -1076,54 +1096,41 @@ impl<'g> MeshKernels<'g> {
         let vertices = g.alloc::<u32>(nvertices)?;
         let grid = CoopChains::grid(c.grid_boundary, nf.max(ne).max(nvertices));
         let (nf64, ne64, nv64) = (nf as u64, ne as u64, nvertices as u64);
-        // the words before the scratch, the order of `with_flag` around a transpose
-        let totals = self.words.lock().unwrap_or_else(|p| p.into_inner());
-        let scratch = c.scratch(
-            g,
-            &[
-                (SCRATCH_FLAGS, nf),
-                (SCRATCH_EMARK, ne),
-                (SCRATCH_VMARK, nvertices),
-            ],
-        )?;
-        let (Some(flags), Some(emark), Some(vmark)) = (
-            &scratch[SCRATCH_FLAGS],
-            &scratch[SCRATCH_EMARK],
-            &scratch[SCRATCH_VMARK],
-        ) else {
-            unreachable!("scratch() fills the slots asked for")
-        };
-        totals.clear();
-        c.last_grid
-            .store(grid, std::sync::atomic::Ordering::Relaxed);
-        let launched = g
-            .launch(&c.boundary, LaunchConfig::blocks(grid, BLOCK))
-            .arg(&fc.offsets)
-            .arg(&fc.columns)
-            .arg(&nf64)
-            .arg(&fe.offsets)
-            .arg(&fe.columns)
-            .arg(edge_vertices)
-            .arg(&ne64)
-            .arg(&nv64)
-            .arg(flags)
-            .arg(emark)
-            .arg(vmark)
-            .arg(&c.sync)
-            .arg(&faces)
-            .arg(&edges)
-            .arg(&vertices)
-            .arg(&*totals)
-            .run_cooperative();
-        drop(scratch);
-        g.synchronize()?;
-        launched?;
-        let t: [usize; 4] = std::array::from_fn(|i| totals.get(i) as usize);
-        drop(totals);
+        let ((), t) = self.with_words(|totals| {
+            let scratch = c.scratch(
+                g,
+                &[
+                    (SCRATCH_FLAGS, nf),
+                    (SCRATCH_EMARK, ne),
+                    (SCRATCH_VMARK, nvertices),
+                ],
+            )?;
+            c.last_grid
+                .store(grid, std::sync::atomic::Ordering::Relaxed);
+            g.launch(&c.boundary, LaunchConfig::blocks(grid, BLOCK))
+                .arg(&fc.offsets)
+                .arg(&fc.columns)
+                .arg(&nf64)
+                .arg(&fe.offsets)
+                .arg(&fe.columns)
+                .arg(edge_vertices)
+                .arg(&ne64)
+                .arg(&nv64)
+                .arg(scratch_slot(&scratch, SCRATCH_FLAGS))
+                .arg(scratch_slot(&scratch, SCRATCH_EMARK))
+                .arg(scratch_slot(&scratch, SCRATCH_VMARK))
+                .arg(&c.sync)
+                .arg(&faces)
+                .arg(&edges)
+                .arg(&vertices)
+                .arg(totals)
+                .run_cooperative()?;
+            Ok(())
+        })?;
         Ok(DeviceBoundary {
-            faces: self.fitted(faces, t[0])?,
-            edges: self.fitted(edges, t[1])?,
-            vertices: self.fitted(vertices, t[2])?,
+            faces: self.fitted(faces, t[0] as usize)?,
+            edges: self.fitted(edges, t[1] as usize)?,
+            vertices: self.fitted(vertices, t[2] as usize)?,
             manifold: t[3] == 0,
         })
     }
