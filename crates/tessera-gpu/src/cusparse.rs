@@ -559,6 +559,10 @@ impl<T: CusparseScalar> CusparseSpmv<T> {
 
 impl<T: CusparseScalar> Drop for CusparseSpmv<T> {
     fn drop(&mut self) {
+        // the context current for the destroys and for the buffers' frees that follow
+        // (cudarc's free does not bind it; see `DeviceBuffer`); left current afterwards,
+        // as cudarc's own calls leave it
+        let _ = crate::runtime::make_current(&self.ctx);
         let _ = self.stream.synchronize();
         // SAFETY: the descriptors and the handle were created by this value and are destroyed
         // exactly once, after the stream finished all work that used them.

@@ -10,6 +10,7 @@ use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits,
 };
 use std::collections::HashMap;
+use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex};
 
 /// Element types that can live in a [`DeviceBuffer`] and be passed to kernels.
@@ -299,10 +300,7 @@ impl Gpu {
                 self.stream.clone_htod(data)
             }
             .map_err(|e| GpuError::driver("cuMemcpyHtoD", e))?;
-            Ok(DeviceBuffer {
-                slice,
-                len: data.len(),
-            })
+            Ok(DeviceBuffer::new(slice, data.len()))
         })
     }
 
@@ -313,7 +311,7 @@ impl Gpu {
                 .stream
                 .alloc_zeros::<T>(n.max(1))
                 .map_err(|e| GpuError::driver("cuMemAlloc", e))?;
-            Ok(DeviceBuffer { slice, len: n })
+            Ok(DeviceBuffer::new(slice, n))
         })
     }
 
@@ -325,7 +323,7 @@ impl Gpu {
             // returns arbitrary but valid bit patterns of `T` (all `Element`s accept any bits).
             let slice = unsafe { self.stream.alloc::<T>(n.max(1)) }
                 .map_err(|e| GpuError::driver("cuMemAlloc", e))?;
-            Ok(DeviceBuffer { slice, len: n })
+            Ok(DeviceBuffer::new(slice, n))
         })
     }
 
@@ -397,7 +395,10 @@ impl Gpu {
             host.as_mut_slice()
                 .map_err(|e| GpuError::driver("cuEventSynchronize", e))?
                 .fill(T::default());
-            Ok(PinnedBuffer { host, len: n })
+            Ok(PinnedBuffer {
+                host: ManuallyDrop::new(host),
+                len: n,
+            })
         })
     }
 
@@ -419,7 +420,7 @@ impl Gpu {
         }
         guard("download", || {
             self.stream
-                .memcpy_dtoh(&buf.slice.slice(0..buf.len), &mut dst.host)
+                .memcpy_dtoh(&buf.slice.slice(0..buf.len), &mut *dst.host)
                 .map_err(|e| GpuError::driver("cuMemcpyDtoH", e))?;
             self.stream
                 .synchronize()
@@ -493,12 +494,9 @@ impl Gpu {
         guard("copy", || {
             let slice = self
                 .stream
-                .clone_dtod(&buf.slice)
+                .clone_dtod(&*buf.slice)
                 .map_err(|e| GpuError::driver("cuMemcpyDtoD", e))?;
-            Ok(DeviceBuffer {
-                slice,
-                len: buf.len,
-            })
+            Ok(DeviceBuffer::new(slice, buf.len))
         })
     }
 
@@ -558,7 +556,7 @@ impl Gpu {
     pub fn memset_zero<T: Element>(&self, buf: &mut DeviceBuffer<T>) -> GpuResult<()> {
         guard("memset", || {
             self.stream
-                .memset_zeros(&mut buf.slice)
+                .memset_zeros(&mut *buf.slice)
                 .map_err(|e| GpuError::driver("cuMemsetD8", e))
         })
     }
@@ -794,9 +792,33 @@ impl<'a> EventTimer<'a> {
 
 /// A typed buffer in device memory (wraps a cudarc `CudaSlice`). Empty buffers hold one
 /// unused element so every buffer has a valid device address.
+///
+/// Dropping it frees the memory with the device's context current on the dropping thread
+/// (and the thread's previous context restored): cudarc's own free does not bind the
+/// context, so a buffer dropped on a thread that had not used the device failed with
+/// `CUDA_ERROR_INVALID_CONTEXT`, which cudarc keeps and returns from the context's next
+/// call on any thread.
 pub struct DeviceBuffer<T: Element> {
-    slice: CudaSlice<T>,
+    slice: ManuallyDrop<CudaSlice<T>>,
     len: usize,
+}
+
+impl<T: Element> DeviceBuffer<T> {
+    fn new(slice: CudaSlice<T>, len: usize) -> Self {
+        DeviceBuffer {
+            slice: ManuallyDrop::new(slice),
+            len,
+        }
+    }
+}
+
+impl<T: Element> Drop for DeviceBuffer<T> {
+    fn drop(&mut self) {
+        // SAFETY: `slice` is taken exactly once, here, and `self` is not used afterwards.
+        let slice = unsafe { ManuallyDrop::take(&mut self.slice) };
+        let ctx = slice.context().clone();
+        with_current(&ctx, move || drop(slice));
+    }
 }
 
 impl<T: Element> DeviceBuffer<T> {
@@ -830,9 +852,20 @@ impl<T: Element> DeviceBuffer<T> {
 /// Page-locked host memory of `len` elements (from [`Gpu::alloc_pinned`]), the destination of
 /// [`Gpu::download_pinned`]: the copy engine writes it directly, without the driver's staging
 /// copy that pageable memory needs.
+///
+/// Dropped with the context current on the dropping thread, as [`DeviceBuffer`].
 pub struct PinnedBuffer<T: Element> {
-    host: cudarc::driver::PinnedHostSlice<T>,
+    host: ManuallyDrop<cudarc::driver::PinnedHostSlice<T>>,
     len: usize,
+}
+
+impl<T: Element> Drop for PinnedBuffer<T> {
+    fn drop(&mut self) {
+        // SAFETY: `host` is taken exactly once, here, and `self` is not used afterwards.
+        let host = unsafe { ManuallyDrop::take(&mut self.host) };
+        let ctx = host.context().clone();
+        with_current(&ctx, move || drop(host));
+    }
 }
 
 impl<T: Element> PinnedBuffer<T> {
@@ -919,7 +952,7 @@ impl Drop for HostWords {
 /// Make `c` the current context of this thread; returns the thread's previous one (`None`:
 /// none). Without cudarc's `bind_to_thread`, which first takes the context's kept error and
 /// returns it (a destructor would lose it).
-fn make_current(
+pub(crate) fn make_current(
     c: &CudaContext,
 ) -> Result<Option<cudarc::driver::sys::CUcontext>, cudarc::driver::DriverError> {
     use cudarc::driver::result::ctx;
@@ -1144,7 +1177,7 @@ impl<T: Element> sealed::Sealed for DeviceBuffer<T> {}
 impl<T: Element> KernelArg for DeviceBuffer<T> {
     fn push_to<'a>(&'a self, list: &mut ArgList<'a>) {
         use cudarc::driver::PushKernelArg;
-        list.0.arg(&self.slice);
+        list.0.arg(&*self.slice);
     }
 }
 

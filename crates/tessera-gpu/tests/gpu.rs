@@ -716,3 +716,39 @@ fn host_words_written_by_kernel_and_cleared_by_host() {
         assert_eq!(f.get(3), 0, "past the end");
     }
 }
+
+/// Buffers dropped on a thread that never used the device free with the context bound
+/// there (cudarc's free does not bind it): without that, the free fails with
+/// `CUDA_ERROR_INVALID_CONTEXT`, cudarc keeps the error, and the next call of the context
+/// on any thread returns it.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn buffers_dropped_on_a_fresh_thread_leave_the_device_usable() {
+    let Some(g) = gpu() else { return };
+    for round in 0..3 {
+        let dev = g.upload(&[1u32, 2, 3, 4]).unwrap();
+        let zeros = g.zeros::<f64>(1000).unwrap();
+        let pinned = g.alloc_pinned::<u32>(16).unwrap();
+        std::thread::spawn(move || {
+            drop(dev);
+            drop(zeros);
+            drop(pinned);
+        })
+        .join()
+        .unwrap();
+        // the next calls on this thread (and on a fresh thread) see no kept error
+        let b = g.upload(&[5u32, 6, 7]).unwrap();
+        assert_eq!(g.download(&b).unwrap(), vec![5, 6, 7], "round {round}");
+        let g2 = &g;
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                let c = g2.upload(&[8i32, 9]).unwrap();
+                assert_eq!(
+                    g2.download(&c).unwrap(),
+                    vec![8, 9],
+                    "round {round}, other thread"
+                );
+            });
+        });
+    }
+}
