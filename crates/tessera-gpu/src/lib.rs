@@ -13,6 +13,7 @@
 //! cudarc is used with dynamic loading, so this crate builds and runs on machines without
 //! CUDA; whether a GPU is used is decided at run time.
 
+pub mod buffer_cache;
 pub mod compile;
 pub mod cusparse;
 pub mod error;
@@ -21,6 +22,7 @@ pub mod primitives;
 pub mod probe;
 pub mod runtime;
 
+pub use buffer_cache::BufferCacheStats;
 pub use compile::{cache_key, CompileOptions};
 pub use error::{GpuError, GpuResult};
 pub use nccl::{NcclComm, NcclLibrary, Transfer};

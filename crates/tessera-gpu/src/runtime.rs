@@ -4,14 +4,16 @@
 //! upload, launch and download is ordered on that stream, so callers never synchronise by
 //! hand: a download waits for everything launched before it.
 
+use crate::buffer_cache::{self, BufferCacheStats, FreeList};
 use crate::compile::{self, CompileOptions};
 use crate::error::{guard, GpuError, GpuResult};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits,
 };
+use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::mem::ManuallyDrop;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 /// Element types that can live in a [`DeviceBuffer`] and be passed to kernels.
 pub trait Element:
@@ -73,6 +75,39 @@ pub struct Gpu {
     sm_count: u32,
     nvrtc: Option<(i32, i32)>,
     modules: Mutex<HashMap<String, Arc<Module>>>,
+    buffers: Arc<BufferCache>,
+}
+
+/// The freed buffers of one [`Gpu`]'s stream, kept for reuse (see [`buffer_cache`]); what it
+/// still holds is freed, with the context current, when the last reference goes.
+pub(crate) struct BufferCache {
+    ctx: Arc<CudaContext>,
+    list: Mutex<FreeList<Box<dyn Any + Send>>>,
+}
+
+impl BufferCache {
+    fn new(ctx: &Arc<CudaContext>, limit_bytes: usize) -> Arc<Self> {
+        Arc::new(BufferCache {
+            ctx: ctx.clone(),
+            list: Mutex::new(FreeList::new(limit_bytes)),
+        })
+    }
+    fn list(&self) -> std::sync::MutexGuard<'_, FreeList<Box<dyn Any + Send>>> {
+        self.list.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    /// Free `bufs` with the context current.
+    fn free(&self, bufs: Vec<Box<dyn Any + Send>>) {
+        if !bufs.is_empty() {
+            with_current(&self.ctx, move || drop(bufs));
+        }
+    }
+}
+
+impl Drop for BufferCache {
+    fn drop(&mut self) {
+        let all = self.list().clear();
+        self.free(all);
+    }
 }
 
 impl std::fmt::Debug for Gpu {
@@ -121,7 +156,9 @@ impl Gpu {
                 .map_err(|e| GpuError::driver("cuDeviceGetAttribute", e))? as u32;
             let stream = ctx.default_stream();
             keep_pool_memory(&ctx, total_mem);
+            let buffers = BufferCache::new(&ctx, buffer_cache::default_limit(total_mem));
             Ok(Gpu {
+                buffers,
                 ctx,
                 stream,
                 ordinal,
@@ -246,7 +283,9 @@ impl Gpu {
                 self.ctx.new_stream()
             }
             .map_err(|e| GpuError::driver("cuStreamCreate", e))?;
+            let limit = self.buffers.list().stats().limit_bytes;
             Ok(Gpu {
+                buffers: BufferCache::new(&self.ctx, limit),
                 ctx: self.ctx.clone(),
                 stream,
                 ordinal: self.ordinal,
@@ -291,39 +330,89 @@ impl Gpu {
 
     // ---------------------------------------------------------------- buffers
 
+    /// A device allocation of `cap` elements with unspecified contents: a buffer of this
+    /// type and capacity from the cache of freed buffers when it holds one, else a new one
+    /// from the driver's pool (after freeing the cache once if the device is out of memory).
+    fn take_or_alloc<T: Element>(&self, cap: usize) -> GpuResult<CudaSlice<T>> {
+        let key = (TypeId::of::<T>(), cap);
+        if let Some(b) = self.buffers.list().take(key) {
+            if let Ok(s) = b.downcast::<CudaSlice<T>>() {
+                return Ok(*s);
+            }
+        }
+        // SAFETY: the memory is uninitialised device memory of plain-old-data elements;
+        // Tessera kernels write before they read, and a host read of unwritten elements
+        // returns arbitrary but valid bit patterns of `T` (all `Element`s accept any bits).
+        match unsafe { self.stream.alloc::<T>(cap) } {
+            Ok(s) => Ok(s),
+            Err(e) if e.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
+                self.trim_buffer_cache();
+                // SAFETY: as above
+                unsafe { self.stream.alloc::<T>(cap) }
+                    .map_err(|e| GpuError::driver("cuMemAlloc", e))
+            }
+            Err(e) => Err(GpuError::driver("cuMemAlloc", e)),
+        }
+    }
+
+    /// Free every buffer the cache of freed buffers holds (see [`Gpu::buffer_cache_stats`]).
+    pub fn trim_buffer_cache(&self) {
+        let all = self.buffers.list().clear();
+        self.buffers.free(all);
+    }
+
+    /// Set the byte limit of the cache of freed buffers (`0`: no cache; the default is a
+    /// sixteenth of the device memory, at most 1 GiB, or `TESSERA_GPU_BUFFER_CACHE`).
+    pub fn set_buffer_cache_limit(&self, bytes: usize) {
+        let out = self.buffers.list().set_limit(bytes);
+        self.buffers.free(out);
+    }
+
+    /// The counters of this stream's cache of freed buffers: a dropped [`DeviceBuffer`]
+    /// returns there, and the next allocation of its element type and capacity on this
+    /// `Gpu` reuses it without a driver call (module [`crate::buffer_cache`]).
+    pub fn buffer_cache_stats(&self) -> BufferCacheStats {
+        self.buffers.list().stats()
+    }
+
+    fn buffer<T: Element>(&self, slice: CudaSlice<T>, len: usize) -> DeviceBuffer<T> {
+        DeviceBuffer {
+            slice: ManuallyDrop::new(slice),
+            len,
+            cache: Arc::downgrade(&self.buffers),
+        }
+    }
+
     /// Copy `data` to a new device buffer.
     pub fn upload<T: Element>(&self, data: &[T]) -> GpuResult<DeviceBuffer<T>> {
+        if data.is_empty() {
+            return self.zeros(0);
+        }
         guard("upload", || {
-            let slice = if data.is_empty() {
-                self.stream.alloc_zeros::<T>(1)
-            } else {
-                self.stream.clone_htod(data)
-            }
-            .map_err(|e| GpuError::driver("cuMemcpyHtoD", e))?;
-            Ok(DeviceBuffer::new(slice, data.len()))
+            let mut slice = self.take_or_alloc::<T>(data.len())?;
+            self.stream
+                .memcpy_htod(data, &mut slice)
+                .map_err(|e| GpuError::driver("cuMemcpyHtoD", e))?;
+            Ok(self.buffer(slice, data.len()))
         })
     }
 
     /// A new device buffer of `n` zeros.
     pub fn zeros<T: Element>(&self, n: usize) -> GpuResult<DeviceBuffer<T>> {
         guard("alloc", || {
-            let slice = self
-                .stream
-                .alloc_zeros::<T>(n.max(1))
-                .map_err(|e| GpuError::driver("cuMemAlloc", e))?;
-            Ok(DeviceBuffer::new(slice, n))
+            let mut slice = self.take_or_alloc::<T>(n.max(1))?;
+            self.stream
+                .memset_zeros(&mut slice)
+                .map_err(|e| GpuError::driver("cuMemsetD8", e))?;
+            Ok(self.buffer(slice, n))
         })
     }
 
     /// A new device buffer of `n` elements whose contents are unspecified (no memset).
     pub fn alloc<T: Element>(&self, n: usize) -> GpuResult<DeviceBuffer<T>> {
         guard("alloc", || {
-            // SAFETY: the memory is uninitialised device memory of plain-old-data elements;
-            // Tessera kernels write before they read, and a host read of unwritten elements
-            // returns arbitrary but valid bit patterns of `T` (all `Element`s accept any bits).
-            let slice = unsafe { self.stream.alloc::<T>(n.max(1)) }
-                .map_err(|e| GpuError::driver("cuMemAlloc", e))?;
-            Ok(DeviceBuffer::new(slice, n))
+            let slice = self.take_or_alloc::<T>(n.max(1))?;
+            Ok(self.buffer(slice, n))
         })
     }
 
@@ -492,11 +581,11 @@ impl Gpu {
     /// Device-to-device copy of a whole buffer into a new buffer.
     pub fn duplicate<T: Element>(&self, buf: &DeviceBuffer<T>) -> GpuResult<DeviceBuffer<T>> {
         guard("copy", || {
-            let slice = self
-                .stream
-                .clone_dtod(&*buf.slice)
+            let mut slice = self.take_or_alloc::<T>(buf.slice.len())?;
+            self.stream
+                .memcpy_dtod(&*buf.slice, &mut slice)
                 .map_err(|e| GpuError::driver("cuMemcpyDtoD", e))?;
-            Ok(DeviceBuffer::new(slice, buf.len))
+            Ok(self.buffer(slice, buf.len))
         })
     }
 
@@ -793,29 +882,33 @@ impl<'a> EventTimer<'a> {
 /// A typed buffer in device memory (wraps a cudarc `CudaSlice`). Empty buffers hold one
 /// unused element so every buffer has a valid device address.
 ///
-/// Dropping it frees the memory with the device's context current on the dropping thread
-/// (and the thread's previous context restored): cudarc's own free does not bind the
-/// context, so a buffer dropped on a thread that had not used the device failed with
-/// `CUDA_ERROR_INVALID_CONTEXT`, which cudarc keeps and returns from the context's next
-/// call on any thread.
+/// Dropping it returns the allocation to the cache of freed buffers of the [`Gpu`] that
+/// made it ([`crate::buffer_cache`]), or frees it with the device's context current on the
+/// dropping thread (and the thread's previous context restored): cudarc's own free does
+/// not bind the context, so a buffer dropped on a thread that had not used the device
+/// failed with `CUDA_ERROR_INVALID_CONTEXT`, which cudarc keeps and returns from the
+/// context's next call on any thread.
 pub struct DeviceBuffer<T: Element> {
     slice: ManuallyDrop<CudaSlice<T>>,
     len: usize,
-}
-
-impl<T: Element> DeviceBuffer<T> {
-    fn new(slice: CudaSlice<T>, len: usize) -> Self {
-        DeviceBuffer {
-            slice: ManuallyDrop::new(slice),
-            len,
-        }
-    }
+    cache: Weak<BufferCache>,
 }
 
 impl<T: Element> Drop for DeviceBuffer<T> {
     fn drop(&mut self) {
         // SAFETY: `slice` is taken exactly once, here, and `self` is not used afterwards.
         let slice = unsafe { ManuallyDrop::take(&mut self.slice) };
+        // with other streams on the context, one of them may still use the buffer: free it
+        // (cudarc's free waits for their uses), do not hand it to this stream's next alloc
+        if let Some(cache) = self.cache.upgrade() {
+            if !slice.context().is_in_multi_stream_mode() {
+                let key = (TypeId::of::<T>(), slice.len());
+                let bytes = slice.num_bytes();
+                let out = cache.list().put(key, bytes, Box::new(slice));
+                cache.free(out);
+                return;
+            }
+        }
         let ctx = slice.context().clone();
         with_current(&ctx, move || drop(slice));
     }

@@ -619,15 +619,25 @@ fn runtime_call_costs() {
         g.synchronize().unwrap();
         eprintln!("{name:<44} {:>8.2} µs", tessera_gpu::median(&mut v));
     };
-    cost("alloc 1M u32 + drop", &mut || {
+    cost("alloc 1M u32 + drop (cache of freed buffers)", &mut || {
         drop(g.alloc::<u32>(1 << 20).unwrap())
     });
-    cost("zeros(1) + drop", &mut || drop(g.zeros::<u32>(1).unwrap()));
+    let limit = g.buffer_cache_stats().limit_bytes;
+    g.set_buffer_cache_limit(0);
+    cost("alloc 1M u32 + drop (no cache)", &mut || {
+        drop(g.alloc::<u32>(1 << 20).unwrap())
+    });
+    cost("zeros(1) + drop (no cache)", &mut || {
+        drop(g.zeros::<u32>(1).unwrap())
+    });
     let mut keep = Vec::new();
-    cost("alloc 1M u32, kept", &mut || {
+    cost("alloc 1M u32, kept (no cache)", &mut || {
         keep.push(g.alloc::<u32>(1 << 20).unwrap())
     });
-    cost("drop of one kept 1M buffer", &mut || drop(keep.pop()));
+    cost("drop of one kept 1M buffer (no cache)", &mut || {
+        drop(keep.pop())
+    });
+    g.set_buffer_cache_limit(limit);
     cost("module.function lookup", &mut || {
         drop(m.function("nop").unwrap())
     });
@@ -725,7 +735,10 @@ fn host_words_written_by_kernel_and_cleared_by_host() {
 #[ignore = "needs a CUDA GPU"]
 fn buffers_dropped_on_a_fresh_thread_leave_the_device_usable() {
     let Some(g) = gpu() else { return };
-    for round in 0..3 {
+    // rounds 0-2 free the buffers (no cache of freed buffers); rounds 3-5 put them into
+    // the cache, whose limit then frees the older ones on that thread
+    for round in 0..6 {
+        g.set_buffer_cache_limit(if round < 3 { 0 } else { 8192 });
         let dev = g.upload(&[1u32, 2, 3, 4]).unwrap();
         let zeros = g.zeros::<f64>(1000).unwrap();
         let pinned = g.alloc_pinned::<u32>(16).unwrap();
@@ -751,4 +764,85 @@ fn buffers_dropped_on_a_fresh_thread_leave_the_device_usable() {
             });
         });
     }
+}
+
+/// The cache of freed buffers: a dropped buffer is reused by the next allocation of its
+/// element type and capacity on the same `Gpu` (no other type or capacity stands in), with
+/// `zeros`, `upload` and `duplicate` giving the contents they promise; the byte limit, a
+/// trim, and a second stream on the context (buffers then freed, not cached) are honoured.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn freed_buffers_are_reused_by_allocations_of_their_type_and_capacity() {
+    let Some(g) = gpu() else { return };
+    g.set_buffer_cache_limit(1 << 20);
+    g.trim_buffer_cache();
+    let s0 = g.buffer_cache_stats();
+    assert_eq!((s0.buffers, s0.bytes, s0.limit_bytes), (0, 0, 1 << 20));
+    let a = g.upload(&(0..1000u32).collect::<Vec<_>>()).unwrap();
+    drop(a);
+    let s1 = g.buffer_cache_stats();
+    assert_eq!(
+        (s1.buffers, s1.bytes),
+        (1, 4000),
+        "the dropped buffer is kept"
+    );
+    // another type or capacity is not served from it
+    let f = g.alloc::<f32>(1000).unwrap();
+    let u = g.alloc::<u32>(999).unwrap();
+    assert_eq!(g.buffer_cache_stats().hits, s1.hits);
+    // zeros over a reused allocation is zeros
+    let z = g.zeros::<u32>(1000).unwrap();
+    let s2 = g.buffer_cache_stats();
+    assert_eq!((s2.hits, s2.buffers), (s1.hits + 1, 0), "zeros reused it");
+    assert!(g.download(&z).unwrap().iter().all(|&x| x == 0));
+    // upload and duplicate over reused allocations
+    drop(z);
+    let up = g.upload(&(0..1000u32).rev().collect::<Vec<_>>()).unwrap();
+    assert_eq!(g.buffer_cache_stats().hits, s2.hits + 1);
+    let want: Vec<u32> = (0..1000u32).rev().collect();
+    assert_eq!(g.download(&up).unwrap(), want);
+    drop(u);
+    drop(f);
+    let spare = g.alloc::<u32>(1000).unwrap();
+    drop(spare);
+    let dup = g.duplicate(&up).unwrap();
+    assert_eq!(
+        g.download(&dup).unwrap(),
+        want,
+        "duplicate into a reused buffer"
+    );
+    // the byte limit: a buffer over it is freed, and older entries make room
+    let big = g.alloc::<u8>(2 << 20).unwrap();
+    let before = g.buffer_cache_stats().buffers;
+    drop(big);
+    assert_eq!(
+        g.buffer_cache_stats().buffers,
+        before,
+        "over the limit: freed"
+    );
+    g.trim_buffer_cache();
+    assert_eq!(g.buffer_cache_stats().bytes, 0);
+    // a second stream on the context: dropped buffers are freed, not cached
+    let other = g.fork_stream().unwrap();
+    drop(g.alloc::<u32>(64).unwrap());
+    assert_eq!(
+        g.buffer_cache_stats().buffers,
+        0,
+        "freed while two streams exist"
+    );
+    drop(other);
+    drop(g.alloc::<u32>(64).unwrap());
+    assert_eq!(
+        g.buffer_cache_stats().buffers,
+        1,
+        "cached again with one stream"
+    );
+    drop((dup, up));
+    // a buffer that outlives its Gpu is freed, not cached
+    let g2 = tessera_gpu::Gpu::new(0).unwrap();
+    let orphan = g2.upload(&[1u32, 2, 3]).unwrap();
+    drop(g2);
+    drop(orphan);
+    let b = g.upload(&[4u32]).unwrap();
+    assert_eq!(g.download(&b).unwrap(), vec![4]);
 }
