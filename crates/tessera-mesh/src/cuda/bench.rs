@@ -1,8 +1,9 @@
 //! GPU columns of `tessera bench mesh --device cuda` (dissertation Tables 3.2-3.4).
 //!
-//! Each operation runs from scratch on an uploaded mesh (nothing cached between runs; the
+//! Each operation runs from scratch on an uploaded mesh (no result cached between runs; the
 //! smoothing row times the iterations on the cached stencil, as the CPU column times the
-//! iterations only, and the stencil has its own row), is
+//! iterations only, and the stencil has its own row; the outputs' allocations come from the
+//! `Gpu`'s cache of freed buffers, as in any repeated use, and their frees go back to it), is
 //! timed with CUDA events as the median of `runs` (at least 20) runs after 3 warm-up runs,
 //! and is reported with the bytes it must move at least (each input array read once, each
 //! output array written once), so `bytes / time` can be set against the measured copy
