@@ -45,7 +45,7 @@
 
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use tessera_core::bulk::{advise_huge_pages, filled};
 use tessera_core::Par;
 
@@ -252,24 +252,25 @@ pub fn prefetch<T>(x: &T) {
     let _ = x;
 }
 
-/// Hint the processor to fetch the cache line holding `x` for writing (`prefetchw`: in
-/// the exclusive state, so that a line another core wrote last moves once, not twice as
-/// with a read prefetch followed by the store's ownership request; no effect on results).
+/// Hint the processor to fetch the cache line at `p` for writing (`prefetchw`: in the
+/// exclusive state, so that a line another core wrote last moves once, not twice as with a
+/// read prefetch followed by the store's ownership request; no effect on results). `p`
+/// need not point to initialized memory.
 #[inline(always)]
-pub fn prefetch_write<T>(x: &T) {
+pub fn prefetch_write<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is only a hint: it never faults and never changes memory, and the
-    // address comes from a valid reference. `prefetchw` executes as a no-op on x86_64
-    // processors without it (it sits in the 0F 0D no-op opcode space).
+    // SAFETY: a prefetch is only a hint: it never faults (not even at an invalid address)
+    // and never changes memory. `prefetchw` executes as a no-op on x86_64 processors
+    // without it (it sits in the 0F 0D no-op opcode space).
     unsafe {
         std::arch::asm!(
             "prefetchw [{}]",
-            in(reg) x as *const T,
+            in(reg) p,
             options(nostack, preserves_flags, readonly)
         );
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = x;
+    let _ = p;
 }
 
 /// One thread: count, scan, fill with the offsets as cursors.
@@ -367,16 +368,27 @@ fn count_chunk<E: Entries>(src: &E, rows: std::ops::Range<usize>, h: &mut [u32])
     }
 }
 
+/// The entry array of [`transpose_counters`], written by all chunks at disjoint positions
+/// before it is initialized (each position exactly once).
+#[derive(Clone, Copy)]
+struct EntriesOut(*mut i32);
+// SAFETY: the chunks write disjoint positions of one allocation that outlives the parallel
+// fill (see `fill_chunk`); nothing reads it until the fill has joined.
+unsafe impl Send for EntriesOut {}
+// SAFETY: as above
+unsafe impl Sync for EntriesOut {}
+
 /// Fill the entries of rows `rows`: `cur` holds each output row's write position for this
-/// chunk and advances past every entry written. `out` is the whole entry array (shared
-/// with the other chunks, which write other positions); the stores are relaxed atomics,
-/// which compile to plain stores.
+/// chunk and advances past every entry written. `out` is the whole entry array of `nnz`
+/// elements (shared with the other chunks, which write other positions; not yet
+/// initialized).
 #[inline(never)]
 fn fill_chunk<E: Entries>(
     src: &E,
     rows: std::ops::Range<usize>,
     cur: &mut [u32],
-    out: &[AtomicI32],
+    out: EntriesOut,
+    nnz: usize,
 ) {
     let e = src.row_start(rows.end);
     for r in rows {
@@ -386,15 +398,20 @@ fn fill_chunk<E: Entries>(
                 prefetch(&cur[src.col(i + 2 * AHEAD) as usize]);
             }
             if i + AHEAD < e {
-                if let Some(slot) = out.get(cur[src.col(i + AHEAD) as usize] as usize) {
+                let o = cur[src.col(i + AHEAD) as usize] as usize;
+                if o < nnz {
                     // the other chunks write the neighbouring entries of the same rows
-                    prefetch_write(slot);
+                    prefetch_write(out.0.wrapping_add(o));
                 }
             }
             let c = src.col(i) as usize;
-            let o = cur[c];
-            out[o as usize].store((r as i32) ^ src.sign_mask(i), Ordering::Relaxed);
-            cur[c] = o + 1;
+            let o = cur[c] as usize;
+            assert!(o < nnz, "fill position {o} past the {nnz} entries");
+            // SAFETY: `o < nnz` (checked), inside the allocation of `nnz` elements; no other
+            // chunk writes position `o` (see `transpose_counters`), and nothing reads the
+            // array before the fill has joined.
+            unsafe { out.0.add(o).write((r as i32) ^ src.sign_mask(i)) };
+            cur[c] = (o + 1) as u32;
         }
     }
 }
@@ -494,20 +511,22 @@ fn transpose_counters<E: Entries>(src: &E, ncols: usize, chunks: usize) -> (Vec<
                 }
             });
     }
-    let mut out = filled(nnz, 0i32, Par::Rayon);
-    {
-        // SAFETY: `AtomicI32` has the same size and alignment as `i32` (documented), so a
-        // slice of one is a valid slice of the other; `out` is borrowed mutably for the
-        // whole lifetime of the view, so nothing else reads or writes it meanwhile (this
-        // is `AtomicI32::from_mut_slice`, not yet stable).
-        let shared: &[AtomicI32] =
-            unsafe { &*(out.as_mut_slice() as *mut [i32] as *const [AtomicI32]) };
-        counters
-            .par_iter_mut()
-            .enumerate()
-            .for_each(|(k, cur)| fill_chunk(src, bounds[k]..bounds[k + 1], cur, shared));
-    }
+    // the fill writes every position of the entries exactly once (the positions of all
+    // chunks are a permutation of 0..nnz), so the array is not zeroed first: a zeroing
+    // pass over it was a tenth of the 2-thread work of δ1 on the dragon
+    let mut out: Vec<i32> = Vec::with_capacity(nnz);
+    advise_huge_pages(&mut out);
+    let dst = EntriesOut(out.as_mut_ptr());
+    counters
+        .par_iter_mut()
+        .enumerate()
+        .for_each(|(k, cur)| fill_chunk(src, bounds[k]..bounds[k + 1], cur, dst, nnz));
     drop(counters);
+    // SAFETY: the exclusive scan over (output row, chunk) gave chunk `k` of output row `c`
+    // the positions after those of chunks `0..k` of row `c` and of all chunks of rows
+    // before `c`, as many as it counted; each chunk's fill wrote exactly the entries it
+    // counted, each at its next position, so the positions written are 0..nnz, each once.
+    unsafe { out.set_len(nnz) };
     // SAFETY: `offsets[0]` was written above and the last chunk's counters, all of them
     // initialized (zeroed) before counting, are the other `ncols` elements of the capacity.
     unsafe { offsets.set_len(ncols + 1) };
