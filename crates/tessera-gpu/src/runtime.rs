@@ -336,8 +336,10 @@ impl Gpu {
     fn take_or_alloc<T: Element>(&self, cap: usize) -> GpuResult<CudaSlice<T>> {
         let key = (TypeId::of::<T>(), cap);
         if let Some(b) = self.buffers.list().take(key) {
-            if let Ok(s) = b.downcast::<CudaSlice<T>>() {
-                return Ok(*s);
+            match b.downcast::<CudaSlice<T>>() {
+                Ok(s) => return Ok(*s),
+                // not reached (the key holds the type); freed with the context current
+                Err(other) => self.buffers.free(vec![other]),
             }
         }
         // SAFETY: the memory is uninitialised device memory of plain-old-data elements;
