@@ -51,7 +51,11 @@ use tessera_core::Par;
 
 /// A source of entries for [`transpose_entries`]: rows of entries, each entry with the
 /// output row it goes to (its decoded column) and its sign.
-pub trait Entries: Sync {
+///
+/// Sealed: the parallel fill writes its output uninitialised and relies on every method
+/// returning the same values in the count pass and in the fill pass, which the three
+/// sources here guarantee (they read slices borrowed for the whole call).
+pub trait Entries: Sync + sealed::Sealed {
     /// Number of input rows (the columns of the result).
     fn nrows(&self) -> usize;
     /// Number of entries.
@@ -65,6 +69,13 @@ pub trait Entries: Sync {
     /// The row holding entry `i` for `i < nnz` (the last row starting at or before `i`;
     /// used only at chunk boundaries).
     fn row_of(&self, i: usize) -> usize;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::TcsrEntries<'_> {}
+    impl<const K: usize> Sealed for super::StridedEntries<'_, K> {}
+    impl Sealed for super::EdgePairEntries<'_> {}
 }
 
 /// TCSR rows with explicit offsets.
@@ -205,8 +216,9 @@ impl Default for TransposeParams {
 /// for the order). `parallel` selects the multi-thread algorithm (run in the current rayon
 /// pool); both give identical arrays.
 ///
-/// Panics if an entry's output row is `>= ncols` or there are `2^32` or more entries
-/// (the TCSR invariants the callers guarantee).
+/// Panics if an entry's output row is `>= ncols`, there are `2^32` or more entries, or
+/// the rows do not hold every entry exactly once (the TCSR invariants the callers
+/// guarantee).
 pub fn transpose_entries<E: Entries>(
     src: &E,
     ncols: usize,
@@ -479,7 +491,9 @@ fn transpose_counters<E: Entries>(src: &E, ncols: usize, chunks: usize) -> (Vec<
         base.push(acc);
         acc += t;
     }
-    debug_assert_eq!(acc as usize, nnz);
+    // the rows must hold every entry once: with fewer counted, positions past the count
+    // would stay unwritten (offsets of a `TcsrEntries` that end before its columns)
+    assert_eq!(acc as usize, nnz, "the rows' entries do not add up to nnz");
     {
         let mut per_range: Vec<Vec<&mut [u32]>> =
             (0..nranges).map(|_| Vec::with_capacity(chunks)).collect();
@@ -525,7 +539,9 @@ fn transpose_counters<E: Entries>(src: &E, ncols: usize, chunks: usize) -> (Vec<
     // SAFETY: the exclusive scan over (output row, chunk) gave chunk `k` of output row `c`
     // the positions after those of chunks `0..k` of row `c` and of all chunks of rows
     // before `c`, as many as it counted; each chunk's fill wrote exactly the entries it
-    // counted, each at its next position, so the positions written are 0..nnz, each once.
+    // counted (the sealed `Entries` return the same rows and columns in both passes), each
+    // at its next position, and the counts add up to `nnz` (asserted): the positions
+    // written are 0..nnz, each once.
     unsafe { out.set_len(nnz) };
     // SAFETY: `offsets[0]` was written above and the last chunk's counters, all of them
     // initialized (zeroed) before counting, are the other `ncols` elements of the capacity.
@@ -874,6 +890,19 @@ mod tests {
             bucket_bits,
             min_parallel_nnz: 0,
         }
+    }
+
+    /// Offsets that end before the columns would leave entries of the parallel fill's
+    /// uninitialised output unwritten: refused with a panic, not returned.
+    #[test]
+    #[should_panic(expected = "do not add up to nnz")]
+    fn counters_refuse_rows_that_miss_entries() {
+        let columns = [0i32, 1, 2, 1];
+        let src = TcsrEntries {
+            offsets: &[0, 1, 2],
+            columns: &columns,
+        };
+        let _ = transpose_entries(&src, 3, true, params(2, TransposeSplit::Counters, 0));
     }
 
     /// Every parallel algorithm with several chunk counts (more chunks than threads and
