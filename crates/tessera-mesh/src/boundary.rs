@@ -61,7 +61,7 @@ pub struct SurfaceMesh {
 }
 
 /// Per face: bit 0 = `+f` is boundary, bit 1 = `-f` is boundary, bit 2 = non-manifold face.
-fn face_flags(plus: u32, minus: u32) -> u8 {
+const fn face_flags(plus: u32, minus: u32) -> u8 {
     let mut fl = 0u8;
     if minus == 0 {
         fl |= 1;
@@ -74,6 +74,35 @@ fn face_flags(plus: u32, minus: u32) -> u8 {
         fl |= 4;
     }
     fl
+}
+
+/// [`face_flags`] of a face with `len` cells of which `minus` negative, for `len` 1 and 2,
+/// at `len * (len + 1) / 2 + minus - 1`.
+const SHORT_ROW_FLAGS: [u8; 5] = [
+    face_flags(1, 0),
+    face_flags(0, 1),
+    face_flags(2, 0),
+    face_flags(1, 1),
+    face_flags(0, 2),
+];
+
+/// The flags of one face from its δ3 row `cells[a..b]`: rows of one or two cells (every
+/// face of a mesh with cells) without a loop or a branch on their length, which a mix of
+/// boundary and interior faces would mispredict.
+#[inline(always)]
+fn row_flags(cells: &[i32], a: usize, b: usize) -> u8 {
+    let len = b.wrapping_sub(a);
+    if (1..=2).contains(&len) {
+        let c0 = cells[a] as u32 >> 31;
+        // the second cell, or the first again for a row of one (masked out below)
+        let c1 = cells[(a + 1).min(b - 1)] as u32 >> 31;
+        let minus = c0 + (c1 & (len as u32 - 1));
+        SHORT_ROW_FLAGS[len * (len + 1) / 2 + minus as usize - 1]
+    } else {
+        let row = &cells[a..b];
+        let minus = row.iter().filter(|&&c| c < 0).count() as u32;
+        face_flags(row.len() as u32 - minus, minus)
+    }
 }
 
 /// Faces per parallel task of the boundary passes.
@@ -97,10 +126,9 @@ pub fn extract_boundary(mesh: &PolyMesh) -> Boundary {
     let flag_chunk = |(k, fl): (usize, &mut [u8])| -> (u32, bool) {
         let f0 = k * FACE_CHUNK;
         let (mut n, mut manifold) = (0u32, true);
+        let o = &offs[f0..f0 + fl.len() + 1];
         for (j, x) in fl.iter_mut().enumerate() {
-            let row = &cells[offs[f0 + j] as usize..offs[f0 + j + 1] as usize];
-            let minus = row.iter().filter(|&&c| c < 0).count() as u32;
-            let v = face_flags(row.len() as u32 - minus, minus);
+            let v = row_flags(cells, o[j] as usize, o[j + 1] as usize);
             *x = v;
             n += (v & 1) as u32 + ((v >> 1) & 1) as u32;
             manifold &= v & 4 == 0;
@@ -348,5 +376,44 @@ impl SurfaceMesh {
     /// Euler characteristic V - E + F of the surface (2 for a sphere).
     pub fn euler_characteristic(&self) -> i64 {
         self.num_vertices() as i64 - self.num_edges() as i64 + self.num_polygons() as i64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The branch-free flags of rows of one or two cells equal the counting definition, for
+    /// every sign pattern, at the start, middle and end of the entry array; other lengths
+    /// take the counting path.
+    #[test]
+    fn row_flags_equal_counted_flags() {
+        let counted = |row: &[i32]| {
+            let minus = row.iter().filter(|&&c| c < 0).count() as u32;
+            face_flags(row.len() as u32 - minus, minus)
+        };
+        let signed = |c: i32, neg: bool| encode(c as u32, neg);
+        for len in 0..=4usize {
+            for pattern in 0..(1u32 << len) {
+                let row: Vec<i32> = (0..len)
+                    .map(|i| signed(7 + i as i32, pattern >> i & 1 == 1))
+                    .collect();
+                for pad in [0usize, 3] {
+                    // the row at the end of the array (pad 0 after it) or inside it
+                    let mut cells = vec![signed(1, true); 2];
+                    let a = cells.len();
+                    cells.extend(&row);
+                    let b = cells.len();
+                    cells.extend(std::iter::repeat_n(signed(2, true), pad));
+                    assert_eq!(
+                        row_flags(&cells, a, b),
+                        counted(&row),
+                        "row {row:?}, pad {pad}"
+                    );
+                }
+            }
+        }
+        // an empty row at the very end of the entries
+        assert_eq!(row_flags(&[signed(1, false)], 1, 1), face_flags(0, 0));
     }
 }
