@@ -384,7 +384,7 @@ mod tests {
     use super::*;
 
     /// The branch-free flags of rows of one or two cells equal the counting definition, for
-    /// every sign pattern, at the start, middle and end of the entry array; other lengths
+    /// every sign pattern, inside the entry array and at its end; other lengths
     /// take the counting path.
     #[test]
     fn row_flags_equal_counted_flags() {
