@@ -92,15 +92,7 @@ impl<P> FreeList<P> {
         if bytes > self.limit_bytes {
             return vec![payload];
         }
-        let mut out = Vec::new();
-        let mut drop_n = 0;
-        while drop_n < self.entries.len()
-            && (self.bytes + bytes > self.limit_bytes || self.entries.len() - drop_n >= MAX_ENTRIES)
-        {
-            self.bytes -= self.entries[drop_n].bytes;
-            drop_n += 1;
-        }
-        out.extend(self.entries.drain(..drop_n).map(|e| e.payload));
+        let out = self.evict_oldest(bytes, 1);
         self.entries.push(Entry {
             key,
             bytes,
@@ -119,12 +111,21 @@ impl<P> FreeList<P> {
     /// Set the byte limit; returns the entries that no longer fit (oldest first).
     pub(crate) fn set_limit(&mut self, limit_bytes: usize) -> Vec<P> {
         self.limit_bytes = limit_bytes;
-        let mut drop_n = 0;
-        while drop_n < self.entries.len() && self.bytes > self.limit_bytes {
-            self.bytes -= self.entries[drop_n].bytes;
-            drop_n += 1;
+        self.evict_oldest(0, 0)
+    }
+
+    /// Remove the oldest entries until `bytes` more bytes and `entries` more entries fit
+    /// the limits; returns them (oldest first).
+    fn evict_oldest(&mut self, bytes: usize, entries: usize) -> Vec<P> {
+        let mut n = 0;
+        while n < self.entries.len()
+            && (self.bytes + bytes > self.limit_bytes
+                || self.entries.len() - n + entries > MAX_ENTRIES)
+        {
+            self.bytes -= self.entries[n].bytes;
+            n += 1;
         }
-        self.entries.drain(..drop_n).map(|e| e.payload).collect()
+        self.entries.drain(..n).map(|e| e.payload).collect()
     }
 
     pub(crate) fn stats(&self) -> BufferCacheStats {

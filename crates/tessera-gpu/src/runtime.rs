@@ -1081,23 +1081,12 @@ impl std::fmt::Debug for HostWords {
 }
 
 impl Gpu {
-    /// Make this device's context current on the calling thread. cudarc makes it current
-    /// in its own calls, but its frees of device memory do not: a thread whose first use
-    /// of the device would be to drop buffers should call this first (else the free fails
-    /// with `CUDA_ERROR_INVALID_CONTEXT`, which cudarc keeps and returns from the
-    /// context's next call on any thread).
-    pub fn bind_to_thread(&self) -> GpuResult<()> {
-        make_current(&self.ctx)
-            .map(drop)
-            .map_err(|e| GpuError::driver("cuCtxSetCurrent", e))
-    }
-
     /// `n` (at least 1) new mapped host words, cleared (see [`HostWords`]).
     pub fn host_words(&self, n: usize) -> GpuResult<HostWords> {
         use cudarc::driver::sys;
         let n = n.max(1);
         guard("cuMemHostAlloc", || {
-            self.bind_to_thread()?;
+            make_current(&self.ctx).map_err(|e| GpuError::driver("cuCtxSetCurrent", e))?;
             let mut host: *mut std::ffi::c_void = std::ptr::null_mut();
             // SAFETY: out-pointer to a local; `4 n` bytes with the device-map flag.
             let r =

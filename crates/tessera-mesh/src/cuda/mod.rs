@@ -160,10 +160,6 @@ pub struct MeshKernels<'g> {
 /// Launches that use it are ordered on the device's one stream.
 struct CoopChains {
     sync: DeviceBuffer<u32>,
-    /// Scratch of the chains, kept between calls and grown when too small (see
-    /// [`CoopChains::scratch`]): [`SCRATCH_WORK`], [`SCRATCH_MID`], [`SCRATCH_FLAGS`],
-    /// [`SCRATCH_EMARK`], [`SCRATCH_VMARK`].
-    scratch: std::sync::Mutex<[Option<DeviceBuffer<u32>>; 5]>,
     /// Never written (the flag argument of a transpose that sorts long rows itself).
     unused_flag: DeviceBuffer<u32>,
     transpose: Kernel,
@@ -192,7 +188,6 @@ impl CoopChains {
         let words = 4 + 3 * grid_transpose.max(grid_boundary) as usize + 2 * 16;
         Ok(Some(CoopChains {
             sync: gpu.zeros::<u32>(words)?,
-            scratch: std::sync::Mutex::new(Default::default()),
             unused_flag: gpu.zeros::<u32>(1)?,
             transpose,
             boundary,
@@ -205,44 +200,6 @@ impl CoopChains {
     fn grid(max: u32, items: usize) -> u32 {
         items.div_ceil(BLOCK as usize).clamp(1, max as usize) as u32
     }
-    /// The scratch buffers, locked, after growing those of `need` (`(slot, words)`) to hold
-    /// their words. Reuse across calls is safe because every launch that uses them is
-    /// enqueued on the one stream (a later launch runs after an earlier one is done with
-    /// them, and a buffer replaced by a larger one is freed in stream order). Kernels get
-    /// their sizes separately and write before they read. Saves two to three allocations
-    /// and frees a call (about 4 µs of host time each, during which the device waits).
-    fn scratch(
-        &self,
-        gpu: &Gpu,
-        need: &[(usize, usize)],
-    ) -> Result<std::sync::MutexGuard<'_, [Option<DeviceBuffer<u32>>; 5]>, MeshError> {
-        let mut s = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
-        for &(slot, n) in need {
-            if s[slot].as_ref().is_none_or(|b| b.len() < n) {
-                // the new buffer first: its allocation makes the context current on this
-                // thread, which the free of the old one needs (`Gpu::bind_to_thread`)
-                let b = gpu.alloc::<u32>(n.max(1))?;
-                s[slot] = Some(b);
-            }
-        }
-        Ok(s)
-    }
-}
-
-/// Slots of [`CoopChains::scratch`]: the transpose's slots or counters (`2 ncols` or
-/// `ncols` words), its worklist of middle rows, the boundary's face flags, edge marks and
-/// vertex marks.
-const SCRATCH_WORK: usize = 0;
-const SCRATCH_MID: usize = 1;
-const SCRATCH_FLAGS: usize = 2;
-const SCRATCH_EMARK: usize = 3;
-const SCRATCH_VMARK: usize = 4;
-
-/// A slot of [`CoopChains::scratch`] that the call asked for (filled by it).
-fn scratch_slot(s: &[Option<DeviceBuffer<u32>>; 5], slot: usize) -> &DeviceBuffer<u32> {
-    s[slot]
-        .as_ref()
-        .expect("CoopChains::scratch fills the slots asked for")
 }
 
 /// Outputs sized before their lengths are known keep their allocation when at most this
@@ -296,16 +253,6 @@ impl<'g> MeshKernels<'g> {
             coop: self.coop.clone(),
             words: self.words.clone(),
         })
-    }
-    /// Free the scratch the one-launch chains keep between calls (it is allocated again,
-    /// at the size needed, by the next transpose or boundary extraction).
-    pub fn release_scratch(&self) {
-        if let Some(c) = self.coop.as_deref() {
-            // a failed binding leaves the scratch in place (freed with the kernels)
-            if self.gpu.bind_to_thread().is_ok() {
-                *c.scratch.lock().unwrap_or_else(|p| p.into_inner()) = Default::default();
-            }
-        }
     }
     /// Whether the mesh chains run as one cooperative launch each (transposes, boundary).
     pub fn one_launch_chains(&self) -> bool {
@@ -429,8 +376,7 @@ impl<'g> MeshKernels<'g> {
     /// Enqueue `launch` (kernels that may write the mapped words it is given: a flag in
     /// word 0, or the boundary's lengths) with the words cleared, wait for the stream (the
     /// one host synchronisation), and return the result with the four words. The words stay
-    /// locked meanwhile; a launch that needs the chains' scratch takes it inside (the one
-    /// lock order).
+    /// locked meanwhile.
     fn with_words<T>(
         &self,
         launch: impl FnOnce(&dyn KernelArg) -> Result<T, MeshError>,
@@ -525,17 +471,10 @@ impl<'g> MeshKernels<'g> {
             return Ok(None);
         }
         let g = self.gpu;
-        let scratch = c.scratch(
-            g,
-            &[
-                (SCRATCH_WORK, if two_slot { 2 * ncols } else { ncols }),
-                (SCRATCH_MID, input.nnz / (64 + 1) + 1),
-            ],
-        )?;
-        let (work, mid) = (
-            scratch_slot(&scratch, SCRATCH_WORK),
-            scratch_slot(&scratch, SCRATCH_MID),
-        );
+        // the slots or counters and the worklist of middle rows: scratch that a repeated
+        // call gets back from the `Gpu`'s cache of freed buffers without a driver call
+        let work = g.alloc::<u32>(if two_slot { 2 * ncols } else { ncols })?;
+        let mid = g.alloc::<u32>(input.nnz / (64 + 1) + 1)?;
         let offsets = g.alloc::<u32>(ncols + 1)?;
         let out = g.alloc::<i32>(input.nnz)?;
         let items = input.nnz.max(ncols).max(input.nrows);
@@ -554,14 +493,13 @@ impl<'g> MeshKernels<'g> {
             .arg(&nc)
             .arg(&two)
             .arg(&by_thread)
-            .arg(work)
+            .arg(&work)
             .arg(&c.sync)
-            .arg(mid)
+            .arg(&mid)
             .arg(&offsets)
             .arg(&out)
             .arg(flag.unwrap_or(&c.unused_flag as &dyn KernelArg))
             .run_cooperative()?;
-        drop(scratch);
         Ok(Some(DeviceTcsr {
             offsets,
             columns: out,
@@ -1076,8 +1014,7 @@ impl<'g> MeshKernels<'g> {
     }
 
     /// [`MeshKernels::boundary`] as one cooperative launch (`boundary_coop`: flags and
-    /// marks, then one grid scan of the three arrays that writes the lists), its scratch
-    /// kept between calls, its lengths and non-manifold word left in mapped host words (one
+    /// marks, then one grid scan of the three arrays that writes the lists), its lengths and non-manifold word left in mapped host words (one
     /// host synchronisation, no download), the lists kept in their first allocation unless
     /// much of it would sit idle ([`KEEP_IDLE_BYTES`]).
     fn boundary_one_launch(
@@ -1091,20 +1028,15 @@ impl<'g> MeshKernels<'g> {
         let g = self.gpu;
         let (nf, ne) = (fc.nrows(), fe.ncols);
         half_faces_fit(nf)?;
+        let flags = g.alloc::<u32>(nf)?;
+        let emark = g.alloc::<u32>(ne)?;
+        let vmark = g.alloc::<u32>(nvertices)?;
         let faces = g.alloc::<i32>(2 * nf)?;
         let edges = g.alloc::<u32>(ne)?;
         let vertices = g.alloc::<u32>(nvertices)?;
         let grid = CoopChains::grid(c.grid_boundary, nf.max(ne).max(nvertices));
         let (nf64, ne64, nv64) = (nf as u64, ne as u64, nvertices as u64);
         let ((), t) = self.with_words(|totals| {
-            let scratch = c.scratch(
-                g,
-                &[
-                    (SCRATCH_FLAGS, nf),
-                    (SCRATCH_EMARK, ne),
-                    (SCRATCH_VMARK, nvertices),
-                ],
-            )?;
             c.last_grid
                 .store(grid, std::sync::atomic::Ordering::Relaxed);
             g.launch(&c.boundary, LaunchConfig::blocks(grid, BLOCK))
@@ -1116,9 +1048,9 @@ impl<'g> MeshKernels<'g> {
                 .arg(edge_vertices)
                 .arg(&ne64)
                 .arg(&nv64)
-                .arg(scratch_slot(&scratch, SCRATCH_FLAGS))
-                .arg(scratch_slot(&scratch, SCRATCH_EMARK))
-                .arg(scratch_slot(&scratch, SCRATCH_VMARK))
+                .arg(&flags)
+                .arg(&emark)
+                .arg(&vmark)
                 .arg(&c.sync)
                 .arg(&faces)
                 .arg(&edges)
@@ -1393,10 +1325,9 @@ impl<'g> DeviceMesh<'g> {
         .map(|x| x.0)
         .collect()
     }
-    /// Drop every cached relation, and the kernels' scratch ([`MeshKernels::release_scratch`]).
+    /// Drop every cached relation.
     pub fn purge_caches(&mut self) {
         self.cache = DeviceRelations::default();
-        self.kernels.release_scratch();
     }
 
     require!(
