@@ -35,6 +35,10 @@ pub struct PolyMeshBuilder {
     /// uses that belong to no cell (free faces of non-manifold meshes)
     free_faces: Vec<u32>,
     orient_by_volume: bool,
+    /// Every cell so far came from [`PolyMeshBuilder::add_typed_cell`] as a tetrahedron:
+    /// the built mesh's cells are then closed by construction (four distinct vertices,
+    /// faces identified by their vertex sets), see [`PolyMesh::cells_known_closed`].
+    only_tetrahedra: bool,
 }
 
 impl PolyMeshBuilder {
@@ -46,6 +50,7 @@ impl PolyMeshBuilder {
             cell_offsets: vec![0],
             free_faces: Vec::new(),
             orient_by_volume: true,
+            only_tetrahedra: true,
         }
     }
 
@@ -100,6 +105,12 @@ impl PolyMeshBuilder {
     /// Add a general polyhedral cell given by its face loops (any orientation convention
     /// when `orient_by_volume` is on, else outward loops).
     pub fn add_cell(&mut self, faces: &[&[u32]]) -> Result<(), MeshError> {
+        // loops given by the caller need not close the cell
+        self.only_tetrahedra = false;
+        self.push_cell(faces)
+    }
+
+    fn push_cell(&mut self, faces: &[&[u32]]) -> Result<(), MeshError> {
         if !self.free_faces.is_empty() {
             return Err(MeshError::InvalidTopology(
                 "add cells before free faces".into(),
@@ -150,7 +161,12 @@ impl PolyMeshBuilder {
         for (i, f) in lf.iter().enumerate() {
             refs[i] = &buf[i][..f.len()];
         }
-        self.add_cell(&refs[..lf.len()])
+        // a quadrilateral's cyclic order can differ between two cells that share its
+        // vertex set (a twisted hexahedron): only tetrahedra are closed by construction
+        if ty != CellType::Tetrahedron {
+            self.only_tetrahedra = false;
+        }
+        self.push_cell(&refs[..lf.len()])
     }
 
     /// Add a face that belongs to no cell (non-manifold meshes, surface patches).
@@ -291,6 +307,12 @@ impl PolyMeshBuilder {
         let mut mesh =
             PolyMesh::from_operators(self.positions, edge_vertices, face_edges, cell_faces)?;
         mesh.set_par(par);
+        // a tetrahedron's four loops (local faces of four vertices, none repeated in a loop,
+        // so four distinct vertices) are four distinct triangles whose six edges each bound
+        // two of them: closed whatever the loops' orientation
+        if self.only_tetrahedra {
+            mesh.mark_cells_closed();
+        }
         Ok(mesh)
     }
 }

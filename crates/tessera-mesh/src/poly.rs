@@ -2,6 +2,7 @@
 
 use crate::relations::Relations;
 use crate::{MeshError, Point};
+use std::sync::OnceLock;
 use tessera_core::Par;
 use tessera_sparse::Tcsr;
 
@@ -17,6 +18,9 @@ use tessera_sparse::Tcsr;
 ///
 /// Derived relations (item 7) live in a [`Relations`] cache, computed on request and
 /// dropped on any mutable access to the operators they depend on.
+///
+/// The mesh also remembers whether its cells are **known closed**
+/// ([`PolyMesh::cells_known_closed`]), which lets the gathers over cells read fewer rows.
 #[derive(Clone, Debug)]
 pub struct PolyMesh {
     pub(crate) edge_vertices: Vec<[u32; 2]>,
@@ -26,6 +30,9 @@ pub struct PolyMesh {
     pub(crate) nvertices: usize,
     pub(crate) par: Par,
     pub(crate) cache: Relations,
+    /// Set once every cell is known closed (see [`PolyMesh::cells_known_closed`]); reset
+    /// by mutable access to the operators.
+    pub(crate) cells_closed: OnceLock<()>,
 }
 
 impl PolyMesh {
@@ -69,6 +76,7 @@ impl PolyMesh {
             positions,
             par: Par::auto(),
             cache: Relations::default(),
+            cells_closed: OnceLock::new(),
         })
     }
 
@@ -110,6 +118,7 @@ impl PolyMesh {
     /// item 7: caches are "invalidated by mutable access to any operator").
     pub fn operators_mut(&mut self) -> (&mut Vec<[u32; 2]>, &mut Tcsr, &mut Tcsr) {
         self.cache = Relations::default();
+        self.cells_closed = OnceLock::new();
         (
             &mut self.edge_vertices,
             &mut self.face_edges,
@@ -120,6 +129,28 @@ impl PolyMesh {
     /// Drop all cached derived relations.
     pub fn purge_caches(&mut self) {
         self.cache = Relations::default();
+    }
+
+    /// Whether every cell is known to be **closed**: its faces are simple loops of
+    /// distinct edges, no two edges join the same vertex pair, no two faces have the same
+    /// edge set, and every edge of the cell's faces is used by exactly two of them
+    /// (dissertation §3.3: `∂2 ∂3 = 0` per cell, up to orientation). Known after a
+    /// successful [`PolyMesh::validate`], and for meshes that the [`crate::PolyMeshBuilder`]
+    /// built from typed tetrahedra only (closed by construction); forgotten on
+    /// [`PolyMesh::operators_mut`]. `false` means "not known", not "open".
+    ///
+    /// A closed cell of four triangles is a tetrahedron with four distinct vertices, so
+    /// its vertices follow from two of its faces and three of their edges
+    /// ([`crate::relations::compute_cell_vertices`] and the GPU's cell vertices read those
+    /// instead of all four faces and six edges; the rows are the same).
+    pub fn cells_known_closed(&self) -> bool {
+        self.cells_closed.get().is_some()
+    }
+
+    /// Record that every cell is closed (see [`PolyMesh::cells_known_closed`]); callers
+    /// have established it (validation, construction).
+    pub(crate) fn mark_cells_closed(&self) {
+        let _ = self.cells_closed.set(());
     }
 
     /// The execution choice used when cached relations are computed.

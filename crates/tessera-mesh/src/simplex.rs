@@ -881,6 +881,11 @@ impl SimplexMesh {
         let mut m =
             PolyMesh::from_operators(self.positions.clone(), edges, face_edges, cell_faces)?;
         m.set_par(self.par);
+        // four distinct vertices a cell (checked when the simplex mesh was made), faces and
+        // edges their unique vertex sets: every tetrahedron is closed
+        if self.dim == 3 {
+            m.mark_cells_closed();
+        }
         Ok(m)
     }
 

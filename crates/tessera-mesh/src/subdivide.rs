@@ -245,6 +245,7 @@ pub fn catmull_clark(mesh: &PolyMesh) -> Result<PolyMesh, MeshError> {
         cell_faces,
         par,
         cache: Relations::default(),
+        cells_closed: Default::default(),
     })
 }
 

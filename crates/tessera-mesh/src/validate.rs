@@ -387,6 +387,8 @@ impl PolyMesh {
         }) {
             return Err(err(f));
         }
+        // checks 3-5 are what `cells_known_closed` promises
+        self.mark_cells_closed();
         Ok(())
     }
 }

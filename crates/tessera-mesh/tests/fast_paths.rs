@@ -8,7 +8,8 @@
 //! the faces inside each cell row, and random damage that the fast paths must detect and
 //! hand to the general path: a flipped cell orientation, a face replaced by another one
 //! (the cell is no longer a tetrahedron), a ∂2 row rotated out of loop order, and mixed
-//! meshes (hexahedra, prisms, pyramids) where no fast path applies.
+//! meshes (hexahedra, prisms, pyramids) where no fast path applies. Meshes that validate
+//! are then known closed, and their cell vertices take the closed path as well.
 
 use proptest::prelude::*;
 use tessera_core::Par;
@@ -270,6 +271,21 @@ fn check(m: &PolyMesh) -> Result<(), TestCaseError> {
             &transpose_edge_vertices(ev, m.num_vertices(), Par::Seq)
         );
     }
+    // cells known closed (after a validation that passes: undamaged meshes, rotated or
+    // swapped ∂2 rows, duplicated cells) take the closed path of cell vertices, which
+    // reads two faces and three edges a cell: the same rows
+    let closed = m.validate().is_ok();
+    prop_assert_eq!(m.cells_known_closed(), closed);
+    if closed {
+        for par in [Par::Seq, Par::Rayon] {
+            prop_assert_eq!(
+                &pool.install(|| compute_cell_vertices(m, par)),
+                &cv,
+                "cell vertices of closed cells, {:?}",
+                par
+            );
+        }
+    }
     Ok(())
 }
 
@@ -417,4 +433,57 @@ fn relations_identical_on_1_2_and_4_threads() {
             assert_eq!(got.1, want.1, "boundary, {t} threads");
         }
     }
+}
+
+/// Which meshes are known closed: the builder's tetrahedra, simplex meshes' tetrahedra,
+/// validated meshes; not the
+/// builder's other cells or raw operators until validated, and not after `operators_mut`.
+#[test]
+fn cells_known_closed_from_construction_and_validation() {
+    let tets = box_mesh(BoxKind::Tet, [3, 2, 2], [1.0, 1.0, 1.0]);
+    assert!(tets.cells_known_closed(), "typed tetrahedra are closed");
+    let cv = cell_vertices_general(&tets, Par::Seq);
+    assert_eq!(compute_cell_vertices(&tets, Par::Seq), cv);
+    let mut copy = tets.clone();
+    assert!(copy.cells_known_closed(), "a copy keeps it");
+    copy.purge_caches();
+    assert!(copy.cells_known_closed(), "the caches are not the topology");
+    let _ = copy.operators_mut();
+    assert!(!copy.cells_known_closed(), "forgotten on mutable access");
+    assert_eq!(compute_cell_vertices(&copy, Par::Seq), cv, "checked path");
+    copy.validate().unwrap();
+    assert!(copy.cells_known_closed(), "known again after validation");
+
+    let bracket = tessera_mesh::generate::bracket(12).unwrap();
+    assert!(bracket.cells_known_closed(), "the bracket's tetrahedra");
+    assert_eq!(
+        compute_cell_vertices(&bracket, Par::Rayon),
+        cell_vertices_general(&bracket, Par::Seq)
+    );
+
+    let morton =
+        tessera_mesh::simplex::SimplexMesh::morton_ordered(&tet_mesh([3, 2, 2], 5, Damage::None))
+            .unwrap();
+    assert!(morton.cells_known_closed(), "tetrahedra of a simplex mesh");
+    assert_eq!(
+        compute_cell_vertices(&morton, Par::Seq),
+        cell_vertices_general(&morton, Par::Seq)
+    );
+
+    let mixed = box_mesh(BoxKind::Mixed, [2, 2, 2], [1.0, 1.0, 1.0]);
+    assert!(!mixed.cells_known_closed(), "quadrilaterals may be twisted");
+    mixed.validate().unwrap();
+    assert!(mixed.cells_known_closed());
+
+    let raw = tet_mesh([2, 2, 2], 3, Damage::None);
+    assert!(
+        !raw.cells_known_closed(),
+        "raw operators are not known closed"
+    );
+    let open = tet_mesh([2, 2, 2], 3, Damage::ForeignFace(5, 40));
+    assert!(open.validate().is_err());
+    assert!(
+        !open.cells_known_closed(),
+        "a failed validation says nothing"
+    );
 }

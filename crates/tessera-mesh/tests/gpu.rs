@@ -255,6 +255,11 @@ fn device_mesh_matches_reference() {
         same_tcsr("∂2 round trip", name, back.face_edges(), m.face_edges());
         same_tcsr("∂3 round trip", name, back.cell_faces(), m.cell_faces());
         assert_eq!(
+            back.cells_known_closed(),
+            m.cells_known_closed(),
+            "{name}: known closed round trip"
+        );
+        assert_eq!(
             back.positions(),
             m.positions(),
             "{name}: positions round trip"
@@ -673,6 +678,67 @@ fn cell_vertices_matches_reference() {
     }
 }
 
+/// A tetrahedral box given as raw operators with its cells permuted, each ∂3 row shuffled and
+/// some ∂2 rows out of loop order (two entries swapped), then validated: known closed by
+/// validation rather than by construction.
+fn shuffled_validated_tets(n: [usize; 3], seed: u64) -> PolyMesh {
+    let (pos, ev, fe, cf) = box_mesh(BoxKind::Tet, n, [1.0, 1.0, 1.0]).into_parts();
+    let mut r = Rng(seed);
+    let nc = cf.nrows();
+    let mut order: Vec<usize> = (0..nc).collect();
+    for i in (1..nc).rev() {
+        order.swap(i, (r.next() % (i as u64 + 1)) as usize);
+    }
+    let mut cols = Vec::with_capacity(cf.nnz());
+    for &c in &order {
+        let mut row = cf.row(c).to_vec();
+        for i in (1..4).rev() {
+            row.swap(i, (r.next() % (i as u64 + 1)) as usize);
+        }
+        cols.extend(row);
+    }
+    let mut fe_cols = fe.columns().to_vec();
+    for f in (0..fe.nrows()).step_by(3) {
+        fe_cols.swap(3 * f, 3 * f + 2);
+    }
+    let cf = Tcsr::new(cf.ncols(), cf.offsets().to_vec(), cols).unwrap();
+    let fe = Tcsr::new(fe.ncols(), fe.offsets().to_vec(), fe_cols).unwrap();
+    let m = PolyMesh::from_operators(pos, ev, fe, cf).unwrap();
+    assert!(!m.cells_known_closed());
+    m.validate().unwrap();
+    m
+}
+
+/// The closed-tetrahedra kernel of cell vertices (two faces and three edges a cell, no
+/// check), which meshes known closed take, against the general CPU path (count, fill,
+/// sort, deduplicate): tetrahedra from the builder and a validated mesh with shuffled rows.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cell_vertices_of_closed_tets_matches_reference() {
+    let Some(g) = gpu() else { return };
+    for (name, m) in [
+        (
+            "tet box 30x30x30",
+            box_mesh(BoxKind::Tet, [30, 30, 30], [1.0, 1.0, 1.0]),
+        ),
+        ("bracket(24)", bracket(24).unwrap()),
+        (
+            "validated tet box 23x17x11, shuffled rows",
+            shuffled_validated_tets([23, 17, 11], 9),
+        ),
+    ] {
+        assert!(m.cells_known_closed(), "{name}: known closed");
+        let want = tessera_mesh::relations::cell_vertices_general(&m, Par::Seq);
+        let mut dm = DeviceMesh::upload(&g, &m).unwrap();
+        same_tcsr(
+            "cell vertices of closed tetrahedra",
+            name,
+            &dm.cell_vertices().unwrap().download(&g).unwrap(),
+            &want,
+        );
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn boundary_matches_reference() {
@@ -910,8 +976,8 @@ fn gpu_mesh_bench_runs() {
     let rows = tessera_mesh::cuda::bench::run_gpu_mesh_bench(&g, &m, 20).unwrap();
     assert_eq!(
         rows.len(),
-        10,
-        "8 polyhedral rows, the smoothing stencil and the simplex derivation (the bracket is tetrahedral)"
+        11,
+        "8 polyhedral rows, cell vertices with every cell checked, the smoothing stencil and the simplex derivation (the bracket is tetrahedral)"
     );
     for (op, ms, bytes) in rows {
         eprintln!("{op:32} {ms:9.4} ms {bytes:>12} B");
@@ -1172,11 +1238,14 @@ fn gpu_mesh_bench_shared_meshes() {
                 &dm.face_cells().unwrap().download(&g).unwrap(),
                 m.face_cells(),
             );
+            // against the CPU path that checks every cell (the meshes are known closed, so
+            // both the GPU and `m.cell_vertices()` take the closed path)
+            assert!(m.cells_known_closed(), "{name}: known closed");
             same_tcsr(
                 "cell vertices",
                 name,
                 &dm.cell_vertices().unwrap().download(&g).unwrap(),
-                m.cell_vertices(),
+                &tessera_mesh::relations::cell_vertices_checked(&m, Par::Rayon),
             );
             same_tcsr(
                 "cell edges",

@@ -954,6 +954,48 @@ impl<'g> MeshKernels<'g> {
         self.sort_dedup(offsets, out, fe.ncols)
     }
 
+    /// ∂̂3² of tetrahedra known closed ([`PolyMesh::cells_known_closed`]): one thread per
+    /// cell reads two face rows and three edges (the first face's vertices from two of its
+    /// edges, the fourth from an edge of the second face that the first lacks) and writes its
+    /// four sorted vertices; no check, no flag, no host read. `None` (nothing launched) when
+    /// the cells are not all four triangles or the sizes exceed the 32-bit limits.
+    ///
+    /// The caller vouches that every cell is closed (a [`DeviceMesh`] uploaded from a mesh
+    /// known closed); on open cells the rows are unspecified (every read stays in range).
+    pub(crate) fn cell_vertices_of_closed_tets(
+        &self,
+        cf: &DeviceTcsr,
+        fe: &DeviceTcsr,
+        edge_vertices: &DeviceBuffer<u32>,
+        nvertices: usize,
+    ) -> Result<Option<DeviceTcsr>, MeshError> {
+        let g = self.gpu;
+        let nc = cf.nrows();
+        if !matches!(Self::uniform_shape(cf, fe), Some((_, 4, 3)))
+            || 4 * nc as u64 > u32::MAX as u64
+            || nvertices >= i32::MAX as usize
+        {
+            return Ok(None);
+        }
+        let offsets = g.alloc::<u32>(nc + 1)?;
+        let out = g.alloc::<i32>(4 * nc)?;
+        let n = nc as u64;
+        g.launch(&self.k("cell_vertices_closed_4x3")?, Self::cfg(nc + 1)?)
+            .arg(&cf.columns)
+            .arg(&fe.columns)
+            .arg(edge_vertices)
+            .arg(&n)
+            .arg(&offsets)
+            .arg(&out)
+            .run()?;
+        Ok(Some(DeviceTcsr {
+            offsets,
+            columns: out,
+            ncols: nvertices,
+            uniform: Some(4),
+        }))
+    }
+
     /// ∂̂3²: cell -> its vertices, sorted (dissertation §3.4.1: sort, mark duplicates, compact).
     pub fn cell_vertices(
         &self,
@@ -1233,6 +1275,8 @@ pub struct DeviceMesh<'g> {
     cell_faces: DeviceTcsr,
     positions: DeviceBuffer<f64>,
     cache: DeviceRelations,
+    /// The host mesh's cells were known closed at upload ([`PolyMesh::cells_known_closed`]).
+    cells_closed: bool,
 }
 
 macro_rules! require {
@@ -1268,6 +1312,7 @@ impl<'g> DeviceMesh<'g> {
             cell_faces: DeviceTcsr::upload(gpu, mesh.cell_faces())?,
             positions: gpu.upload(&pos)?,
             cache: DeviceRelations::default(),
+            cells_closed: mesh.cells_known_closed(),
             kernels,
         })
     }
@@ -1351,9 +1396,32 @@ impl<'g> DeviceMesh<'g> {
         cell_edges, require_cell_edges, |s| s.kernels.cell_edges(&s.cell_faces, &s.face_edges)?
     );
     require!(
-        /// ∂̂3²: cell -> vertices, sorted.
-        cell_vertices, require_cell_vertices, |s| s.kernels.cell_vertices(&s.cell_faces, &s.face_edges, &s.edge_vertices, s.nvertices)?
+        /// ∂̂3²: cell -> vertices, sorted (tetrahedra known closed read two faces and three
+        /// edges a cell: [`MeshKernels::cell_vertices_of_closed_tets`]).
+        cell_vertices, require_cell_vertices, |s| s.compute_cell_vertices()?
     );
+
+    /// ∂̂3² computed (not cached): the closed-tetrahedra kernel when the mesh was uploaded
+    /// known closed, else the checked kernels.
+    pub(crate) fn compute_cell_vertices(&self) -> Result<DeviceTcsr, MeshError> {
+        let k = &self.kernels;
+        if self.cells_closed {
+            if let Some(r) = k.cell_vertices_of_closed_tets(
+                &self.cell_faces,
+                &self.face_edges,
+                &self.edge_vertices,
+                self.nvertices,
+            )? {
+                return Ok(r);
+            }
+        }
+        k.cell_vertices(
+            &self.cell_faces,
+            &self.face_edges,
+            &self.edge_vertices,
+            self.nvertices,
+        )
+    }
 
     /// Boundary extraction on the device (uses the cached δ3).
     pub fn boundary(&mut self) -> Result<DeviceBoundary, MeshError> {
@@ -1452,7 +1520,8 @@ impl<'g> DeviceMesh<'g> {
         Ok(v.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect())
     }
 
-    /// Copy the stored operators and positions back into a host mesh.
+    /// Copy the stored operators and positions back into a host mesh (known closed when
+    /// the uploaded one was: [`PolyMesh::cells_known_closed`]).
     pub fn download(&self) -> Result<PolyMesh, MeshError> {
         let g = self.kernels.gpu;
         let ev: Vec<[u32; 2]> = g
@@ -1460,12 +1529,17 @@ impl<'g> DeviceMesh<'g> {
             .chunks_exact(2)
             .map(|c| [c[0], c[1]])
             .collect();
-        PolyMesh::from_operators(
+        let m = PolyMesh::from_operators(
             self.download_positions()?,
             ev,
             self.face_edges.download(g)?,
             self.cell_faces.download(g)?,
-        )
+        )?;
+        // the operators came from a host mesh known closed, unchanged
+        if self.cells_closed {
+            m.mark_cells_closed();
+        }
+        Ok(m)
     }
 }
 
@@ -1487,6 +1561,7 @@ mod tests {
                     "cell_edges_6x4",
                     "cell_vertices_4x3",
                     "cell_vertices_6x4",
+                    "cell_vertices_closed_4x3",
                     "face_vertices_fill",
                     "face_vertices_3",
                     "face_vertices_4",

@@ -312,6 +312,7 @@ pub fn catmull_clark_levels_gpu<'g>(
             cell_faces: dup_tcsr(g, &dm.cell_faces)?,
             positions: g.duplicate(&dm.positions)?,
             cache: DeviceRelations::default(),
+            cells_closed: dm.cells_closed,
         });
     }
     let mut cur = catmull_clark_gpu(dm)?;
@@ -390,6 +391,8 @@ fn loop_ordered<'g>(dm: &DeviceMesh<'g>, m: &Module) -> Result<Option<DeviceMesh
         cell_faces: dup_tcsr(g, &dm.cell_faces)?,
         positions: g.duplicate(&dm.positions)?,
         cache: DeviceRelations::default(),
+        // the same edge sets in loop order: as closed as before
+        cells_closed: dm.cells_closed,
     }))
 }
 
@@ -668,6 +671,7 @@ fn subdivide<'g>(
         },
         positions: out,
         cache: DeviceRelations::default(),
+        cells_closed: false,
     }))
 }
 

@@ -454,6 +454,30 @@ extern "C" __global__ void cell_vertices_6x4(const i32* cf_cols, const i32* fe_c
                                              i32* out, u32* bad) {
     uniform_cell_vertices<6, 4>(cf_cols, fe_cols, ev, nc, offs, out, bad);
 }
+// Cell vertices of tetrahedra known closed (PolyMesh::cells_known_closed; relations.rs
+// closed_tet_edges): two edges of the first face hold its three vertices, an edge of the
+// second face that the first lacks ends at the fourth. Two face rows and three edges a cell
+// instead of four rows and six edges; nothing to check (a closed cell of four triangles has
+// four distinct vertices), so no flag and no host read.
+extern "C" __global__ void cell_vertices_closed_4x3(const i32* cf_cols, const i32* fe_cols, const u32* ev, u64 nc,
+                                                    u32* offs, i32* out) {
+    u64 c = TID;
+    if (c > nc) return;
+    offs[c] = (u32)(4 * c);
+    if (c == nc) return;
+    int2 fs = ((const int2*)cf_cols)[2 * c];  // the first two faces of the row
+    const i32* r0 = fe_cols + 3 * (u64)tcol(fs.x);
+    const i32* r1 = fe_cols + 3 * (u64)tcol(fs.y);
+    u32 a0 = tcol(r0[0]), a1 = tcol(r0[1]), a2 = tcol(r0[2]);
+    u32 b0 = tcol(r1[0]), b1 = tcol(r1[1]);
+    u32 far = (b0 == a0 || b0 == a1 || b0 == a2) ? b1 : b0;
+    uint2 e = ((const uint2*)ev)[a0], g = ((const uint2*)ev)[a1], h = ((const uint2*)ev)[far];
+    u32 third = (g.x == e.x || g.x == e.y) ? g.y : g.x;
+    u32 fourth = (h.x == e.x || h.x == e.y || h.x == third) ? h.y : h.x;
+    i32 v[4] = {(i32)e.x, (i32)e.y, (i32)third, (i32)fourth};
+    sort_net<4>(v);
+    store_row<4>(out + 4 * c, v);
+}
 extern "C" __global__ void cell_edges_4x3(const i32* cf_cols, const i32* fe_cols, u64 nc, u32* offs, i32* out, u32* bad) {
     uniform_cell_edges<4, 3>(cf_cols, fe_cols, nc, offs, out, bad);
 }
