@@ -358,6 +358,11 @@ impl NcclComm {
         let ordinals: Vec<usize> = gpus.iter().map(|g| g.ordinal()).collect();
         check_distinct_devices(&ordinals)?;
         let lib = NcclLibrary::load()?;
+        // NCCL allocates its buffers itself and cannot take back what the `Gpu`s' caches
+        // of freed buffers hold (crate::buffer_cache): give it back to the driver first
+        for g in gpus {
+            g.trim_buffer_cache();
+        }
         let devs: Vec<c_int> = ordinals.iter().map(|&o| o as c_int).collect();
         let mut comms: Vec<ncclComm_t> = vec![std::ptr::null_mut(); devs.len()];
         guard("ncclCommInitAll", || {

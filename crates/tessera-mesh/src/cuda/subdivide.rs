@@ -209,9 +209,17 @@ fn precompute_relations<'a>(
         None => k.cell_edges(cf, fe),
     })?;
     mark(st, "pre: cell edges")?;
-    let cell_vertices = get(&c.cell_vertices, &|| match flag {
-        Some(f) => k.cell_vertices_deferred(cf, fe, ev, nv, f),
-        None => k.cell_vertices(cf, fe, ev, nv),
+    let cell_vertices = get(&c.cell_vertices, &|| {
+        // tetrahedra known closed: exact without a check, on either path
+        if dm.cells_closed {
+            if let Some(r) = k.cell_vertices_of_closed_tets(cf, fe, ev, nv)? {
+                return Ok(r);
+            }
+        }
+        match flag {
+            Some(f) => k.cell_vertices_deferred(cf, fe, ev, nv, f),
+            None => k.cell_vertices(cf, fe, ev, nv),
+        }
     })?;
     mark(st, "pre: cell vertices")?;
     let edge_cells = transpose(&cell_edges)?;
