@@ -507,6 +507,14 @@ impl Mesh {
         self.mesh.num_cells()
     }
 
+    /// Whether every cell is known closed (tetrahedra built from vertex lists, or after a
+    /// `validate()` that passed): cell vertices of tetrahedra then read two faces and three
+    /// edges a cell. `False` means "not known", not "open".
+    #[getter]
+    fn cells_known_closed(&self) -> bool {
+        self.mesh.cells_known_closed()
+    }
+
     /// Physical groups read from the file (Gmsh physical groups, Medit references, TetGen
     /// regions): a list of dicts `dim, tag, name, entities` (entity indices, uint32).
     #[getter]

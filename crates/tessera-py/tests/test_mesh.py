@@ -56,6 +56,21 @@ def test_generated_box_roundtrip_through_arrays():
         assert m.info(device="cpu") == g.info(device="cpu")
 
 
+def test_cells_known_closed():
+    # tetrahedra from vertex lists are closed by construction; hexahedra once validated
+    assert tessera.Mesh.from_arrays(PTS, TETS).cells_known_closed
+    g = tessera.generate_box((2, 2, 2), kind="hex")
+    assert not g.cells_known_closed
+    g.validate()
+    assert g.cells_known_closed
+    # the same cell vertices either way
+    t = tessera.generate_box((3, 2, 2), kind="tet")
+    assert t.cells_known_closed
+    offs, cols, _, _ = t.relation("cell_vertices")
+    assert offs.tolist() == list(range(0, 4 * t.num_cells + 1, 4))
+    assert all(len(set(cols[4 * c:4 * c + 4].tolist())) == 4 for c in range(t.num_cells))
+
+
 def test_non_contiguous_inputs_accepted():
     g = tessera.generate_box((2, 2, 2), kind="tet")
     wide = np.zeros((g.num_vertices, 5))
