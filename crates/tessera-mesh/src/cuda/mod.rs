@@ -826,7 +826,7 @@ impl<'g> MeshKernels<'g> {
             return Ok(None);
         };
         let kernel = format!("cell_edges_{name}");
-        self.uniform_cell_rows(&kernel, cf, fe, None, k * m / 2, fe.ncols, bad)
+        self.uniform_cell_rows(&kernel, cf, fe, None, k * m / 2, fe.ncols, Some(bad))
     }
 
     /// ∂̂3² of cells of one shape by the register kernel ([`MeshKernels::uniform_cell_rows`]),
@@ -844,15 +844,23 @@ impl<'g> MeshKernels<'g> {
         };
         let kernel = format!("cell_vertices_{name}");
         let row = 2 + k * (m - 2) / 2;
-        self.uniform_cell_rows(&kernel, cf, fe, Some(edge_vertices), row, nvertices, bad)
+        self.uniform_cell_rows(
+            &kernel,
+            cf,
+            fe,
+            Some(edge_vertices),
+            row,
+            nvertices,
+            Some(bad),
+        )
     }
 
     /// Cell edges or vertices of cells of one shape (tetrahedra, hexahedra): one thread per
     /// cell gathers its `K M` entries, sorts them in registers and writes the `row` distinct
     /// ones at a fixed stride (no count, scan, sort or compaction pass). A cell with another
     /// number of distinct entries (not closed) sets `bad` (its row is padded with 0; the
-    /// result must then be discarded). `None` when the sizes exceed the 32-bit limits
-    /// (nothing launched).
+    /// result must then be discarded); kernels for cells known closed take no `bad`.
+    /// `None` when the sizes exceed the 32-bit limits (nothing launched).
     #[allow(clippy::too_many_arguments)]
     fn uniform_cell_rows(
         &self,
@@ -862,7 +870,7 @@ impl<'g> MeshKernels<'g> {
         edge_vertices: Option<&DeviceBuffer<u32>>,
         row: u32,
         ncols: usize,
-        bad: &dyn KernelArg,
+        bad: Option<&dyn KernelArg>,
     ) -> Result<Option<DeviceTcsr>, MeshError> {
         let g = self.gpu;
         let nc = cf.nrows();
@@ -880,7 +888,11 @@ impl<'g> MeshKernels<'g> {
         if let Some(ev) = edge_vertices {
             l = l.arg(ev);
         }
-        l.arg(&n).arg(&offsets).arg(&out).arg(bad).run()?;
+        l = l.arg(&n).arg(&offsets).arg(&out);
+        if let Some(b) = bad {
+            l = l.arg(b);
+        }
+        l.run()?;
         Ok(Some(DeviceTcsr {
             offsets,
             columns: out,
@@ -969,31 +981,11 @@ impl<'g> MeshKernels<'g> {
         edge_vertices: &DeviceBuffer<u32>,
         nvertices: usize,
     ) -> Result<Option<DeviceTcsr>, MeshError> {
-        let g = self.gpu;
-        let nc = cf.nrows();
-        if !matches!(Self::uniform_shape(cf, fe), Some((_, 4, 3)))
-            || 4 * nc as u64 > u32::MAX as u64
-            || nvertices >= i32::MAX as usize
-        {
+        if !matches!(Self::uniform_shape(cf, fe), Some((_, 4, 3))) {
             return Ok(None);
         }
-        let offsets = g.alloc::<u32>(nc + 1)?;
-        let out = g.alloc::<i32>(4 * nc)?;
-        let n = nc as u64;
-        g.launch(&self.k("cell_vertices_closed_4x3")?, Self::cfg(nc + 1)?)
-            .arg(&cf.columns)
-            .arg(&fe.columns)
-            .arg(edge_vertices)
-            .arg(&n)
-            .arg(&offsets)
-            .arg(&out)
-            .run()?;
-        Ok(Some(DeviceTcsr {
-            offsets,
-            columns: out,
-            ncols: nvertices,
-            uniform: Some(4),
-        }))
+        let k = "cell_vertices_closed_4x3";
+        self.uniform_cell_rows(k, cf, fe, Some(edge_vertices), 4, nvertices, None)
     }
 
     /// ∂̂3²: cell -> its vertices, sorted (dissertation §3.4.1: sort, mark duplicates, compact).
