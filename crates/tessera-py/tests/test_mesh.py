@@ -66,7 +66,7 @@ def test_cells_known_closed():
     # the same cell vertices either way
     t = tessera.generate_box((3, 2, 2), kind="tet")
     assert t.cells_known_closed
-    offs, cols, _, _ = t.relation("cell_vertices")
+    offs, cols = t.cell_vertices(format="arrays")
     assert offs.tolist() == list(range(0, 4 * t.num_cells + 1, 4))
     assert all(len(set(cols[4 * c:4 * c + 4].tolist())) == 4 for c in range(t.num_cells))
 

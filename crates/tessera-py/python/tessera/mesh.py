@@ -153,6 +153,12 @@ class Mesh:
         """Physical groups read from the file: dicts ``dim, tag, name, entities``."""
         return self._m.groups
 
+    @property
+    def cells_known_closed(self) -> bool:
+        """Whether every cell is known closed (tetrahedra built from vertex lists, or after a
+        :meth:`validate` that passed); ``False`` means "not known", not "open"."""
+        return self._m.cells_known_closed
+
     def __len__(self) -> int:
         return self._m.num_cells
 
