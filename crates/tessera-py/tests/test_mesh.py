@@ -63,7 +63,7 @@ def test_cells_known_closed():
     assert not g.cells_known_closed
     g.validate()
     assert g.cells_known_closed
-    # the same cell vertices either way
+    # cell vertices of the known-closed tetrahedra: rows of four distinct vertices
     t = tessera.generate_box((3, 2, 2), kind="tet")
     assert t.cells_known_closed
     offs, cols = t.cell_vertices(format="arrays")

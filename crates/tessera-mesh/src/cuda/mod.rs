@@ -1048,9 +1048,10 @@ impl<'g> MeshKernels<'g> {
     }
 
     /// [`MeshKernels::boundary`] as one cooperative launch (`boundary_coop`: flags and
-    /// marks, then one grid scan of the three arrays that writes the lists), its lengths and non-manifold word left in mapped host words (one
-    /// host synchronisation, no download), the lists kept in their first allocation unless
-    /// much of it would sit idle ([`KEEP_IDLE_BYTES`]).
+    /// marks, then one grid scan of the three arrays that writes the lists), its lengths and
+    /// non-manifold word left in mapped host words (one host synchronisation, no download),
+    /// the lists kept in their first allocation unless much of it would sit idle
+    /// ([`KEEP_IDLE_BYTES`]).
     fn boundary_one_launch(
         &self,
         c: &CoopChains,
@@ -1393,21 +1394,28 @@ impl<'g> DeviceMesh<'g> {
         cell_vertices, require_cell_vertices, |s| s.compute_cell_vertices()?
     );
 
-    /// ∂̂3² computed (not cached): the closed-tetrahedra kernel when the mesh was uploaded
-    /// known closed, else the checked kernels.
+    /// ∂̂3² computed (not cached): the closed-tetrahedra kernel when it applies
+    /// ([`DeviceMesh::closed_cell_vertices`]), else the checked kernels.
     pub(crate) fn compute_cell_vertices(&self) -> Result<DeviceTcsr, MeshError> {
-        let k = &self.kernels;
-        if self.cells_closed {
-            if let Some(r) = k.cell_vertices_of_closed_tets(
+        match self.closed_cell_vertices()? {
+            Some(r) => Ok(r),
+            None => self.kernels.cell_vertices(
                 &self.cell_faces,
                 &self.face_edges,
                 &self.edge_vertices,
                 self.nvertices,
-            )? {
-                return Ok(r);
-            }
+            ),
         }
-        k.cell_vertices(
+    }
+
+    /// ∂̂3² by [`MeshKernels::cell_vertices_of_closed_tets`] when the mesh was uploaded
+    /// known closed and its cells are tetrahedra (exact, no check and no host read);
+    /// `None` otherwise (nothing launched).
+    pub(crate) fn closed_cell_vertices(&self) -> Result<Option<DeviceTcsr>, MeshError> {
+        if !self.cells_closed {
+            return Ok(None);
+        }
+        self.kernels.cell_vertices_of_closed_tets(
             &self.cell_faces,
             &self.face_edges,
             &self.edge_vertices,

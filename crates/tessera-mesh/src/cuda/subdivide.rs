@@ -211,10 +211,8 @@ fn precompute_relations<'a>(
     mark(st, "pre: cell edges")?;
     let cell_vertices = get(&c.cell_vertices, &|| {
         // tetrahedra known closed: exact without a check, on either path
-        if dm.cells_closed {
-            if let Some(r) = k.cell_vertices_of_closed_tets(cf, fe, ev, nv)? {
-                return Ok(r);
-            }
+        if let Some(r) = dm.closed_cell_vertices()? {
+            return Ok(r);
         }
         match flag {
             Some(f) => k.cell_vertices_deferred(cf, fe, ev, nv, f),
