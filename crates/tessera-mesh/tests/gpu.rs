@@ -396,7 +396,8 @@ fn random_uniform_tcsr(r: &mut Rng, nrows: usize, k: u32, ncols: usize) -> Tcsr 
 }
 
 /// The transposes whose rows are sorted without reading the longest row first: rows of at
-/// most 64 entries (one thread per row), 65..=2048 (one block per row) and longer (left to
+/// most 32 entries (one thread per row), 33..=64 (one warp per row; the third case has rows
+/// of about 48), 65..=2048 (one block per row) and longer (left to
 /// the general sort: the deferred variants set their flag exactly then), for the TCSR
 /// transpose and the edge-pair variant (a star vertex of 300 or 3000 edges).
 #[test]
@@ -414,6 +415,7 @@ fn transpose_long_rows_with(g: &Gpu, one_launch: bool) {
     for (nrows, k, ncols) in [
         (40_000usize, 3u32, 30_000usize),
         (3000, 4, 40),
+        (12_000, 4, 1_000),
         (20_000, 4, 25),
         (5000, 2, 3),
     ] {

@@ -661,20 +661,46 @@ __device__ void grid_sync(u32* sync) {
 }
 
 // Grid-wide exclusive scan of K arrays at once (one grid barrier): block b takes the same
-// share of every array; cnt(k, i) gives item i of array k, put(k, i, position, count) is
-// called once per item in order of i within a block. Returns the K totals (every block).
-template <int K, class Cnt, class Put>
-__device__ void grid_scan(const u64* n, u32* sync, u32* sh, u32* totals, Cnt cnt, Put put) {
+// share of every array and splits it into one contiguous run per warp. load(k, i) gives the
+// payload of item i of array k, cnt(payload) its count, put(k, i, position, payload) is
+// called once per item (with the payload loaded for it, so nothing is read twice in that
+// phase). Each warp walks its run 32 items a step, GS_STEPS steps of loads in flight, with
+// shuffle scans and a carried prefix: no block barrier per step. Returns the K totals (every
+// block). The block's first phase leaves its warps' sums in shared memory for the second.
+#define GS_STEPS 4
+__device__ __forceinline__ u32 warp_inclusive_sum(u32 x, u32 lane) {
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        u32 y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= (u32)o) x += y;
+    }
+    return x;
+}
+template <int K, class Load, class Cnt, class Put>
+__device__ void grid_scan(const u64* n, u32* sync, u32* sh, u32* totals, Load load, Cnt cnt, Put put) {
+    __shared__ u32 wsum[K * SCAN_WARPS];
     u32* partial = sync + 4;
-    u32 G = gridDim.x, b = blockIdx.x;
+    const u32 G = gridDim.x, b = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const u32 nw = blockDim.x >> 5;
+    u64 wlo[K], whi[K];
     for (int k = 0; k < K; k++) {
         u64 chunk = (n[k] + G - 1) / G;
         u64 lo = min(n[k], (u64)b * chunk), hi = min(n[k], lo + chunk);
+        u64 wchunk = (hi - lo + nw - 1) / nw;
+        wlo[k] = min(hi, lo + warp * wchunk);
+        whi[k] = min(hi, wlo[k] + wchunk);
         u32 s = 0;
 #pragma unroll 4
-        for (u64 i = lo + threadIdx.x; i < hi; i += blockDim.x) s += cnt(k, i);
-        s = block_sum<u32>(s, sh);
-        if (threadIdx.x == 0) partial[k * G + b] = s;
+        for (u64 i = wlo[k] + lane; i < whi[k]; i += 32) s += cnt(load(k, i));
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        if (lane == 0) wsum[k * SCAN_WARPS + warp] = s;
+    }
+    __syncthreads();
+    if (threadIdx.x < K) {
+        u32 s = 0;
+        for (u32 w = 0; w < nw; w++) s += wsum[threadIdx.x * SCAN_WARPS + w];
+        partial[threadIdx.x * G + b] = s;
     }
     grid_sync(sync);
     for (int k = 0; k < K; k++) {
@@ -687,18 +713,22 @@ __device__ void grid_scan(const u64* n, u32* sync, u32* sh, u32* totals, Cnt cnt
         pre = block_sum<u32>(pre, sh);
         tot = block_sum<u32>(tot, sh);
         totals[k] = tot;
-        u64 chunk = (n[k] + G - 1) / G;
-        u64 lo = min(n[k], (u64)b * chunk), hi = min(n[k], lo + chunk);
-        // the next tile's item is loaded before this tile is scanned (one load in flight)
-        u32 c = lo + threadIdx.x < hi ? cnt(k, lo + threadIdx.x) : 0u;
-        for (u64 base = lo; base < hi; base += blockDim.x) {
-            u64 i = base + threadIdx.x, inext = i + blockDim.x;
-            u32 cnext = inext < hi ? cnt(k, inext) : 0u;
-            u32 t;
-            u32 ex = block_exclusive_scan<u32>(c, &t, sh);
-            if (i < hi) put(k, i, pre + ex, c);
-            pre += t;
-            c = cnext;
+        for (u32 w = 0; w < warp; w++) pre += wsum[k * SCAN_WARPS + w];
+        for (u64 base = wlo[k]; base < whi[k]; base += 32 * GS_STEPS) {
+            decltype(load(k, 0)) v[GS_STEPS];
+#pragma unroll
+            for (int u = 0; u < GS_STEPS; u++) {
+                u64 i = base + 32 * u + lane;
+                if (i < whi[k]) v[u] = load(k, i);
+            }
+#pragma unroll
+            for (int u = 0; u < GS_STEPS; u++) {
+                u64 i = base + 32 * u + lane;
+                u32 c = i < whi[k] ? cnt(v[u]) : 0u;
+                u32 inc = warp_inclusive_sum(c, lane);
+                if (i < whi[k]) put(k, i, pre + inc - c, v[u]);
+                pre += __shfl_sync(0xffffffffu, inc, 31);
+            }
         }
     }
 }
@@ -722,30 +752,63 @@ __device__ __forceinline__ void sort_row_regs(i32* row, u32 n) {
 // never read back for those rows). One thread per row reads its row's words one load
 // instruction each; through L1 a warp's loads of neighbouring rows share their lines
 // (with ld.global.cg every instruction went to L2: 5x slower on δ1).
-// Sort rows [0, nrows) of a transpose by tkey: rows of up to TS_SHORT entries by one thread
-// (in registers up to 32 entries), longer ones through the worklist `mid` (one block per row, bitonic in
-// shared memory) when they fit TS_MID; longer rows are sorted by one thread when
-// `long_by_thread`, else left unsorted and set *flag. Ends with the grid in sync.
+// A row of n <= 32 entries sorted by tkey in registers (n > 1).
+__device__ __forceinline__ void sort_short_row(i32* row, u32 n) {
+    if (n <= 4) {
+        sort_row_regs<4>(row, n);
+    } else if (n <= 8) {
+        sort_row_regs<8>(row, n);
+    } else if (n <= 16) {
+        sort_row_regs<16>(row, n);
+    } else {
+        sort_row_regs<32>(row, n);
+    }
+}
+
+// Sort rows [0, nrows) of a transpose by tkey: rows of up to 32 entries by one thread in
+// registers; rows of 33..TS_SHORT entries by their warp (a rank sort: every lane ranks two
+// entries against the whole row, all reads before any write; one thread's insertion sort
+// of such a row took longer than the rest of the phase); longer ones through the worklist
+// `mid` (one block per row, bitonic in shared memory) when they fit TS_MID; longer rows are
+// sorted by one thread when `long_by_thread`, else left unsorted and set *flag. Ends with
+// the grid in sync. A warp takes 32 consecutive rows at a time.
 __device__ void coop_sort_rows(i32* out, const u32* toffs, u64 nrows, u32* mid, u32 long_by_thread, u32* flag,
                                u32* sync, u32* shmid) {
     u64 stride = (u64)gridDim.x * blockDim.x;
-    for (u64 r = (u64)blockIdx.x * blockDim.x + threadIdx.x; r < nrows; r += stride) {
-        u32 a = ldcg(toffs + r), n = ldcg(toffs + r + 1) - a;
-        if (n <= 1) continue;
-        if (n <= 4) {
-            sort_row_regs<4>(out + a, n);
-        } else if (n <= 8) {
-            sort_row_regs<8>(out + a, n);
-        } else if (n <= 16) {
-            sort_row_regs<16>(out + a, n);
+    const u32 lane = threadIdx.x & 31;
+    for (u64 r0 = ((u64)blockIdx.x * blockDim.x + threadIdx.x) & ~31ull; r0 < nrows; r0 += stride) {
+        u64 r = r0 + lane;
+        u32 a = 0, n = 0;
+        if (r < nrows) {
+            a = ldcg(toffs + r);
+            n = ldcg(toffs + r + 1) - a;
+        }
+        if (n <= 1 || (n > 32 && n <= TS_SHORT)) {
+            // nothing to do, or the warp's rank sort below
         } else if (n <= 32) {
-            sort_row_regs<32>(out + a, n);
-        } else if (n <= TS_SHORT || (n > TS_MID && long_by_thread)) {
-            thread_sort_row((u32*)out, a, a + n, TS_MODE);
+            sort_short_row(out + a, n);
         } else if (n <= TS_MID) {
             mid[atomicAdd(sync + 2, 1u)] = (u32)r;
+        } else if (long_by_thread) {
+            thread_sort_row((u32*)out, a, a + n, TS_MODE);
         } else {
             *flag = 1u;  // a plain store: the flag may be mapped host memory
+        }
+        for (u32 lm = __ballot_sync(0xffffffffu, n > 32 && n <= TS_SHORT); lm != 0; lm &= lm - 1) {
+            u32 src = __ffs(lm) - 1;
+            u32 la = __shfl_sync(0xffffffffu, a, src), ln = __shfl_sync(0xffffffffu, n, src);
+            u32 k0 = lane < ln ? tkey(out[la + lane]) : 0xffffffffu;
+            u32 k1 = lane + 32 < ln ? tkey(out[la + lane + 32]) : 0xffffffffu;
+            u32 p0 = 0, p1 = 0;
+            for (u32 q = 0; q < ln; q++) {
+                u32 kq = __shfl_sync(0xffffffffu, q < 32 ? k0 : k1, q & 31);
+                p0 += kq < k0 || (kq == k0 && q < lane);
+                p1 += kq < k1 || (kq == k1 && q < lane + 32);
+            }
+            __syncwarp();
+            if (lane < ln) out[la + p0] = tunkey(k0);
+            if (lane + 32 < ln) out[la + p1] = tunkey(k1);
+            __syncwarp();
         }
     }
     grid_sync(sync);
@@ -837,13 +900,12 @@ extern "C" __global__ void __launch_bounds__(256, 4) transpose_coop(const u32* o
         grid_sync(sync);
         grid_scan<1>(
             n1, sync, sh, &tot,
-            [&](int, u64 f) -> u32 {
-                return (ldcg(work + 2 * f) != 0xffffffffu ? 1u : 0u) + (ldcg(work + 2 * f + 1) != 0xffffffffu ? 1u : 0u);
-            },
-            [&](int, u64 f, u32 pos, u32 c) {
+            [&](int, u64 f) -> uint2 { return __ldcg(reinterpret_cast<const uint2*>(work) + f); },
+            [](uint2 s) -> u32 { return (s.x != 0xffffffffu ? 1u : 0u) + (s.y != 0xffffffffu ? 1u : 0u); },
+            [&](int, u64 f, u32 pos, uint2 s) {
                 toffs[f] = pos;
-                u32 p = ldcg(work + 2 * f), q = ldcg(work + 2 * f + 1);
-                if (c == 2) {
+                u32 p = s.x, q = s.y;
+                if (p != 0xffffffffu && q != 0xffffffffu) {
                     i32 x = tenc(p, false), y = tenc(q, true);
                     if (tkey(x) < tkey(y)) {
                         out[pos] = x;
@@ -852,8 +914,10 @@ extern "C" __global__ void __launch_bounds__(256, 4) transpose_coop(const u32* o
                         out[pos] = y;
                         out[pos + 1] = x;
                     }
-                } else if (c == 1) {
-                    out[pos] = p != 0xffffffffu ? tenc(p, false) : tenc(q, true);
+                } else if (p != 0xffffffffu) {
+                    out[pos] = tenc(p, false);
+                } else if (q != 0xffffffffu) {
+                    out[pos] = tenc(q, true);
                 }
             });
         if ((u64)tot == nnz) {
@@ -872,7 +936,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) transpose_coop(const u32* o
     });
     grid_sync(sync);
     grid_scan<1>(
-        n1, sync, sh, &tot, [&](int, u64 i) -> u32 { return ldcg(work + i); },
+        n1, sync, sh, &tot, [&](int, u64 i) -> u32 { return ldcg(work + i); }, [](u32 c) { return c; },
         [&](int, u64 i, u32 pos, u32) {
             toffs[i] = pos;
             work[i] = pos;
@@ -947,22 +1011,15 @@ extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc
     grid_sync(sync);
     u64 n3[3] = {nf, ne, nv};
     u32 tot[3];
+    // payload: a face's flags (bit 0: +f, bit 1: -f on the boundary) or a 0/1 mark
     grid_scan<3>(
-        n3, sync, sh, tot,
-        [&](int k, u64 i) -> u32 {
+        n3, sync, sh, tot, [&](int k, u64 i) -> u32 { return ldcg((k == 0 ? flags : k == 1 ? emark : vmark) + i); },
+        [](u32 fl) -> u32 { return (fl & 1u) + ((fl >> 1) & 1u); },
+        [&](int k, u64 i, u32 pos, u32 fl) {
             if (k == 0) {
-                u32 fl = ldcg(flags + i);
-                return (fl & 1u) + ((fl >> 1) & 1u);
-            }
-            return ldcg((k == 1 ? emark : vmark) + i);
-        },
-        [&](int k, u64 i, u32 pos, u32 c) {
-            if (c == 0) return;
-            if (k == 0) {
-                u32 fl = ldcg(flags + i);
                 if (fl & 1u) faces[pos++] = tenc((u32)i, false);
                 if (fl & 2u) faces[pos] = tenc((u32)i, true);
-            } else {
+            } else if (fl) {
                 (k == 1 ? edges : vertices)[pos] = (u32)i;
             }
         });
