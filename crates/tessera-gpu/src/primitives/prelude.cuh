@@ -90,6 +90,17 @@ __device__ void block_sort_mid_rows(u32* vals, const u32* offs, unsigned long lo
     }
 }
 
+// Inclusive scan of one value per lane over a full warp (shuffles).
+template <typename T>
+__device__ __forceinline__ T warp_inclusive_scan(T x, int lane) {
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        T y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= o) x += y;
+    }
+    return x;
+}
+
 // Block-wide exclusive scan of one value per thread, for blocks of 256 threads (the block size
 // of the primitives and of the mesh kernels); `*total` receives the block total. `ws` is
 // shared scratch of SCAN_WARPS + 1 elements; it may be reused as soon as this returns.
@@ -97,22 +108,12 @@ __device__ void block_sort_mid_rows(u32* vals, const u32* offs, unsigned long lo
 template <typename T>
 __device__ __forceinline__ T block_exclusive_scan(T x, T* total, T* ws) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    T inc = x;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        T y = __shfl_up_sync(0xffffffffu, inc, o);
-        if (lane >= o) inc += y;
-    }
+    T inc = warp_inclusive_scan<T>(x, lane);
     if (lane == 31) ws[warp] = inc;
     __syncthreads();
     if (warp == 0) {
         T w = lane < SCAN_WARPS ? ws[lane] : T(0);
-        T wi = w;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            T y = __shfl_up_sync(0xffffffffu, wi, o);
-            if (lane >= o) wi += y;
-        }
+        T wi = warp_inclusive_scan<T>(w, lane);
         if (lane < SCAN_WARPS) ws[lane] = wi - w;
         if (lane == SCAN_WARPS - 1) ws[SCAN_WARPS] = wi;
     }

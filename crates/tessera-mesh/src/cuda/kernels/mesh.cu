@@ -668,14 +668,6 @@ __device__ void grid_sync(u32* sync) {
 // shuffle scans and a carried prefix: no block barrier per step. Returns the K totals (every
 // block). The block's first phase leaves its warps' sums in shared memory for the second.
 #define GS_STEPS 4
-__device__ __forceinline__ u32 warp_inclusive_sum(u32 x, u32 lane) {
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        u32 y = __shfl_up_sync(0xffffffffu, x, o);
-        if (lane >= (u32)o) x += y;
-    }
-    return x;
-}
 template <int K, class Load, class Cnt, class Put>
 __device__ void grid_scan(const u64* n, u32* sync, u32* sh, u32* totals, Load load, Cnt cnt, Put put) {
     __shared__ u32 wsum[K * SCAN_WARPS];
@@ -725,7 +717,7 @@ __device__ void grid_scan(const u64* n, u32* sync, u32* sh, u32* totals, Load lo
             for (int u = 0; u < GS_STEPS; u++) {
                 u64 i = base + 32 * u + lane;
                 u32 c = i < whi[k] ? cnt(v[u]) : 0u;
-                u32 inc = warp_inclusive_sum(c, lane);
+                u32 inc = warp_inclusive_scan<u32>(c, lane);
                 if (i < whi[k]) put(k, i, pre + inc - c, v[u]);
                 pre += __shfl_sync(0xffffffffu, inc, 31);
             }
@@ -765,13 +757,30 @@ __device__ __forceinline__ void sort_short_row(i32* row, u32 n) {
     }
 }
 
+// A row of 33..64 entries sorted by tkey by the whole warp (every lane calls it with the
+// same row): a rank sort, every lane ranking two entries against the whole row by
+// shuffles, ties by position; all reads before any write.
+__device__ void warp_sort_row64(i32* row, u32 n, u32 lane) {
+    u32 k0 = lane < n ? tkey(row[lane]) : 0xffffffffu;
+    u32 k1 = lane + 32 < n ? tkey(row[lane + 32]) : 0xffffffffu;
+    u32 p0 = 0, p1 = 0;
+    for (u32 q = 0; q < n; q++) {
+        u32 kq = __shfl_sync(0xffffffffu, q < 32 ? k0 : k1, q & 31);
+        p0 += kq < k0 || (kq == k0 && q < lane);
+        p1 += kq < k1 || (kq == k1 && q < lane + 32);
+    }
+    __syncwarp();
+    if (lane < n) row[p0] = tunkey(k0);
+    if (lane + 32 < n) row[p1] = tunkey(k1);
+    __syncwarp();
+}
+
 // Sort rows [0, nrows) of a transpose by tkey: rows of up to 32 entries by one thread in
-// registers; rows of 33..TS_SHORT entries by their warp (a rank sort: every lane ranks two
-// entries against the whole row, all reads before any write; one thread's insertion sort
-// of such a row took longer than the rest of the phase); longer ones through the worklist
-// `mid` (one block per row, bitonic in shared memory) when they fit TS_MID; longer rows are
-// sorted by one thread when `long_by_thread`, else left unsorted and set *flag. Ends with
-// the grid in sync. A warp takes 32 consecutive rows at a time.
+// registers; rows of 33..TS_SHORT entries by their warp (warp_sort_row64; one thread's
+// insertion sort of such a row took longer than the rest of the phase); longer ones through
+// the worklist `mid` (one block per row, bitonic in shared memory) when they fit TS_MID;
+// longer rows are sorted by one thread when `long_by_thread`, else left unsorted and set
+// *flag. Ends with the grid in sync. A warp takes 32 consecutive rows at a time.
 __device__ void coop_sort_rows(i32* out, const u32* toffs, u64 nrows, u32* mid, u32 long_by_thread, u32* flag,
                                u32* sync, u32* shmid) {
     u64 stride = (u64)gridDim.x * blockDim.x;
@@ -783,32 +792,19 @@ __device__ void coop_sort_rows(i32* out, const u32* toffs, u64 nrows, u32* mid, 
             a = ldcg(toffs + r);
             n = ldcg(toffs + r + 1) - a;
         }
-        if (n <= 1 || (n > 32 && n <= TS_SHORT)) {
-            // nothing to do, or the warp's rank sort below
-        } else if (n <= 32) {
+        if (n > 1 && n <= 32) {
             sort_short_row(out + a, n);
-        } else if (n <= TS_MID) {
+        } else if (n > TS_SHORT && n <= TS_MID) {
             mid[atomicAdd(sync + 2, 1u)] = (u32)r;
-        } else if (long_by_thread) {
+        } else if (n > TS_MID && long_by_thread) {
             thread_sort_row((u32*)out, a, a + n, TS_MODE);
-        } else {
+        } else if (n > TS_MID) {
             *flag = 1u;  // a plain store: the flag may be mapped host memory
         }
         for (u32 lm = __ballot_sync(0xffffffffu, n > 32 && n <= TS_SHORT); lm != 0; lm &= lm - 1) {
             u32 src = __ffs(lm) - 1;
             u32 la = __shfl_sync(0xffffffffu, a, src), ln = __shfl_sync(0xffffffffu, n, src);
-            u32 k0 = lane < ln ? tkey(out[la + lane]) : 0xffffffffu;
-            u32 k1 = lane + 32 < ln ? tkey(out[la + lane + 32]) : 0xffffffffu;
-            u32 p0 = 0, p1 = 0;
-            for (u32 q = 0; q < ln; q++) {
-                u32 kq = __shfl_sync(0xffffffffu, q < 32 ? k0 : k1, q & 31);
-                p0 += kq < k0 || (kq == k0 && q < lane);
-                p1 += kq < k1 || (kq == k1 && q < lane + 32);
-            }
-            __syncwarp();
-            if (lane < ln) out[la + p0] = tunkey(k0);
-            if (lane + 32 < ln) out[la + p1] = tunkey(k1);
-            __syncwarp();
+            warp_sort_row64(out + la, ln, lane);
         }
     }
     grid_sync(sync);
