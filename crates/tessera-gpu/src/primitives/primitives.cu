@@ -190,47 +190,83 @@ __device__ void radix_count(const K* keys, u64 n, u32 shift, u32* counts) {
     for (int d = threadIdx.x; d < RADIX; d += BLOCK) counts[(u64)d * gridDim.x + blockIdx.x] = h[d];
 }
 
-// Stable scatter: within a tile, chunks of BLOCK keys in order; within a chunk, warps in
-// order; within a warp, lanes in order (ranked with __match_any_sync).
+// Stable scatter of one tile (RTILE keys), through shared memory so that the writes are
+// coalesced: the tile is first ordered by digit in shared memory (tile positions only, 16
+// bits each), then written out in that order, every digit's keys a contiguous run of the
+// output (about RTILE / RADIX keys each) instead of one write per key. Warp w ranks the
+// keys [w RITEMS 32, (w + 1) RITEMS 32) of the tile, 32 a step in order (lanes ranked with
+// __match_any_sync, a running count per digit and warp in shared memory), so no block
+// barrier is needed until the warps' counts are scanned: tile positions go by digit, then
+// warp, then the warp's rank, which is the keys' order. `offsets` is the exclusive scan of
+// radix_count's counts (digit major); the tile's own count of digit d is the difference to
+// the next entry.
 template <typename K>
 __device__ void radix_scatter(const K* kin, const u32* vin, K* kout, u32* vout, u32 has_vals, u64 n, u32 shift,
                               const u32* offsets) {
-    __shared__ u32 wh[NWARPS][RADIX];
-    __shared__ u32 run[RADIX];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    static_assert(RADIX == BLOCK, "one digit per thread");
+    static_assert(RTILE <= 65536, "tile positions are 16 bits");
+    __shared__ u32 wc[NWARPS][RADIX];
+    __shared__ u32 out_base[RADIX];
+    __shared__ u32 ws[NWARPS + 1];
+    __shared__ unsigned short order[RTILE];
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const u32 lt_mask = (1u << lane) - 1u;
-    for (int d = threadIdx.x; d < RADIX; d += BLOCK) run[d] = offsets[(u64)d * gridDim.x + blockIdx.x];
-    u64 base = (u64)blockIdx.x * RTILE;
+    const u64 base = (u64)blockIdx.x * RTILE;
+    const u32 tile_n = (u32)min((u64)RTILE, n - base);
+    for (u32 d = lane; d < RADIX; d += 32) wc[warp][d] = 0;
+    __syncwarp();
+    // digit (bits 16..) and rank within the warp's range among keys of that digit (bits 0..15)
+    u32 dr[RITEMS];
+    const u32 w0 = warp * RITEMS * 32;
+#pragma unroll
+    for (int k = 0; k < RITEMS; k++) {  // every load of the warp's range in flight at once
+        const u32 t = w0 + (u32)k * 32 + lane;
+        dr[k] = t < tile_n ? ((u32)(kin[base + t] >> shift) & (RADIX - 1)) : (u32)RADIX;
+    }
+#pragma unroll
     for (int k = 0; k < RITEMS; k++) {
-        for (int j = threadIdx.x; j < NWARPS * RADIX; j += BLOCK) (&wh[0][0])[j] = 0;
-        __syncthreads();
-        u64 i = base + (u64)k * BLOCK + threadIdx.x;
-        bool valid = i < n;
-        K key = valid ? kin[i] : K(0);
-        u32 d = valid ? ((u32)(key >> shift) & (RADIX - 1)) : (u32)RADIX;
-        u32 peers = __match_any_sync(0xffffffffu, d);
-        u32 rank = __popc(peers & lt_mask);
-        if (valid && lane == __ffs(peers) - 1) wh[warp][d] = __popc(peers);
-        __syncthreads();
-        u32 tot = 0;
-        for (int dd = threadIdx.x; dd < RADIX; dd += BLOCK) {
-            u32 acc = 0;
-            for (int w = 0; w < NWARPS; w++) {
-                u32 t = wh[w][dd];
-                wh[w][dd] = acc;
-                acc += t;
-            }
-            tot = acc;
+        const u32 t = w0 + (u32)k * 32 + lane;
+        const bool valid = t < tile_n;
+        const u32 d = dr[k];
+        const u32 peers = __match_any_sync(0xffffffffu, d);
+        const u32 leader = __ffs(peers) - 1;
+        u32 before = 0;
+        if (valid && lane == leader) {
+            before = wc[warp][d];
+            wc[warp][d] = before + __popc(peers);
         }
-        __syncthreads();
-        if (valid) {
-            u32 dst = run[d] + wh[warp][d] + rank;
-            kout[dst] = key;
-            if (has_vals) vout[dst] = vin[i];
+        before = __shfl_sync(0xffffffffu, before, leader);
+        dr[k] = (d << 16) | (before + __popc(peers & lt_mask));
+        __syncwarp();
+    }
+    __syncthreads();
+    {
+        const u32 d = threadIdx.x;
+        u32 digit_n = 0;
+        for (u32 w = 0; w < NWARPS; w++) digit_n += wc[w][d];
+        u32 total;
+        u32 start = block_exclusive_scan<u32>(digit_n, &total, ws);
+        const u64 at = (u64)d * gridDim.x + blockIdx.x;
+        out_base[d] = offsets[at] - start;  // modulo 2^32: out_base + tile position = output position
+        for (u32 w = 0; w < NWARPS; w++) {
+            const u32 c = wc[w][d];
+            wc[w][d] = start;
+            start += c;
         }
-        __syncthreads();
-        for (int dd = threadIdx.x; dd < RADIX; dd += BLOCK) run[dd] += tot;
-        __syncthreads();
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < RITEMS; k++) {
+        const u32 t = w0 + (u32)k * 32 + lane;
+        if (t < tile_n) order[wc[warp][dr[k] >> 16] + (dr[k] & 0xffffu)] = (unsigned short)t;
+    }
+    __syncthreads();
+    for (u32 p = threadIdx.x; p < tile_n; p += BLOCK) {
+        const u32 t = order[p];
+        const K key = kin[base + t];
+        const u32 dst = out_base[(u32)(key >> shift) & (RADIX - 1)] + p;
+        kout[dst] = key;
+        if (has_vals) vout[dst] = vin[base + t];
     }
 }
 
