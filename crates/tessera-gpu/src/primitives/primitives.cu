@@ -198,8 +198,8 @@ __device__ void radix_count(const K* keys, u64 n, u32 shift, u32* counts) {
 // __match_any_sync, a running count per digit and warp in shared memory), so no block
 // barrier is needed until the warps' counts are scanned: tile positions go by digit, then
 // warp, then the warp's rank, which is the keys' order. `offsets` is the exclusive scan of
-// radix_count's counts (digit major); the tile's own count of digit d is the difference to
-// the next entry.
+// radix_count's counts (digit major): entry (d, tile) is where the tile's run of digit d
+// starts in the output.
 template <typename K>
 __device__ void radix_scatter(const K* kin, const u32* vin, K* kout, u32* vout, u32 has_vals, u64 n, u32 shift,
                               const u32* offsets) {
