@@ -873,7 +873,10 @@ fn radix_sort_timing() {
             }
             if run == 0 {
                 let got = g.download(&bk).unwrap();
-                assert!(got.windows(2).all(|w| w[0] <= w[1]), "radix sort: keys out of order");
+                assert!(
+                    got.windows(2).all(|w| w[0] <= w[1]),
+                    "radix sort: keys out of order"
+                );
             }
         }
         times.sort_by(f64::total_cmp);

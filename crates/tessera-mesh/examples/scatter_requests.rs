@@ -81,8 +81,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 requests(&slots, g)
             );
         }
-        println!("  δ2 count, {} entries: {} requests", d2.len(), requests(&d2, 32));
-        println!("  δ1 count, {} entries: {} requests", d1.len(), requests(&d1, 32));
+        println!(
+            "  δ2 count, {} entries: {} requests",
+            d2.len(),
+            requests(&d2, 32)
+        );
+        println!(
+            "  δ1 count, {} entries: {} requests",
+            d1.len(),
+            requests(&d1, 32)
+        );
     }
     Ok(())
 }
