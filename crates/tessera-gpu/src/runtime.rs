@@ -205,6 +205,17 @@ impl Gpu {
         self.sm_count
     }
 
+    /// The most shared memory (bytes) one block may use after opting in
+    /// (`CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`: 227 KiB on Hopper); 0 when
+    /// the driver does not say.
+    pub fn max_shared_per_block_optin(&self) -> u32 {
+        self.ctx
+            .attribute(
+                cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )
+            .map_or(0, |v| v.max(0) as u32)
+    }
+
     /// Whether the device takes cooperative launches ([`Launch::run_cooperative`]:
     /// `CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH`); `false` when the driver does not say.
     pub fn supports_cooperative_launch(&self) -> bool {
@@ -1201,10 +1212,32 @@ impl Kernel {
     /// How many blocks of `threads` threads (no dynamic shared memory) of this kernel one
     /// multiprocessor holds at once (`cuOccupancyMaxActiveBlocksPerMultiprocessor`).
     pub fn max_active_blocks_per_sm(&self, threads: u32) -> GpuResult<u32> {
+        self.max_active_blocks_per_sm_with_shared(threads, 0)
+    }
+    /// [`Kernel::max_active_blocks_per_sm`] for launches with `shared` bytes of dynamic
+    /// shared memory.
+    pub fn max_active_blocks_per_sm_with_shared(
+        &self,
+        threads: u32,
+        shared: u32,
+    ) -> GpuResult<u32> {
         guard("cuOccupancyMaxActiveBlocksPerMultiprocessor", || {
             self.func
-                .occupancy_max_active_blocks_per_multiprocessor(threads, 0, None)
+                .occupancy_max_active_blocks_per_multiprocessor(threads, shared as usize, None)
                 .map_err(|e| GpuError::driver("cuOccupancyMaxActiveBlocksPerMultiprocessor", e))
+        })
+    }
+    /// Let launches of this kernel take up to `bytes` of dynamic shared memory
+    /// (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`; above 48 KiB a kernel must opt in,
+    /// up to [`Gpu::max_shared_per_block_optin`]).
+    pub fn set_max_dynamic_shared(&self, bytes: u32) -> GpuResult<()> {
+        guard("cuFuncSetAttribute", || {
+            self.func
+                .set_attribute(
+                    cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    bytes.min(i32::MAX as u32) as i32,
+                )
+                .map_err(|e| GpuError::driver("cuFuncSetAttribute", e))
         })
     }
 }

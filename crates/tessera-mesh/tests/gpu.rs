@@ -343,18 +343,22 @@ fn transpose_short_rows_matches_reference() {
         "some test mesh must have a face of more than two cells"
     );
     let mut r = Rng(2025);
-    for ((nrows, k, ncols), one_launch) in [(500usize, 4u32, 50usize), (3000, 6, 997), (257, 3, 5)]
-        .into_iter()
-        .flat_map(|c| [(c, true), (c, false)])
+    for ((nrows, k, ncols), (one_launch, bucketed)) in
+        [(500usize, 4u32, 50usize), (3000, 6, 997), (257, 3, 5)]
+            .into_iter()
+            .flat_map(|c| [(c, (true, true)), (c, (true, false)), (c, (false, false))])
     {
         // distinct columns within a row (as the faces of a cell): no ties in a row of the
         // transpose
         let m = random_uniform_tcsr(&mut r, nrows, k, ncols);
         let dm = tessera_mesh::cuda::DeviceTcsr::upload(&g, &m).unwrap();
         assert_eq!(dm.uniform, Some(k));
-        let kern = tessera_mesh::cuda::MeshKernels::with_chains(&g, one_launch).unwrap();
+        let kern = tessera_mesh::cuda::MeshKernels::with_options(&g, one_launch, bucketed).unwrap();
         assert_eq!(kern.one_launch_chains(), one_launch);
-        let name = format!("random {nrows} x {k} over {ncols} columns (one launch: {one_launch})");
+        assert_eq!(kern.bucketed_transpose_grid().is_some(), bucketed);
+        let name = format!(
+            "random {nrows} x {k} over {ncols} columns (one launch: {one_launch}, bucketed: {bucketed})"
+        );
         let want = m.transpose(Par::Seq);
         same_tcsr(
             "short-row transpose",
@@ -404,13 +408,14 @@ fn random_uniform_tcsr(r: &mut Rng, nrows: usize, k: u32, ncols: usize) -> Tcsr 
 #[ignore = "needs a CUDA GPU"]
 fn transpose_long_rows_matches_reference() {
     let Some(g) = gpu() else { return };
-    for one_launch in [true, false] {
-        transpose_long_rows_with(&g, one_launch);
+    for (one_launch, bucketed) in [(true, true), (true, false), (false, false)] {
+        transpose_long_rows_with(&g, one_launch, bucketed);
     }
 }
 
-fn transpose_long_rows_with(g: &Gpu, one_launch: bool) {
-    let kern = tessera_mesh::cuda::MeshKernels::with_chains(&g, one_launch).unwrap();
+fn transpose_long_rows_with(g: &Gpu, one_launch: bool, bucketed: bool) {
+    let kern = tessera_mesh::cuda::MeshKernels::with_options(&g, one_launch, bucketed).unwrap();
+    assert_eq!(kern.bucketed_transpose_grid().is_some(), bucketed);
     let mut r = Rng(77);
     for (nrows, k, ncols) in [
         (40_000usize, 3u32, 30_000usize),
@@ -424,7 +429,7 @@ fn transpose_long_rows_with(g: &Gpu, one_launch: bool) {
         let longest = (0..want.nrows()).map(|c| want.row_len(c)).max().unwrap();
         let dm = tessera_mesh::cuda::DeviceTcsr::upload(&g, &m).unwrap();
         let name = format!(
-            "random {nrows} x {k} over {ncols} columns (longest row {longest}, one launch: {one_launch})"
+            "random {nrows} x {k} over {ncols} columns (longest row {longest}, one launch: {one_launch}, bucketed: {bucketed})"
         );
         same_tcsr(
             "transpose",
@@ -463,7 +468,7 @@ fn transpose_long_rows_with(g: &Gpu, one_launch: bool) {
         let want = tessera_mesh::relations::transpose_edge_vertices(&ev, nv, Par::Seq);
         let flat: Vec<u32> = ev.iter().flatten().copied().collect();
         let d_ev = g.upload(&flat).unwrap();
-        let name = format!("star of {hub} edges (one launch: {one_launch})");
+        let name = format!("star of {hub} edges (one launch: {one_launch}, bucketed: {bucketed})");
         same_tcsr(
             "edge-pair transpose",
             &name,
@@ -485,6 +490,130 @@ fn transpose_long_rows_with(g: &Gpu, one_launch: bool) {
                 "deferred edge-pair transpose",
                 &name,
                 &t.download(&g).unwrap(),
+                &want,
+            );
+        }
+    }
+}
+
+/// The bucketed transpose (`transpose_bucketed`) on the inputs that take its other paths,
+/// against the CPU transpose and the general one-launch kernel: a bucket of more entries
+/// than its shared memory holds (half of all entries in 8 columns: done in column ranges),
+/// columns longer than that (two columns of 40,000 entries: written from global memory,
+/// then the deferred flag or the general sort), empty columns, fewer entries than blocks,
+/// one column, and random edge pairs with a hub vertex (mode 2).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn transpose_bucketed_matches_reference() {
+    let Some(g) = gpu() else { return };
+    let bucketed = tessera_mesh::cuda::MeshKernels::with_options(&g, true, true).unwrap();
+    let general = tessera_mesh::cuda::MeshKernels::with_options(&g, true, false).unwrap();
+    assert!(
+        bucketed.bucketed_transpose_grid().is_some(),
+        "this device runs the bucketed transpose"
+    );
+    let mut r = Rng(4242);
+    // (rows, k, columns, share of entries drawn from the first 8 columns in %)
+    for (nrows, k, ncols, skew) in [
+        (60_000usize, 4u32, 20_000usize, 50u64),
+        (200_000, 3, 150_000, 0),
+        (40_000, 2, 2, 0),
+        (10, 3, 100_000, 0),
+        (7, 1, 1, 0),
+        (5_000, 4, 7_000_000, 0),
+    ] {
+        let mut cols = Vec::with_capacity(nrows * k as usize);
+        for _ in 0..nrows {
+            let mut row: Vec<i32> = Vec::new();
+            while row.len() < k as usize {
+                let c = if ncols > 8 && r.next() % 100 < skew {
+                    (r.next() % 8) as i32
+                } else {
+                    (r.next() % ncols as u64) as i32
+                };
+                if !row.contains(&c) {
+                    row.push(c);
+                }
+            }
+            cols.extend(
+                row.into_iter()
+                    .map(|c| if r.next() & 1 == 0 { c } else { !c }),
+            );
+        }
+        let offs: Vec<u32> = (0..=nrows as u32).map(|i| i * k).collect();
+        let m = Tcsr::new(ncols, offs, cols).unwrap();
+        let want = m.transpose(Par::Seq);
+        let longest = (0..want.nrows()).map(|c| want.row_len(c)).max().unwrap();
+        let dm = tessera_mesh::cuda::DeviceTcsr::upload(&g, &m).unwrap();
+        let name = format!(
+            "random {nrows} x {k} over {ncols} columns, {skew} % in 8 (longest row {longest})"
+        );
+        for (kern, how) in [(&bucketed, "bucketed"), (&general, "general")] {
+            same_tcsr(
+                &format!("transpose ({how})"),
+                &name,
+                &kern.transpose(&dm).unwrap().download(&g).unwrap(),
+                &want,
+            );
+            let flag = g.zeros::<u32>(1).unwrap();
+            let t = kern.transpose_deferred(&dm, &flag).unwrap();
+            let f = g.download_at(&flag, 0).unwrap();
+            assert_eq!(f != 0, longest > 2048, "{name} ({how}): deferred flag {f}");
+            if f == 0 {
+                same_tcsr(
+                    &format!("deferred transpose ({how})"),
+                    &name,
+                    &t.download(&g).unwrap(),
+                    &want,
+                );
+            }
+            // one thread sorts a row longer than 2048 entries here: not the 40,000-entry rows
+            if longest <= 20_000 {
+                same_tcsr(
+                    &format!("short-row transpose ({how})"),
+                    &name,
+                    &kern
+                        .transpose_short_rows(&dm)
+                        .unwrap()
+                        .download(&g)
+                        .unwrap(),
+                    &want,
+                );
+            }
+        }
+    }
+    // edge pairs: random edges, and vertex 0 joined to 40,000 of them
+    for (ne, nv, hub) in [
+        (300_000usize, 60_000u32, 0u32),
+        (120_000, 50_000, 40_000),
+        (3, 5, 0),
+    ] {
+        let mut ev: Vec<[u32; 2]> = Vec::new();
+        for i in 0..ne {
+            let a = if (i as u32) < hub {
+                0
+            } else {
+                (r.next() % nv as u64) as u32
+            };
+            let mut b = (r.next() % nv as u64) as u32;
+            if b == a {
+                b = (a + 1) % nv;
+            }
+            ev.push(if r.next() & 1 == 0 { [a, b] } else { [b, a] });
+        }
+        let want = tessera_mesh::relations::transpose_edge_vertices(&ev, nv as usize, Par::Seq);
+        let flat: Vec<u32> = ev.iter().flatten().copied().collect();
+        let d_ev = g.upload(&flat).unwrap();
+        let name = format!("{ne} random edges over {nv} vertices, hub of {hub}");
+        for (kern, how) in [(&bucketed, "bucketed"), (&general, "general")] {
+            same_tcsr(
+                &format!("edge-pair transpose ({how})"),
+                &name,
+                &kern
+                    .transpose_edge_pairs(&d_ev, nv as usize)
+                    .unwrap()
+                    .download(&g)
+                    .unwrap(),
                 &want,
             );
         }
@@ -1325,23 +1454,30 @@ fn chain_phases(g: &Gpu, m: &PolyMesh) {
         g.sm_count()
     );
     let fc = k.transpose_short_rows(dm.cell_faces()).unwrap();
-    let ops: [(&str, &dyn Fn()); 4] = [
+    let bucketed = k.bucketed_transpose_grid();
+    eprintln!("bucketed transpose: {bucketed:?} blocks of 1024");
+    let (d3, d21) = if bucketed.is_some() {
+        (
+            "δ3 (bucketed: tiles, buckets)",
+            "(bucketed: tiles, buckets)",
+        )
+    } else {
         (
             "δ3 (two slots: init, scatter, scan sums, scan+rows)",
-            &|| k.transpose_short_rows(dm.cell_faces()).map(drop).unwrap(),
-        ),
-        (
-            "δ2 (zero, count, scan sums, scan, fill, short sort, mid sort)",
-            &|| k.transpose(dm.face_edges()).map(drop).unwrap(),
-        ),
-        (
-            "δ1 (zero, count, scan sums, scan, fill, short sort, mid sort)",
-            &|| {
-                k.transpose_edge_pairs(dm.edge_vertices(), nv)
-                    .map(drop)
-                    .unwrap()
-            },
-        ),
+            "(zero, count, scan sums, scan, fill, short sort, mid sort)",
+        )
+    };
+    let (d2, d1) = (format!("δ2 {d21}"), format!("δ1 {d21}"));
+    let ops: [(&str, &dyn Fn()); 4] = [
+        (d3, &|| {
+            k.transpose_short_rows(dm.cell_faces()).map(drop).unwrap()
+        }),
+        (&d2, &|| k.transpose(dm.face_edges()).map(drop).unwrap()),
+        (&d1, &|| {
+            k.transpose_edge_pairs(dm.edge_vertices(), nv)
+                .map(drop)
+                .unwrap()
+        }),
         (
             "boundary (zero, flags+marks, scan sums, scan+lists)",
             &|| {

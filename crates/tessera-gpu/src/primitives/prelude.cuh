@@ -101,25 +101,26 @@ __device__ __forceinline__ T warp_inclusive_scan(T x, int lane) {
     return x;
 }
 
-// Block-wide exclusive scan of one value per thread, for blocks of 256 threads (the block size
-// of the primitives and of the mesh kernels); `*total` receives the block total. `ws` is
-// shared scratch of SCAN_WARPS + 1 elements; it may be reused as soon as this returns.
+// Block-wide exclusive scan of one value per thread, for blocks of 32 WARPS threads (by default
+// 256, the block size of the primitives and of the mesh kernels; the bucketed transpose uses
+// 1024); `*total` receives the block total. `ws` is shared scratch of WARPS + 1 elements; it
+// may be reused as soon as this returns.
 #define SCAN_WARPS 8
-template <typename T>
+template <typename T, int WARPS = SCAN_WARPS>
 __device__ __forceinline__ T block_exclusive_scan(T x, T* total, T* ws) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     T inc = warp_inclusive_scan<T>(x, lane);
     if (lane == 31) ws[warp] = inc;
     __syncthreads();
     if (warp == 0) {
-        T w = lane < SCAN_WARPS ? ws[lane] : T(0);
+        T w = lane < WARPS ? ws[lane] : T(0);
         T wi = warp_inclusive_scan<T>(w, lane);
-        if (lane < SCAN_WARPS) ws[lane] = wi - w;
-        if (lane == SCAN_WARPS - 1) ws[SCAN_WARPS] = wi;
+        if (lane < WARPS) ws[lane] = wi - w;
+        if (lane == WARPS - 1) ws[WARPS] = wi;
     }
     __syncthreads();
     T r = ws[warp] + inc - x;
-    *total = ws[SCAN_WARPS];
+    *total = ws[WARPS];
     __syncthreads();
     return r;
 }

@@ -166,14 +166,103 @@ struct CoopChains {
     boundary: Kernel,
     grid_transpose: u32,
     grid_boundary: u32,
+    /// The bucketed transpose, where a block may take enough shared memory.
+    bucketed: Option<Bucketed>,
     /// Grid of the last launch (where its phase stamps are).
     last_grid: std::sync::atomic::AtomicU32,
+}
+
+/// `transpose_bucketed` (`kernels/mesh.cu`): one block of [`BT_THREADS`] threads per
+/// multiprocessor with `shared` bytes of dynamic shared memory; `tile_max` entries a tile
+/// in its first phase, at most `cap` entries of a bucket placed in shared memory at once in
+/// its second. The constants below are the kernel's `BT_*`.
+struct Bucketed {
+    kernel: Kernel,
+    grid: u32,
+    shared: u32,
+    tile_max: u32,
+    cap: u32,
+    /// 2 x BT_NBMAX bucket totals: a launch sums into half `parity` and zeroes the other.
+    gcount: DeviceBuffer<u32>,
+    parity: std::sync::atomic::AtomicU32,
+}
+
+const BT_THREADS: u32 = 1024;
+const BT_NBMAX: usize = 2048;
+const BT_NTMAX: usize = 1024;
+const BT_WMAX: usize = 8192;
+const BT_DIR: usize = 2048;
+
+/// The cut of one bucketed transpose: buckets of `w` columns, `nb` of them; tiles of `tile`
+/// entries, `nt` of them.
+struct BucketPlan {
+    w: u32,
+    nb: u32,
+    tile: u32,
+    nt: u32,
+}
+
+impl Bucketed {
+    /// `None` when the device cannot give a block of 1024 threads the shared memory the
+    /// kernel needs (below ~100 KiB), or holds no such block.
+    fn new(gpu: &Gpu, module: &Module) -> Result<Option<Self>, MeshError> {
+        // the kernel's own static shared words stay under 1 KiB
+        let shared = gpu
+            .max_shared_per_block_optin()
+            .saturating_sub(1024)
+            .min(220 << 10);
+        // phase 2: bucket starts, column offsets, two words per tile, the runs' directory,
+        // then 6 bytes per entry
+        let fixed = 4 * (BT_NBMAX + 1 + BT_WMAX + 2 * BT_NTMAX + 1 + BT_DIR) as u32;
+        let cap = shared.saturating_sub(fixed) / 6;
+        if cap < 8192 {
+            return Ok(None);
+        }
+        let kernel = module.function("transpose_bucketed")?;
+        kernel.set_max_dynamic_shared(shared)?;
+        let per_sm = kernel.max_active_blocks_per_sm_with_shared(BT_THREADS, shared)?;
+        if per_sm == 0 {
+            return Ok(None);
+        }
+        Ok(Some(Bucketed {
+            kernel,
+            grid: per_sm * gpu.sm_count(),
+            shared,
+            tile_max: (shared - 4 * BT_NBMAX as u32) / 6,
+            cap,
+            gcount: gpu.zeros::<u32>(2 * BT_NBMAX)?,
+            parity: 0.into(),
+        }))
+    }
+    /// Buckets of about 60 % of `cap` entries on average, as many as a whole number of them
+    /// per block (more, smaller buckets measured slower: twice as many made δ3 and δ2 of the
+    /// dragon 13 % slower); tiles of equal length, at most `tile_max`. `None` past the
+    /// kernel's limits (the general one-launch transpose takes those).
+    fn plan(&self, nnz: usize, ncols: usize) -> Option<BucketPlan> {
+        let g = self.grid as usize;
+        let target = (self.cap as usize * 3 / 5).max(1);
+        let rounds = nnz.div_ceil(g * target).max(1);
+        let w = ncols.div_ceil(g * rounds).clamp(1, BT_WMAX);
+        let nb = ncols.div_ceil(w);
+        // tiles of equal length, the same number for every block
+        let per_block = nnz.div_ceil(g * self.tile_max as usize).max(1);
+        let tile = nnz.div_ceil(g * per_block).max(1);
+        let nt = nnz.div_ceil(tile);
+        (nb <= BT_NBMAX && nt <= BT_NTMAX).then_some(BucketPlan {
+            w: w as u32,
+            nb: nb as u32,
+            tile: tile as u32,
+            nt: nt as u32,
+        })
+    }
 }
 
 impl CoopChains {
     /// `None` when the device takes no cooperative launches or reports no co-resident
     /// block of a kernel (the chains of separate launches run then).
-    fn new(gpu: &Gpu, module: &Module) -> Result<Option<Self>, MeshError> {
+    /// `bucketed`: whether the transposes of rows of one length and of edge pairs take
+    /// `transpose_bucketed` (when the device allows it).
+    fn new(gpu: &Gpu, module: &Module, bucketed: bool) -> Result<Option<Self>, MeshError> {
         if !gpu.supports_cooperative_launch() {
             return Ok(None);
         }
@@ -185,7 +274,13 @@ impl CoopChains {
         if grid_transpose == 0 || grid_boundary == 0 {
             return Ok(None);
         }
-        let words = 4 + 3 * grid_transpose.max(grid_boundary) as usize + 2 * 16;
+        let bucketed = if bucketed {
+            Bucketed::new(gpu, module)?
+        } else {
+            None
+        };
+        let grid_bucketed = bucketed.as_ref().map_or(0, |b| b.grid);
+        let words = 4 + 3 * grid_transpose.max(grid_boundary).max(grid_bucketed) as usize + 2 * 16;
         Ok(Some(CoopChains {
             sync: gpu.zeros::<u32>(words)?,
             unused_flag: gpu.zeros::<u32>(1)?,
@@ -193,6 +288,7 @@ impl CoopChains {
             boundary,
             grid_transpose,
             grid_boundary,
+            bucketed,
             last_grid: 0.into(),
         }))
     }
@@ -222,17 +318,28 @@ impl<'g> MeshKernels<'g> {
     /// Compile (once, then from the kernel caches) and load the mesh kernels. The
     /// transposes and the boundary extraction run as one cooperative launch each, unless
     /// `TESSERA_MESH_CHAINS=launches` asks for the chains of separate launches.
+    ///
+    /// The transposes of rows of one length (∂3, ∂2 of simplices) and of ∂1's vertex pairs
+    /// take the bucketed kernel (`transpose_bucketed`) unless `TESSERA_MESH_TRANSPOSE=coop`
+    /// asks for the general one-launch kernel (`transpose_coop`) for all of them.
     pub fn new(gpu: &'g Gpu) -> Result<Self, MeshError> {
         let launches = std::env::var("TESSERA_MESH_CHAINS").is_ok_and(|v| v == "launches");
-        Self::with_chains(gpu, !launches)
+        let coop = std::env::var("TESSERA_MESH_TRANSPOSE").is_ok_and(|v| v == "coop");
+        Self::with_options(gpu, !launches, !coop)
     }
     /// [`MeshKernels::new`] with the choice made here: `one_launch` false gives the chains
     /// of separate launches (count, scan, fill, sort), the reference of the one-launch
     /// kernels in the tests.
     pub fn with_chains(gpu: &'g Gpu, one_launch: bool) -> Result<Self, MeshError> {
+        Self::with_options(gpu, one_launch, true)
+    }
+    /// [`MeshKernels::with_chains`], and whether the one-launch transposes of rows of one
+    /// length and of edge pairs take the bucketed kernel (`bucketed`; ignored without the
+    /// one-launch chains or where the device gives a block too little shared memory).
+    pub fn with_options(gpu: &'g Gpu, one_launch: bool, bucketed: bool) -> Result<Self, MeshError> {
         let module = gpu.compile(module_source(), &CompileOptions::named("tessera_mesh.cu"))?;
         let coop = if one_launch {
-            CoopChains::new(gpu, &module)?.map(Arc::new)
+            CoopChains::new(gpu, &module, bucketed)?.map(Arc::new)
         } else {
             None
         };
@@ -257,6 +364,11 @@ impl<'g> MeshKernels<'g> {
     /// Whether the mesh chains run as one cooperative launch each (transposes, boundary).
     pub fn one_launch_chains(&self) -> bool {
         self.coop.is_some()
+    }
+    /// Whether the transposes of rows of one length and of edge pairs take the bucketed
+    /// kernel, and its co-resident grid (blocks of 1024 threads).
+    pub fn bucketed_transpose_grid(&self) -> Option<u32> {
+        self.coop.as_deref()?.bucketed.as_ref().map(|b| b.grid)
     }
     /// The co-resident grids (blocks) of the one-launch transpose and boundary kernels.
     pub fn one_launch_grids(&self) -> Option<(u32, u32)> {
@@ -471,6 +583,11 @@ impl<'g> MeshKernels<'g> {
             return Ok(None);
         }
         let g = self.gpu;
+        if input.mode != 0 {
+            if let Some(t) = self.transpose_bucketed(c, input, ncols, two_slot, flag)? {
+                return Ok(Some(t));
+            }
+        }
         // the slots or counters and the worklist of middle rows: scratch that a repeated
         // call gets back from the `Gpu`'s cache of freed buffers without a driver call
         let work = g.alloc::<u32>(if two_slot { 2 * ncols } else { ncols })?;
@@ -500,6 +617,81 @@ impl<'g> MeshKernels<'g> {
             .arg(&out)
             .arg(flag.unwrap_or(&c.unused_flag as &dyn KernelArg))
             .run_cooperative()?;
+        Ok(Some(DeviceTcsr {
+            offsets,
+            columns: out,
+            ncols: input.nrows,
+            uniform: None,
+        }))
+    }
+
+    /// The bucketed transpose (`transpose_bucketed`, one cooperative launch): tiles sorted
+    /// by bucket of columns in shared memory, then every bucket's rows counted, placed and
+    /// sorted in shared memory and written in order (`two_slot`: first by the sign slots of
+    /// δ3, per bucket). Same result and same handling of rows longer than 2048 entries as
+    /// [`MeshKernels::transpose_one_launch`]. `None` (nothing launched) without the kernel
+    /// or past its limits.
+    fn transpose_bucketed(
+        &self,
+        c: &CoopChains,
+        input: &TransposeInput<'_>,
+        ncols: usize,
+        two_slot: bool,
+        flag: Option<&dyn KernelArg>,
+    ) -> Result<Option<DeviceTcsr>, MeshError> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let Some(b) = c.bucketed.as_ref() else {
+            return Ok(None);
+        };
+        // keys 2 row + 1 must fit 32 bits
+        let Some(plan) = b
+            .plan(input.nnz, ncols)
+            .filter(|_| input.nrows < i32::MAX as usize)
+        else {
+            return Ok(None);
+        };
+        // the sign slots of a bucket (2 w words) take the room of the placed entries
+        let two_slot = (two_slot && 8 * plan.w as usize <= 6 * b.cap as usize) as u32;
+        let g = self.gpu;
+        let st = g.alloc::<u32>(2 * plan.nb as usize * plan.nt as usize)?;
+        let pkey = g.alloc::<u32>(input.nnz)?;
+        let pcol = g.alloc::<u16>(input.nnz)?;
+        let offsets = g.alloc::<u32>(ncols + 1)?;
+        let out = g.alloc::<i32>(input.nnz)?;
+        let (nnz, nc) = (input.nnz as u32, ncols as u32);
+        // n / d on the device as the high word of n * (2^64 / d rounded up); 0 for d = 1
+        let inv = |d: u32| if d > 1 { u64::MAX / d as u64 + 1 } else { 0 };
+        let (kinv, winv) = (inv(input.k), inv(plan.w));
+        let by_thread = flag.is_none() as u32;
+        let parity = b.parity.fetch_xor(1, Relaxed) & 1;
+        c.last_grid.store(b.grid, Relaxed);
+        g.launch(
+            &b.kernel,
+            LaunchConfig::blocks(b.grid, BT_THREADS).with_shared(b.shared),
+        )
+        .arg(input.columns)
+        .arg(&nnz)
+        .arg(&input.mode)
+        .arg(&kinv)
+        .arg(&nc)
+        .arg(&plan.w)
+        .arg(&winv)
+        .arg(&plan.nb)
+        .arg(&plan.tile)
+        .arg(&plan.nt)
+        .arg(&b.cap)
+        .arg(&two_slot)
+        .arg(&parity)
+        .arg(&by_thread)
+        .arg(&c.sync)
+        .arg(&b.gcount)
+        .arg(&st)
+        .arg(&pkey)
+        .arg(&pcol)
+        .arg(&offsets)
+        .arg(&out)
+        .arg(flag.unwrap_or(&c.unused_flag as &dyn KernelArg))
+        .run_cooperative()?;
         Ok(Some(DeviceTcsr {
             offsets,
             columns: out,

@@ -952,6 +952,360 @@ extern "C" __global__ void __launch_bounds__(256, 4) transpose_coop(const u32* o
     coop_stamp(sync);
 }
 
+// ---------------------------------------------------------------- bucketed transpose (session 16)
+// The transpose of a TCSR operator whose rows have one length k (mode 1: ∂3, ∂2 of
+// simplices) or of ∂1 as vertex pairs (mode 2) in one cooperative launch of one 1024-thread
+// block per multiprocessor with most of its shared memory, without one scattered store or
+// atomic per entry in global memory (what bounds transpose_coop: session 15's request
+// count). The result is identical to transpose_coop's (rows sorted by tkey).
+// Columns are cut into `nb` buckets of `w` consecutive columns.
+// Phase 1 (tiles): block t sorts tile t (entries [t tile, (t + 1) tile)) by bucket in
+//   shared memory and writes it back as it is, contiguous: per entry the sort key of its
+//   transpose entry (tkey of tenc(row, sign)) and its column within the bucket (u16). Where
+//   bucket q's run of tile t starts and how long it is goes to st[q nt + t]; the bucket
+//   totals are summed (atomics, one per tile and bucket) into cnt.
+// Grid barrier.
+// Phase 2 (buckets): a block takes the next bucket from a counter: it gathers the bucket's
+//   runs from every tile (coalesced runs), counts its columns in shared memory, scans them
+//   (the transpose's offsets, written directly), places the entries by column in shared
+//   memory and sorts each row there by rank (rows <= TS_MID), writing every row in order.
+//   `two_slot` (δ3 of a 3-manifold) first fills one slot per column and sign instead (no
+//   count, no sort), and does the bucket the general way when two entries meet in a slot.
+//   A bucket of more than `cap` entries is done in column ranges of at most `cap` entries;
+//   a single column of more than `cap` entries goes to global memory directly. Rows longer
+//   than TS_MID are left unsorted and set *flag, or are sorted by one thread when
+//   `long_by_thread` (as transpose_coop).
+// `gcount` holds 2 x BT_NBMAX words: this launch sums into half `parity` (left zero by the
+// launch before) and zeroes the other half (read by the launch before, which has ended).
+#define BT_THREADS 1024
+#define BT_WARPS 32
+#define BT_NBMAX 2048
+#define BT_NTMAX 1024
+#define BT_WMAX 8192
+#define BT_LONG 32
+#define BT_DIR 2048
+typedef unsigned short u16;
+
+// n / d by one 64-bit multiply (d > 1: m = 2^64 / d rounded up, exact for every 32-bit n;
+// d = 1: m = 0 stands for the identity).
+__device__ __forceinline__ u32 bt_div(u32 n, u64 m) { return m ? (u32)__umul64hi(m, (u64)n) : n; }
+
+// Entry j of the input (v = cols[j]): its column c and the sort key of its transpose entry.
+__device__ __forceinline__ void bt_entry(i32 v, u32 mode, u64 kinv, u32 j, u32& c, u32& key) {
+    if (mode == 1) {
+        c = tcol(v);
+        key = (bt_div(j, kinv) << 1) | (v < 0 ? 0u : 1u);
+    } else {  // ∂1 pairs: -1 at `from` (even j), +1 at `to`
+        c = (u32)v;
+        key = ((j >> 1) << 1) | (j & 1u);
+    }
+}
+
+// Loads in flight per thread: one block per multiprocessor has 32 warps only, so every
+// loop issues BT_ILP independent loads before it uses any.
+#define BT_ILP 8
+
+// counter[x] += 1 where ok; returns the old value (the lane's slot).
+__device__ __forceinline__ u32 bt_add(u32* counter, u32 x, bool ok) { return ok ? atomicAdd(counter + x, 1u) : 0u; }
+
+// f(ok, column, key) for the entries [lo, lo + n) of the input, called by every lane of a
+// warp together (ok false past the end); BT_ILP loads a thread in flight.
+template <class F>
+__device__ __forceinline__ void bt_tile_entries(const i32* cols, u32 mode, u64 kinv, u32 lo, u32 n, F f) {
+    for (u32 i0 = threadIdx.x; i0 - (threadIdx.x & 31) < n; i0 += BT_ILP * BT_THREADS) {
+        i32 v[BT_ILP];
+#pragma unroll
+        for (int u = 0; u < BT_ILP; u++) {
+            u32 i = i0 + u * BT_THREADS;
+            v[u] = i < n ? cols[lo + i] : 0;
+        }
+#pragma unroll
+        for (int u = 0; u < BT_ILP; u++) {
+            u32 i = i0 + u * BT_THREADS, c = 0, key = 0;
+            if (i < n) bt_entry(v[u], mode, kinv, lo + i, c, key);
+            f(i < n, c, key);
+        }
+    }
+}
+
+// Call f(ok, key, column in bucket) for every entry of a bucket whose runs are described by
+// tpre (exclusive prefix of the run lengths, nt + 1 words: tpre[nt] = nq) and tsrc (where
+// each run starts in pkey / pcol). dir[c] is the run of entry c << csh, so an entry's run is
+// found by a step or two from there. First every position of a batch, then its loads, then
+// the calls, by every lane of a warp together (ok false past the end).
+template <class F>
+__device__ __forceinline__ void bt_gather(u32 nq, const u32* tpre, const u32* tsrc, const u32* dir, u32 csh,
+                                          const u32* pkey, const u16* pcol, F f) {
+    for (u32 i0 = threadIdx.x; i0 - (threadIdx.x & 31) < nq; i0 += BT_ILP * BT_THREADS) {
+        u32 idx[BT_ILP], key[BT_ILP], col[BT_ILP];
+#pragma unroll
+        for (int u = 0; u < BT_ILP; u++) {
+            u32 i = i0 + u * BT_THREADS;
+            idx[u] = 0xffffffffu;
+            if (i < nq) {
+                u32 t = dir[i >> csh];
+                while (tpre[t + 1] <= i) t++;
+                idx[u] = tsrc[t] + (i - tpre[t]);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < BT_ILP; u++) {
+            key[u] = 0;
+            col[u] = 0;
+            if (idx[u] != 0xffffffffu) {
+                key[u] = __ldcg(pkey + idx[u]);
+                col[u] = __ldcg(pcol + idx[u]);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < BT_ILP; u++) f(idx[u] != 0xffffffffu, key[u], col[u]);
+    }
+}
+
+// start[l] = exclusive prefix of count(l) over the bucket's ncq columns, BT_WMAX /
+// BT_THREADS consecutive columns a thread; returns the total (every thread).
+template <class C>
+__device__ __forceinline__ u32 bt_scan_columns(u32* start, u32 ncq, u32* ws, C count) {
+    const u32 per = BT_WMAX / BT_THREADS, l0 = threadIdx.x * per;
+    u32 v[per], s = 0, tot;
+#pragma unroll
+    for (u32 u = 0; u < per; u++) {
+        v[u] = l0 + u < ncq ? count(l0 + u) : 0u;
+        s += v[u];
+    }
+    u32 pre = block_exclusive_scan<u32, BT_WARPS>(s, &tot, ws);
+#pragma unroll
+    for (u32 u = 0; u < per; u++) {
+        if (l0 + u < ncq) start[l0 + u] = pre;
+        pre += v[u];
+    }
+    return tot;
+}
+
+extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
+    transpose_bucketed(const i32* cols, u32 nnz, u32 mode, u64 kinv, u32 ncols, u32 w, u64 winv, u32 nb, u32 tile, u32 nt,
+                       u32 cap, u32 two_slot, u32 parity, u32 long_by_thread, u32* sync, u32* gcount, uint2* st, u32* pkey,
+                       u16* pcol, u32* toffs, i32* out, u32* flag) {
+    extern __shared__ u32 smem[];
+    __shared__ u32 ws[BT_WARPS + 1];
+    __shared__ u32 nlong, long_at[BT_LONG], long_len[BT_LONG];
+    const u32 tid = threadIdx.x, G = gridDim.x;
+    u32* cnt = gcount + parity * BT_NBMAX;
+    u32* other = gcount + (1u - parity) * BT_NBMAX;
+    coop_start(sync);
+    for (u32 q = blockIdx.x * BT_THREADS + tid; q < BT_NBMAX; q += G * BT_THREADS) other[q] = 0u;
+    if (tid == 0) nlong = 0u;
+
+    // phase 1: tiles sorted by bucket
+    u32* hist = smem;                        // nb
+    u32* skey = smem + BT_NBMAX;             // tile
+    u16* scol = (u16*)(skey + tile);         // tile
+    for (u32 t = blockIdx.x; t < nt; t += G) {
+        const u32 lo = t * tile, n = min(tile, nnz - lo);
+        for (u32 q = tid; q < nb; q += BT_THREADS) hist[q] = 0u;
+        __syncthreads();
+        bt_tile_entries(cols, mode, kinv, lo, n, [&](bool ok, u32 c, u32) { bt_add(hist, bt_div(c, winv), ok); });
+        __syncthreads();
+        {
+            const u32 q0 = 2 * tid, q1 = q0 + 1;
+            u32 a0 = q0 < nb ? hist[q0] : 0u, a1 = q1 < nb ? hist[q1] : 0u, tot;
+            u32 pre = block_exclusive_scan<u32, BT_WARPS>(a0 + a1, &tot, ws);
+            if (q0 < nb) {
+                st[(u64)q0 * nt + t] = make_uint2(pre, a0);
+                if (a0) atomicAdd(cnt + q0, a0);
+                hist[q0] = pre;
+            }
+            if (q1 < nb) {
+                st[(u64)q1 * nt + t] = make_uint2(pre + a0, a1);
+                if (a1) atomicAdd(cnt + q1, a1);
+                hist[q1] = pre + a0;
+            }
+        }
+        __syncthreads();
+        bt_tile_entries(cols, mode, kinv, lo, n, [&](bool ok, u32 c, u32 key) {
+            u32 b = bt_div(c, winv);
+            u32 s = bt_add(hist, b, ok);
+            if (ok) {
+                skey[s] = key;
+                scol[s] = (u16)(c - b * w);
+            }
+        });
+        __syncthreads();
+        for (u32 i = tid; i < n; i += BT_THREADS) {
+            pkey[lo + i] = skey[i];
+            pcol[lo + i] = scol[i];
+        }
+        __syncthreads();
+    }
+    grid_sync(sync);
+
+    // phase 2: buckets
+    u32* gbase = smem;                       // nb + 1: where each bucket starts in the result
+    u32* start = gbase + BT_NBMAX + 1;       // w: the bucket's offsets, then placement cursors
+    u32* tpre = start + BT_WMAX;             // nt + 1: the bucket's runs, where they start
+    u32* tsrc = tpre + BT_NTMAX + 1;         // nt: where they are in pkey / pcol
+    u32* dir = tsrc + BT_NTMAX;              // BT_DIR: the run of every (1 << csh)-th entry
+    u32* pk = dir + BT_DIR;                  // cap: placed keys
+    u16* pc = (u16*)(pk + cap);              // cap: their columns
+    {
+        const u32 q0 = 2 * tid, q1 = q0 + 1;
+        u32 a0 = q0 < nb ? __ldcg(cnt + q0) : 0u, a1 = q1 < nb ? __ldcg(cnt + q1) : 0u, tot;
+        u32 pre = block_exclusive_scan<u32, BT_WARPS>(a0 + a1, &tot, ws);
+        if (q0 < nb) gbase[q0] = pre;
+        if (q1 < nb) gbase[q1] = pre + a0;
+        if (tid == 0) gbase[nb] = tot;
+    }
+    if (blockIdx.x == 0 && tid == 0) toffs[ncols] = nnz;
+    __syncthreads();
+    // buckets are taken from a counter (sync[2], zeroed by coop_start): a block that drew
+    // smaller ones takes more
+    __shared__ u32 qnext;
+    for (;;) {
+        if (tid == 0) qnext = atomicAdd(sync + 2, 1u);
+        __syncthreads();
+        const u32 q = qnext;
+        if (q >= nb) break;
+        const u32 B = gbase[q], nq = gbase[q + 1] - B, c0 = q * w, ncq = min(w, ncols - c0);
+        {
+            u32 len = 0, src = 0, tot;
+            if (tid < nt) {
+                uint2 s = __ldcg(st + (u64)q * nt + tid);
+                len = s.y;
+                src = tid * tile + s.x;
+            }
+            u32 pre = block_exclusive_scan<u32, BT_WARPS>(len, &tot, ws);
+            if (tid < nt) {
+                tpre[tid] = pre;
+                tsrc[tid] = src;
+            }
+            if (tid == 0) tpre[nt] = tot;
+        }
+        u32 csh = 0;
+        while ((nq >> csh) >= BT_DIR) csh++;
+        __syncthreads();
+        // the directory: the run of entry c << csh, by a binary search each
+        for (u32 c = tid; (c << csh) < nq; c += BT_THREADS) {
+            u32 i = c << csh, lo = 0, hi = nt - 1;
+            while (lo < hi) {
+                u32 mid = (lo + hi + 1) >> 1;
+                if (tpre[mid] <= i) lo = mid; else hi = mid - 1;
+            }
+            dir[c] = lo;
+        }
+        __syncthreads();
+        if (two_slot) {
+            // δ3 of a 3-manifold: one slot per column and sign, no counting, no sort; the
+            // bucket goes the general way below when two entries met in one slot
+            u32* slot = pk;  // 2 ncq words (the host checked that they fit)
+            for (u32 i = tid; i < 2 * ncq; i += BT_THREADS) slot[i] = 0xffffffffu;
+            __syncthreads();
+            bt_gather(nq, tpre, tsrc, dir, csh, pkey, pcol, [&](bool ok, u32 key, u32 l) {
+                if (ok) slot[2 * l + (key & 1u)] = key;
+            });
+            __syncthreads();
+            const u32 filled = bt_scan_columns(start, ncq, ws, [&](u32 l) {
+                return (slot[2 * l] != 0xffffffffu ? 1u : 0u) + (slot[2 * l + 1] != 0xffffffffu ? 1u : 0u);
+            });
+            __syncthreads();  // start[] is written by the threads of its columns
+            if (filled == nq) {
+                for (u32 l = tid; l < ncq; l += BT_THREADS) {
+                    const u32 a = start[l], x = slot[2 * l], y = slot[2 * l + 1];
+                    toffs[c0 + l] = B + a;
+                    if (x != 0xffffffffu && y != 0xffffffffu) {
+                        out[B + a] = tunkey(min(x, y));
+                        out[B + a + 1] = tunkey(max(x, y));
+                    } else if (x != 0xffffffffu || y != 0xffffffffu) {
+                        out[B + a] = tunkey(min(x, y));
+                    }
+                }
+                __syncthreads();
+                continue;
+            }
+            __syncthreads();
+        }
+        for (u32 l = tid; l < ncq; l += BT_THREADS) start[l] = 0u;
+        __syncthreads();
+        bt_gather(nq, tpre, tsrc, dir, csh, pkey, pcol, [&](bool ok, u32, u32 l) { bt_add(start, l, ok); });
+        __syncthreads();
+        bt_scan_columns(start, ncq, ws, [&](u32 l) { return start[l]; });
+        __syncthreads();
+        for (u32 l = tid; l < ncq; l += BT_THREADS) toffs[c0 + l] = B + start[l];  // coalesced
+        // column ranges of at most cap entries (one range when the bucket fits)
+        u32 l0 = 0;
+        while (l0 < ncq) {
+            const u32 s0 = start[l0];
+            u32 lo = l0, hi = ncq;
+            while (lo < hi) {
+                u32 mid = (lo + hi + 1) >> 1;
+                u32 sm = mid == ncq ? nq : start[mid];
+                if (sm - s0 <= cap) lo = mid; else hi = mid - 1;
+            }
+            const bool single = lo == l0;  // column l0 alone holds more than cap entries
+            const u32 l1 = single ? l0 + 1 : lo, s1 = l1 == ncq ? nq : start[l1];
+            __syncthreads();  // every thread has read start[] before the placement moves it
+            if (single) {
+                bt_gather(nq, tpre, tsrc, dir, csh, pkey, pcol, [&](bool ok, u32 key, u32 l) {
+                    ok = ok && l == l0;
+                    u32 s = bt_add(start, l0, ok);
+                    if (ok) out[B + s] = tunkey(key);
+                });
+                if (tid == 0) {
+                    if (long_by_thread) {
+                        long_at[0] = B + s0;
+                        long_len[0] = s1 - s0;
+                        nlong = 1u;
+                    } else {
+                        *flag = 1u;  // a plain store: the flag may be mapped host memory
+                    }
+                }
+            } else {
+                bt_gather(nq, tpre, tsrc, dir, csh, pkey, pcol, [&](bool ok, u32 key, u32 l) {
+                    ok = ok && l >= l0 && l < l1;
+                    u32 s = bt_add(start, l, ok) - s0;
+                    if (ok) {
+                        pk[s] = key;
+                        pc[s] = (u16)l;
+                    }
+                });
+                __syncthreads();
+                // start[l] now ends row l (the start of row l + 1) for l in [l0, l1): every
+                // entry's rank in its row (ties, which only repeated input entries make, by
+                // position)
+                for (u32 s = tid; s < s1 - s0; s += BT_THREADS) {
+                    const u32 e = pk[s], l = pc[s];
+                    const u32 a = (l == l0 ? s0 : start[l - 1]) - s0, b = start[l] - s0;
+                    if (b - a <= TS_MID) {
+                        u32 rank = 0;
+                        for (u32 x = a; x < b; x++) {
+                            u32 y = pk[x];
+                            rank += y < e || (y == e && x < s);
+                        }
+                        out[B + s0 + a + rank] = tunkey(e);
+                    } else {
+                        out[B + s0 + s] = tunkey(e);
+                        if (s == a) {
+                            if (long_by_thread) {
+                                u32 i = atomicAdd(&nlong, 1u);
+                                long_at[i] = B + s0 + a;  // at most cap / TS_MID <= BT_LONG rows
+                                long_len[i] = b - a;
+                            } else {
+                                *flag = 1u;
+                            }
+                        }
+                    }
+                }
+            }
+            __syncthreads();
+            if (tid < nlong) thread_sort_row((u32*)out, long_at[tid], long_at[tid] + long_len[tid], TS_MODE);
+            __syncthreads();
+            if (tid == 0) nlong = 0u;
+            l0 = l1;
+        }
+        __syncthreads();
+    }
+    coop_stamp(sync);
+}
+
 // One face of the boundary extraction: its flags and, for a boundary face, the marks of
 // its edges and vertices (boundary_face_flags and boundary_mark in one pass).
 __device__ __forceinline__ void boundary_face(u64 f, u32 plus, u32 minus, const u32* fe_offs, const i32* fe_cols,
