@@ -381,11 +381,21 @@ fn transpose_short_rows_matches_reference() {
 
 /// Random rows of `k` distinct signed columns over `ncols` (as the faces of cells).
 fn random_uniform_tcsr(r: &mut Rng, nrows: usize, k: u32, ncols: usize) -> Tcsr {
+    random_skewed_tcsr(r, nrows, k, ncols, None)
+}
+
+/// [`random_uniform_tcsr`] with `skew` % of the columns drawn from the first 8 (`None`: no
+/// such draw at all, the draws of [`random_uniform_tcsr`]).
+fn random_skewed_tcsr(r: &mut Rng, nrows: usize, k: u32, ncols: usize, skew: Option<u64>) -> Tcsr {
     let mut cols = Vec::with_capacity(nrows * k as usize);
     for _ in 0..nrows {
         let mut row: Vec<i32> = Vec::new();
         while row.len() < k as usize {
-            let c = (r.next() % ncols as u64) as i32;
+            let c = if skew.is_some_and(|skew| ncols > 8 && r.next() % 100 < skew) {
+                (r.next() % 8) as i32
+            } else {
+                (r.next() % ncols as u64) as i32
+            };
             if !row.contains(&c) {
                 row.push(c);
             }
@@ -522,26 +532,7 @@ fn transpose_bucketed_matches_reference() {
         (7, 1, 1, 0),
         (5_000, 4, 7_000_000, 0),
     ] {
-        let mut cols = Vec::with_capacity(nrows * k as usize);
-        for _ in 0..nrows {
-            let mut row: Vec<i32> = Vec::new();
-            while row.len() < k as usize {
-                let c = if ncols > 8 && r.next() % 100 < skew {
-                    (r.next() % 8) as i32
-                } else {
-                    (r.next() % ncols as u64) as i32
-                };
-                if !row.contains(&c) {
-                    row.push(c);
-                }
-            }
-            cols.extend(
-                row.into_iter()
-                    .map(|c| if r.next() & 1 == 0 { c } else { !c }),
-            );
-        }
-        let offs: Vec<u32> = (0..=nrows as u32).map(|i| i * k).collect();
-        let m = Tcsr::new(ncols, offs, cols).unwrap();
+        let m = random_skewed_tcsr(&mut r, nrows, k, ncols, Some(skew));
         let want = m.transpose(Par::Seq);
         let longest = (0..want.nrows()).map(|c| want.row_len(c)).max().unwrap();
         let dm = tessera_mesh::cuda::DeviceTcsr::upload(&g, &m).unwrap();
