@@ -424,7 +424,7 @@ fn transpose_long_rows_matches_reference() {
 }
 
 fn transpose_long_rows_with(g: &Gpu, one_launch: bool, bucketed: bool) {
-    let kern = tessera_mesh::cuda::MeshKernels::with_options(&g, one_launch, bucketed).unwrap();
+    let kern = tessera_mesh::cuda::MeshKernels::with_options(g, one_launch, bucketed).unwrap();
     assert_eq!(kern.bucketed_transpose_grid().is_some(), bucketed);
     let mut r = Rng(77);
     for (nrows, k, ncols) in [
@@ -437,24 +437,20 @@ fn transpose_long_rows_with(g: &Gpu, one_launch: bool, bucketed: bool) {
         let m = random_uniform_tcsr(&mut r, nrows, k, ncols);
         let want = m.transpose(Par::Seq);
         let longest = (0..want.nrows()).map(|c| want.row_len(c)).max().unwrap();
-        let dm = tessera_mesh::cuda::DeviceTcsr::upload(&g, &m).unwrap();
+        let dm = tessera_mesh::cuda::DeviceTcsr::upload(g, &m).unwrap();
         let name = format!(
             "random {nrows} x {k} over {ncols} columns (longest row {longest}, one launch: {one_launch}, bucketed: {bucketed})"
         );
         same_tcsr(
             "transpose",
             &name,
-            &kern.transpose(&dm).unwrap().download(&g).unwrap(),
+            &kern.transpose(&dm).unwrap().download(g).unwrap(),
             &want,
         );
         same_tcsr(
             "short-row transpose",
             &name,
-            &kern
-                .transpose_short_rows(&dm)
-                .unwrap()
-                .download(&g)
-                .unwrap(),
+            &kern.transpose_short_rows(&dm).unwrap().download(g).unwrap(),
             &want,
         );
         let flag = g.zeros::<u32>(1).unwrap();
@@ -462,7 +458,7 @@ fn transpose_long_rows_with(g: &Gpu, one_launch: bool, bucketed: bool) {
         let f = g.download_at(&flag, 0).unwrap();
         assert_eq!(f != 0, longest > 2048, "{name}: deferred flag {f}");
         if f == 0 {
-            same_tcsr("deferred transpose", &name, &t.download(&g).unwrap(), &want);
+            same_tcsr("deferred transpose", &name, &t.download(g).unwrap(), &want);
         }
     }
     for (hub, ring) in [(300u32, 50u32), (3000, 100)] {
@@ -485,7 +481,7 @@ fn transpose_long_rows_with(g: &Gpu, one_launch: bool, bucketed: bool) {
             &kern
                 .transpose_edge_pairs(&d_ev, nv)
                 .unwrap()
-                .download(&g)
+                .download(g)
                 .unwrap(),
             &want,
         );
@@ -499,7 +495,7 @@ fn transpose_long_rows_with(g: &Gpu, one_launch: bool, bucketed: bool) {
             same_tcsr(
                 "deferred edge-pair transpose",
                 &name,
-                &t.download(&g).unwrap(),
+                &t.download(g).unwrap(),
                 &want,
             );
         }
