@@ -879,8 +879,7 @@ fn radix_sort_timing() {
                 );
             }
         }
-        times.sort_by(f64::total_cmp);
-        let ms = times[times.len() / 2];
+        let ms = tessera_gpu::median(&mut times);
         let passes = bits.div_ceil(8) as f64;
         let bytes = passes * n as f64 * (8.0 + 2.0 * (8.0 + 4.0));
         println!(

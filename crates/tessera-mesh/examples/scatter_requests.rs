@@ -25,22 +25,12 @@ fn requests(addr: &[u64], group: usize) -> usize {
         if group > 32 {
             sectors.sort_unstable();
         }
-        for ins in sectors.chunks(32) {
-            let mut v = ins.to_vec();
-            v.sort_unstable();
-            v.dedup();
-            total += v.len();
+        for ins in sectors.chunks_mut(32) {
+            ins.sort_unstable();
+            total += 1 + ins.windows(2).filter(|w| w[0] != w[1]).count();
         }
     }
     total
-}
-
-fn column(v: i32) -> (u64, u64) {
-    if v < 0 {
-        (!v as u64, 1)
-    } else {
-        (v as u64, 0)
-    }
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -58,15 +48,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .columns()
             .iter()
             .map(|&v| {
-                let (f, s) = column(v);
-                8 * f + 4 * s
+                let (f, sign) = tessera_sparse::decode(v);
+                8 * f as u64 + if sign < 0 { 4 } else { 0 }
             })
             .collect();
         let d2: Vec<u64> = mesh
             .face_edges()
             .columns()
             .iter()
-            .map(|&v| 4 * column(v).0)
+            .map(|&v| 4 * tessera_sparse::decode(v).0 as u64)
             .collect();
         let d1: Vec<u64> = mesh
             .edge_vertices()

@@ -379,6 +379,26 @@ fn transpose_short_rows_matches_reference() {
     }
 }
 
+/// The transpose without its host synchronisation sets its flag exactly when some row is
+/// longer than 2048 entries (`longest`), and is the CPU transpose `want` when it does not.
+fn deferred_transpose_matches(
+    g: &Gpu,
+    kern: &tessera_mesh::cuda::MeshKernels,
+    dm: &tessera_mesh::cuda::DeviceTcsr,
+    want: &Tcsr,
+    longest: usize,
+    label: &str,
+    name: &str,
+) {
+    let flag = g.zeros::<u32>(1).unwrap();
+    let t = kern.transpose_deferred(dm, &flag).unwrap();
+    let f = g.download_at(&flag, 0).unwrap();
+    assert_eq!(f != 0, longest > 2048, "{name}: deferred flag {f}");
+    if f == 0 {
+        same_tcsr(label, name, &t.download(g).unwrap(), want);
+    }
+}
+
 /// Random rows of `k` distinct signed columns over `ncols` (as the faces of cells).
 fn random_uniform_tcsr(r: &mut Rng, nrows: usize, k: u32, ncols: usize) -> Tcsr {
     random_skewed_tcsr(r, nrows, k, ncols, None)
@@ -453,13 +473,7 @@ fn transpose_long_rows_with(g: &Gpu, one_launch: bool, bucketed: bool) {
             &kern.transpose_short_rows(&dm).unwrap().download(g).unwrap(),
             &want,
         );
-        let flag = g.zeros::<u32>(1).unwrap();
-        let t = kern.transpose_deferred(&dm, &flag).unwrap();
-        let f = g.download_at(&flag, 0).unwrap();
-        assert_eq!(f != 0, longest > 2048, "{name}: deferred flag {f}");
-        if f == 0 {
-            same_tcsr("deferred transpose", &name, &t.download(g).unwrap(), &want);
-        }
+        deferred_transpose_matches(g, &kern, &dm, &want, longest, "deferred transpose", &name);
     }
     for (hub, ring) in [(300u32, 50u32), (3000, 100)] {
         // vertex 0 joined to every other vertex (random direction), plus a path
@@ -542,18 +556,15 @@ fn transpose_bucketed_matches_reference() {
                 &kern.transpose(&dm).unwrap().download(&g).unwrap(),
                 &want,
             );
-            let flag = g.zeros::<u32>(1).unwrap();
-            let t = kern.transpose_deferred(&dm, &flag).unwrap();
-            let f = g.download_at(&flag, 0).unwrap();
-            assert_eq!(f != 0, longest > 2048, "{name} ({how}): deferred flag {f}");
-            if f == 0 {
-                same_tcsr(
-                    &format!("deferred transpose ({how})"),
-                    &name,
-                    &t.download(&g).unwrap(),
-                    &want,
-                );
-            }
+            deferred_transpose_matches(
+                &g,
+                kern,
+                &dm,
+                &want,
+                longest,
+                &format!("deferred transpose ({how})"),
+                &format!("{name} ({how})"),
+            );
             // one thread sorts a row longer than 2048 entries here: not the 40,000-entry rows
             if longest <= 20_000 {
                 same_tcsr(
