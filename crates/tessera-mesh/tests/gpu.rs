@@ -541,6 +541,9 @@ fn transpose_bucketed_matches_reference() {
         (10, 3, 100_000, 0),
         (7, 1, 1, 0),
         (5_000, 4, 7_000_000, 0),
+        // short-row (two-slot) buckets wider than one window of the general way, whose
+        // slots collide: the general way in two windows
+        (300_000, 4, 3_000_000, 0),
     ] {
         let m = random_skewed_tcsr(&mut r, nrows, k, ncols, Some(skew));
         let want = m.transpose(Par::Seq);
@@ -1418,8 +1421,9 @@ fn gpu_mesh_bench_shared_meshes() {
 }
 
 /// Phase times of the one-launch chains on the dragon (block 0's `%globaltimer` after each
-/// grid barrier; the median of 10 runs per phase): where the time of the transposes and
-/// the boundary extraction goes. Skips when the mesh is absent.
+/// grid barrier, and "tail": from block 0's end to the last block's; the median of 10 runs
+/// per phase): where the time of the transposes and the boundary extraction goes. Skips
+/// when the mesh is absent.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn one_launch_chain_phases_shared_meshes() {
@@ -1456,13 +1460,13 @@ fn chain_phases(g: &Gpu, m: &PolyMesh) {
     eprintln!("bucketed transpose: {bucketed:?} blocks of 1024");
     let (d3, d21) = if bucketed.is_some() {
         (
-            "δ3 (bucketed: tiles, buckets)",
-            "(bucketed: tiles, buckets)",
+            "δ3 (bucketed: tiles, buckets, tail)",
+            "(bucketed: tiles, buckets, tail)",
         )
     } else {
         (
-            "δ3 (two slots: init, scatter, scan sums, scan+rows)",
-            "(zero, count, scan sums, scan, fill, short sort, mid sort)",
+            "δ3 (two slots: init, scatter, scan sums, scan+rows, tail)",
+            "(zero, count, scan sums, scan, fill, short sort, mid sort, tail)",
         )
     };
     let (d2, d1) = (format!("δ2 {d21}"), format!("δ1 {d21}"));
@@ -1477,7 +1481,7 @@ fn chain_phases(g: &Gpu, m: &PolyMesh) {
                 .unwrap()
         }),
         (
-            "boundary (zero, flags+marks, scan sums, scan+lists)",
+            "boundary (zero, flags+marks, scan sums, scan+lists, tail)",
             &|| {
                 k.boundary(&fc, dm.face_edges(), dm.edge_vertices(), nv)
                     .map(drop)

@@ -192,6 +192,8 @@ const BT_NBMAX: usize = 2048;
 const BT_NTMAX: usize = 1024;
 const BT_WMAX: usize = 8192;
 const BT_DIR: usize = 2048;
+const BT_TILEMAX: u32 = 32768;
+const BT_WSLOT: usize = 16384;
 
 /// The cut of one bucketed transpose: buckets of `w` columns, `nb` of them; tiles of `tile`
 /// entries, `nt` of them.
@@ -211,9 +213,9 @@ impl Bucketed {
             .max_shared_per_block_optin()
             .saturating_sub(1024)
             .min(220 << 10);
-        // phase 2: bucket starts, column offsets, two words per tile, the runs' directory,
-        // then 6 bytes per entry
-        let fixed = 4 * (BT_NBMAX + 1 + BT_WMAX + 2 * BT_NTMAX + 1 + BT_DIR) as u32;
+        // phase 2: bucket starts, the order of the buckets, column offsets, two words per
+        // tile, the runs' directory, then 6 bytes per entry
+        let fixed = 4 * (2 * BT_NBMAX + 1 + BT_WMAX + 2 * BT_NTMAX + 1 + BT_DIR) as u32;
         let cap = shared.saturating_sub(fixed) / 6;
         if cap < 8192 {
             return Ok(None);
@@ -228,21 +230,32 @@ impl Bucketed {
             kernel,
             grid: per_sm * gpu.sm_count(),
             shared,
-            tile_max: (shared - 4 * BT_NBMAX as u32) / 6,
+            // phase 1: bucket counts, then the tile as read and as placed (one word each)
+            tile_max: ((shared - 4 * BT_NBMAX as u32) / 8).min(BT_TILEMAX),
             cap,
             gcount: gpu.zeros::<u32>(2 * BT_NBMAX)?,
             parity: 0.into(),
         }))
     }
+    /// The widest bucket whose sign slots (two words a column) and column offsets fit in
+    /// the room of the general way's offsets and placed entries (see `transpose_bucketed`).
+    fn two_slot_wmax(&self) -> usize {
+        ((BT_WMAX + 3 * self.cap as usize / 2) / 3).min(BT_WSLOT)
+    }
     /// Buckets of about 60 % of `cap` entries on average, as many as a whole number of them
     /// per block (more, smaller buckets measured slower: twice as many made δ3 and δ2 of the
     /// dragon 13 % slower); tiles of equal length, at most `tile_max`. `None` past the
     /// kernel's limits (the general one-launch transpose takes those).
-    fn plan(&self, nnz: usize, ncols: usize) -> Option<BucketPlan> {
+    fn plan(&self, nnz: usize, ncols: usize, two_slot: bool) -> Option<BucketPlan> {
         let g = self.grid as usize;
         let target = (self.cap as usize * 3 / 5).max(1);
         let rounds = nnz.div_ceil(g * target).max(1);
-        let w = ncols.div_ceil(g * rounds).clamp(1, BT_WMAX);
+        let wmax = if two_slot {
+            self.two_slot_wmax()
+        } else {
+            BT_WMAX
+        };
+        let w = ncols.div_ceil(g * rounds).clamp(1, wmax);
         let nb = ncols.div_ceil(w);
         // tiles of equal length, the same number for every block
         let per_block = nnz.div_ceil(g * self.tile_max as usize).max(1);
@@ -377,7 +390,8 @@ impl<'g> MeshKernels<'g> {
             .map(|c| (c.grid_transpose, c.grid_boundary))
     }
     /// Milliseconds between the phase stamps of the last one-launch chain (block 0's
-    /// `%globaltimer` at its start, after each grid barrier, at its end); reads the device
+    /// `%globaltimer` at its start, after each grid barrier, at its end, then the last
+    /// block's at its end, so the last phase is the other blocks' tail); reads the device
     /// (one synchronisation). Empty without the one-launch chains. For the benchmarks'
     /// phase tables.
     pub fn last_chain_phases_ms(&self) -> Result<Vec<f64>, MeshError> {
@@ -645,17 +659,16 @@ impl<'g> MeshKernels<'g> {
         };
         // keys 2 row + 1 must fit 32 bits
         let Some(plan) = b
-            .plan(input.nnz, ncols)
+            .plan(input.nnz, ncols, two_slot)
             .filter(|_| input.nrows < i32::MAX as usize)
         else {
             return Ok(None);
         };
-        // the sign slots of a bucket (2 w words) take the room of the placed entries
-        let two_slot = (two_slot && 8 * plan.w as usize <= 6 * b.cap as usize) as u32;
+        // the sign slots of a bucket fit (the plan's width)
+        let two_slot = two_slot as u32;
         let g = self.gpu;
         let st = g.alloc::<u32>(2 * plan.nb as usize * plan.nt as usize)?;
-        let pkey = g.alloc::<u32>(input.nnz)?;
-        let pcol = g.alloc::<u16>(input.nnz)?;
+        let packed = g.alloc::<u32>(input.nnz)?;
         let offsets = g.alloc::<u32>(ncols + 1)?;
         let out = g.alloc::<i32>(input.nnz)?;
         let (nnz, nc) = (input.nnz as u32, ncols as u32);
@@ -686,8 +699,7 @@ impl<'g> MeshKernels<'g> {
         .arg(&c.sync)
         .arg(&b.gcount)
         .arg(&st)
-        .arg(&pkey)
-        .arg(&pcol)
+        .arg(&packed)
         .arg(&offsets)
         .arg(&out)
         .arg(flag.unwrap_or(&c.unused_flag as &dyn KernelArg))

@@ -620,16 +620,34 @@ extern "C" __global__ void laplace_step(const u32* ve_offs, const u32* nbr, cons
 __device__ __forceinline__ u32 ldcg(const u32* p) { return __ldcg(p); }
 __device__ __forceinline__ i32 ldcg(const i32* p) { return __ldcg(p); }
 
+// The next stamp, by the one thread that calls it.
+__device__ void coop_stamp_now(u32* sync) {
+    u64 t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    u32 i = *(volatile u32*)(sync + 3);
+    if (i < 16) {
+        u32* w = sync + 4 + 3 * gridDim.x + 2 * i;
+        w[0] = (u32)t;
+        w[1] = (u32)(t >> 32);
+        sync[3] = i + 1;
+    }
+}
 __device__ void coop_stamp(u32* sync) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
-        u64 t;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-        u32 i = sync[3];
-        if (i < 16) {
-            u32* w = sync + 4 + 3 * gridDim.x + 2 * i;
-            w[0] = (u32)t;
-            w[1] = (u32)(t >> 32);
-            sync[3] = i + 1;
+    if (blockIdx.x == 0 && threadIdx.x == 0) coop_stamp_now(sync);
+}
+// The end of a one-launch chain: block 0's last stamp, then one more by the block that
+// finishes last (the phase table's "tail": how long the other blocks run past block 0).
+// The barrier's arrival word (sync[0], zero between barriers) counts the blocks and is left
+// zero again.
+__device__ void coop_end(u32* sync) {
+    coop_stamp(sync);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        if (atomicAdd(sync, 1u) == gridDim.x - 1) {
+            atomicExch(sync, 0u);
+            __threadfence();
+            coop_stamp_now(sync);
         }
     }
 }
@@ -918,7 +936,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) transpose_coop(const u32* o
             });
         if ((u64)tot == nnz) {
             if (t0 == 0) toffs[ncols] = tot;
-            coop_stamp(sync);
+            coop_end(sync);
             return;
         }
         grid_sync(sync);  // every block is past its reads of the slots
@@ -949,7 +967,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) transpose_coop(const u32* o
     });
     grid_sync(sync);
     coop_sort_rows(out, toffs, ncols, mid, long_by_thread, flag, sync, shmid);
-    coop_stamp(sync);
+    coop_end(sync);
 }
 
 // ---------------------------------------------------------------- bucketed transpose (session 16)
@@ -959,22 +977,25 @@ extern "C" __global__ void __launch_bounds__(256, 4) transpose_coop(const u32* o
 // atomic per entry in global memory (what bounds transpose_coop: session 15's request
 // count). The result is identical to transpose_coop's (rows sorted by tkey).
 // Columns are cut into `nb` buckets of `w` consecutive columns.
-// Phase 1 (tiles): block t sorts tile t (entries [t tile, (t + 1) tile)) by bucket in
-//   shared memory and writes it back as it is, contiguous: per entry the sort key of its
-//   transpose entry (tkey of tenc(row, sign)) and its column within the bucket (u16). Where
-//   bucket q's run of tile t starts and how long it is goes to st[q nt + t]; the bucket
-//   totals are summed (atomics, one per tile and bucket) into cnt.
+// Phase 1 (tiles): block b takes tiles t = b, b + grid, ... (entries [t tile, (t + 1) tile)):
+//   it reads the tile once into shared memory, counting its entries per bucket, places them
+//   by bucket there and writes the tile back as it is, contiguous, one word per entry
+//   (bt_pack: its index in the tile, from which phase 2 recomputes the sort key of its
+//   transpose entry, and its column within the bucket). Where bucket q's run of tile t
+//   starts and how long it is goes to st[q nt + t]; the bucket totals are summed (atomics,
+//   one per tile and bucket) into cnt.
 // Grid barrier.
-// Phase 2 (buckets): a block takes the next bucket from a counter: it gathers the bucket's
-//   runs from every tile (coalesced runs), counts its columns in shared memory, scans them
-//   (the transpose's offsets, written directly), places the entries by column in shared
-//   memory and sorts each row there by rank (rows <= TS_MID), writing every row in order.
-//   `two_slot` (δ3 of a 3-manifold) first fills one slot per column and sign instead (no
-//   count, no sort), and does the bucket the general way when two entries meet in a slot.
-//   A bucket of more than `cap` entries is done in column ranges of at most `cap` entries;
-//   a single column of more than `cap` entries goes to global memory directly. Rows longer
-//   than TS_MID are left unsorted and set *flag, or are sorted by one thread when
-//   `long_by_thread` (as transpose_coop).
+// Phase 2 (buckets): a block takes the next bucket from a counter (larger buckets first):
+//   it gathers the bucket's runs from every tile (coalesced runs), counts its columns in
+//   shared memory, scans them (the transpose's offsets, written directly), places the
+//   entries by column in shared memory and sorts each row there by rank (rows <= TS_MID),
+//   writing every row in order. `two_slot` (δ3 of a 3-manifold) first fills one slot per
+//   column and sign instead (no count, no sort; buckets of up to BT_WSLOT columns), and does
+//   the bucket the general way when two entries meet in a slot. The general way takes
+//   windows of at most BT_WMAX columns, and a window of more than `cap` entries in column
+//   ranges of at most `cap` entries; a single column of more than `cap` entries goes to
+//   global memory directly. Rows longer than TS_MID are left unsorted and set *flag, or are
+//   sorted by one thread when `long_by_thread` (as transpose_coop).
 // `gcount` holds 2 x BT_NBMAX words: this launch sums into half `parity` (left zero by the
 // launch before) and zeroes the other half (read by the launch before, which has ended).
 #define BT_THREADS 1024
@@ -984,22 +1005,30 @@ extern "C" __global__ void __launch_bounds__(256, 4) transpose_coop(const u32* o
 #define BT_WMAX 8192
 #define BT_LONG 32
 #define BT_DIR 2048
+#define BT_CLS 4
+#define BT_WSLOT 16384
 typedef unsigned short u16;
 
 // n / d by one 64-bit multiply (d > 1: m = 2^64 / d rounded up, exact for every 32-bit n;
 // d = 1: m = 0 stands for the identity).
 __device__ __forceinline__ u32 bt_div(u32 n, u64 m) { return m ? (u32)__umul64hi(m, (u64)n) : n; }
 
-// Entry j of the input (v = cols[j]): its column c and the sort key of its transpose entry.
-__device__ __forceinline__ void bt_entry(i32 v, u32 mode, u64 kinv, u32 j, u32& c, u32& key) {
-    if (mode == 1) {
-        c = tcol(v);
-        key = (bt_div(j, kinv) << 1) | (v < 0 ? 0u : 1u);
-    } else {  // ∂1 pairs: -1 at `from` (even j), +1 at `to`
-        c = (u32)v;
-        key = ((j >> 1) << 1) | (j & 1u);
-    }
+// Input entry j (v = cols[j]): its column c, and s, the low bit of its transpose entry's
+// sort key (mode 1: 1 for +1, 0 for -1; mode 2, ∂1 pairs: j & 1, 0 at `from`).
+__device__ __forceinline__ u32 bt_column(i32 v, u32 mode, u32 j, u32& s) {
+    s = mode == 1 ? (v < 0 ? 0u : 1u) : (j & 1u);
+    return mode == 1 ? tcol(v) : (u32)v;
 }
+// The sort key (tkey) of the transpose entry of input entry j: mode 1 tenc(row j / k, sign),
+// mode 2 tenc(edge j / 2, j odd), which is j itself.
+__device__ __forceinline__ u32 bt_key(u32 j, u32 s, u32 mode, u64 kinv) {
+    return mode == 1 ? (bt_div(j, kinv) << 1) | s : j;
+}
+// What phase 1 writes per entry, one word: its index in its tile (15 bits: tiles hold at
+// most BT_TILEMAX entries), the key's low bit, its column within the bucket (14 bits: at
+// most BT_WSLOT columns).
+#define BT_TILEMAX 32768
+__device__ __forceinline__ u32 bt_pack(u32 i, u32 s, u32 l) { return (i << 15) | (s << 14) | l; }
 
 // Loads in flight per thread: one block per multiprocessor has 32 warps only, so every
 // loop issues BT_ILP independent loads before it uses any.
@@ -1008,10 +1037,10 @@ __device__ __forceinline__ void bt_entry(i32 v, u32 mode, u64 kinv, u32 j, u32& 
 // counter[x] += 1 where ok; returns the old value (the lane's slot).
 __device__ __forceinline__ u32 bt_add(u32* counter, u32 x, bool ok) { return ok ? atomicAdd(counter + x, 1u) : 0u; }
 
-// f(ok, column, key) for the entries [lo, lo + n) of the input, called by every lane of a
-// warp together (ok false past the end); BT_ILP loads a thread in flight.
+// f(ok, i, cols[lo + i]) for i in [0, n), called by every lane of a warp together (ok false
+// past the end); BT_ILP loads a thread in flight.
 template <class F>
-__device__ __forceinline__ void bt_tile_entries(const i32* cols, u32 mode, u64 kinv, u32 lo, u32 n, F f) {
+__device__ __forceinline__ void bt_tile_entries(const i32* cols, u32 lo, u32 n, F f) {
     for (u32 i0 = threadIdx.x; i0 - (threadIdx.x & 31) < n; i0 += BT_ILP * BT_THREADS) {
         i32 v[BT_ILP];
 #pragma unroll
@@ -1021,52 +1050,49 @@ __device__ __forceinline__ void bt_tile_entries(const i32* cols, u32 mode, u64 k
         }
 #pragma unroll
         for (int u = 0; u < BT_ILP; u++) {
-            u32 i = i0 + u * BT_THREADS, c = 0, key = 0;
-            if (i < n) bt_entry(v[u], mode, kinv, lo + i, c, key);
-            f(i < n, c, key);
+            u32 i = i0 + u * BT_THREADS;
+            f(i < n, i, v[u]);
         }
     }
 }
 
 // Call f(ok, key, column in bucket) for every entry of a bucket whose runs are described by
 // tpre (exclusive prefix of the run lengths, nt + 1 words: tpre[nt] = nq) and tsrc (where
-// each run starts in pkey / pcol). dir[c] is the run of entry c << csh, so an entry's run is
-// found by a step or two from there. First every position of a batch, then its loads, then
-// the calls, by every lane of a warp together (ok false past the end).
+// each run starts in `packed`; run t is tile t's). dir[c] is the run of entry c << csh, so
+// an entry's run is found by a step or two from there. First every position of a batch,
+// then its loads, then the calls, by every lane of a warp together (ok false past the end).
 template <class F>
 __device__ __forceinline__ void bt_gather(u32 nq, const u32* tpre, const u32* tsrc, const u32* dir, u32 csh,
-                                          const u32* pkey, const u16* pcol, F f) {
+                                          const u32* packed, u32 mode, u64 kinv, u32 tile, F f) {
     for (u32 i0 = threadIdx.x; i0 - (threadIdx.x & 31) < nq; i0 += BT_ILP * BT_THREADS) {
-        u32 idx[BT_ILP], key[BT_ILP], col[BT_ILP];
+        u32 idx[BT_ILP], run[BT_ILP], p[BT_ILP];
 #pragma unroll
         for (int u = 0; u < BT_ILP; u++) {
             u32 i = i0 + u * BT_THREADS;
             idx[u] = 0xffffffffu;
+            run[u] = 0;
             if (i < nq) {
                 u32 t = dir[i >> csh];
                 while (tpre[t + 1] <= i) t++;
                 idx[u] = tsrc[t] + (i - tpre[t]);
+                run[u] = t;
             }
         }
+#pragma unroll
+        for (int u = 0; u < BT_ILP; u++) p[u] = idx[u] != 0xffffffffu ? __ldcg(packed + idx[u]) : 0u;
 #pragma unroll
         for (int u = 0; u < BT_ILP; u++) {
-            key[u] = 0;
-            col[u] = 0;
-            if (idx[u] != 0xffffffffu) {
-                key[u] = __ldcg(pkey + idx[u]);
-                col[u] = __ldcg(pcol + idx[u]);
-            }
+            const u32 j = run[u] * tile + (p[u] >> 15);
+            f(idx[u] != 0xffffffffu, bt_key(j, (p[u] >> 14) & 1u, mode, kinv), p[u] & 0x3fffu);
         }
-#pragma unroll
-        for (int u = 0; u < BT_ILP; u++) f(idx[u] != 0xffffffffu, key[u], col[u]);
     }
 }
 
-// start[l] = exclusive prefix of count(l) over the bucket's ncq columns, BT_WMAX /
-// BT_THREADS consecutive columns a thread; returns the total (every thread).
-template <class C>
+// start[l] = exclusive prefix of count(l) over ncq <= PER BT_THREADS columns, PER
+// consecutive columns a thread; returns the total (every thread).
+template <u32 PER, class C>
 __device__ __forceinline__ u32 bt_scan_columns(u32* start, u32 ncq, u32* ws, C count) {
-    const u32 per = BT_WMAX / BT_THREADS, l0 = threadIdx.x * per;
+    const u32 per = PER, l0 = threadIdx.x * per;
     u32 v[per], s = 0, tot;
 #pragma unroll
     for (u32 u = 0; u < per; u++) {
@@ -1084,8 +1110,8 @@ __device__ __forceinline__ u32 bt_scan_columns(u32* start, u32 ncq, u32* ws, C c
 
 extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
     transpose_bucketed(const i32* cols, u32 nnz, u32 mode, u64 kinv, u32 ncols, u32 w, u64 winv, u32 nb, u32 tile, u32 nt,
-                       u32 cap, u32 two_slot, u32 parity, u32 long_by_thread, u32* sync, u32* gcount, uint2* st, u32* pkey,
-                       u16* pcol, u32* toffs, i32* out, u32* flag) {
+                       u32 cap, u32 two_slot, u32 parity, u32 long_by_thread, u32* sync, u32* gcount, uint2* st,
+                       u32* packed, u32* toffs, i32* out, u32* flag) {
     extern __shared__ u32 smem[];
     __shared__ u32 ws[BT_WARPS + 1];
     __shared__ u32 nlong, long_at[BT_LONG], long_len[BT_LONG];
@@ -1098,13 +1124,17 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
 
     // phase 1: tiles sorted by bucket
     u32* hist = smem;                        // nb
-    u32* skey = smem + BT_NBMAX;             // tile
-    u16* scol = (u16*)(skey + tile);         // tile
+    i32* sin = (i32*)(smem + BT_NBMAX);      // tile: the tile as read (once)
+    u32* sout = (u32*)(sin + tile);          // tile: packed entries by bucket
     for (u32 t = blockIdx.x; t < nt; t += G) {
         const u32 lo = t * tile, n = min(tile, nnz - lo);
         for (u32 q = tid; q < nb; q += BT_THREADS) hist[q] = 0u;
         __syncthreads();
-        bt_tile_entries(cols, mode, kinv, lo, n, [&](bool ok, u32 c, u32) { bt_add(hist, bt_div(c, winv), ok); });
+        bt_tile_entries(cols, lo, n, [&](bool ok, u32 i, i32 v) {
+            u32 s, c = bt_column(v, mode, lo + i, s);
+            if (ok) sin[i] = v;
+            bt_add(hist, bt_div(c, winv), ok);
+        });
         __syncthreads();
         {
             const u32 q0 = 2 * tid, q1 = q0 + 1;
@@ -1122,30 +1152,25 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
             }
         }
         __syncthreads();
-        bt_tile_entries(cols, mode, kinv, lo, n, [&](bool ok, u32 c, u32 key) {
-            u32 b = bt_div(c, winv);
-            u32 s = bt_add(hist, b, ok);
-            if (ok) {
-                skey[s] = key;
-                scol[s] = (u16)(c - b * w);
-            }
-        });
-        __syncthreads();
         for (u32 i = tid; i < n; i += BT_THREADS) {
-            pkey[lo + i] = skey[i];
-            pcol[lo + i] = scol[i];
+            u32 s, c = bt_column(sin[i], mode, lo + i, s);
+            u32 b = bt_div(c, winv);
+            sout[atomicAdd(hist + b, 1u)] = bt_pack(i, s, c - b * w);
         }
+        __syncthreads();
+        for (u32 i = tid; i < n; i += BT_THREADS) packed[lo + i] = sout[i];
         __syncthreads();
     }
     grid_sync(sync);
 
     // phase 2: buckets
     u32* gbase = smem;                       // nb + 1: where each bucket starts in the result
-    u32* start = gbase + BT_NBMAX + 1;       // w: the bucket's offsets, then placement cursors
-    u32* tpre = start + BT_WMAX;             // nt + 1: the bucket's runs, where they start
-    u32* tsrc = tpre + BT_NTMAX + 1;         // nt: where they are in pkey / pcol
+    u32* order = gbase + BT_NBMAX + 1;       // nb: the buckets, larger ones first
+    u32* tpre = order + BT_NBMAX;            // nt + 1: the bucket's runs, where they start
+    u32* tsrc = tpre + BT_NTMAX + 1;         // nt: where they are in `packed`
     u32* dir = tsrc + BT_NTMAX;              // BT_DIR: the run of every (1 << csh)-th entry
-    u32* pk = dir + BT_DIR;                  // cap: placed keys
+    u32* start = dir + BT_DIR;               // BT_WMAX: a window's offsets, then placement cursors
+    u32* pk = start + BT_WMAX;               // cap: placed keys
     u16* pc = (u16*)(pk + cap);              // cap: their columns
     {
         const u32 q0 = 2 * tid, q1 = q0 + 1;
@@ -1154,14 +1179,41 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
         if (q0 < nb) gbase[q0] = pre;
         if (q1 < nb) gbase[q1] = pre + a0;
         if (tid == 0) gbase[nb] = tot;
+        // the order in which the buckets are taken: BT_CLS classes of size, the largest
+        // buckets first (so that the last ones taken are small), by index within a class.
+        // Every block must compute the same order: a block scan of the classes' counts, one
+        // 16-bit field each.
+        __shared__ u32 largest;
+        __shared__ u64 ws64[BT_WARPS + 1];
+        if (tid == 0) largest = 0u;
+        __syncthreads();
+        if (a0 | a1) atomicMax(&largest, max(a0, a1));
+        __syncthreads();
+        const u64 m = (u64)largest + 1;
+        const u32 k0 = (u32)((u64)(largest - a0) * BT_CLS / m), k1 = (u32)((u64)(largest - a1) * BT_CLS / m);
+        const u64 v = (q0 < nb ? 1ull << (16 * k0) : 0ull) + (q1 < nb ? 1ull << (16 * k1) : 0ull);
+        u64 all;
+        const u64 pre64 = block_exclusive_scan<u64, BT_WARPS>(v, &all, ws64);
+        auto field = [](u64 x, u32 k) { return (u32)(x >> (16 * k)) & 0xffffu; };
+        auto class_start = [&](u32 k) {
+            u32 c = 0;
+#pragma unroll
+            for (u32 j = 0; j < BT_CLS; j++) c += j < k ? field(all, j) : 0u;
+            return c;
+        };
+        if (q0 < nb) order[class_start(k0) + field(pre64, k0)] = q0;
+        if (q1 < nb) order[class_start(k1) + field(pre64, k1) + (k1 == k0 ? 1u : 0u)] = q1;
     }
     if (blockIdx.x == 0 && tid == 0) toffs[ncols] = nnz;
     __syncthreads();
-    // buckets are taken from a counter (sync[2], zeroed by coop_start): a block that drew
-    // smaller ones takes more
+    // buckets are taken from a counter (sync[2], zeroed by coop_start), larger ones first: a
+    // block that drew smaller ones takes more
     __shared__ u32 qnext;
     for (;;) {
-        if (tid == 0) qnext = atomicAdd(sync + 2, 1u);
+        if (tid == 0) {
+            const u32 i = atomicAdd(sync + 2, 1u);
+            qnext = i < nb ? order[i] : nb;
+        }
         __syncthreads();
         const u32 q = qnext;
         if (q >= nb) break;
@@ -1195,21 +1247,27 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
         __syncthreads();
         if (two_slot) {
             // δ3 of a 3-manifold: one slot per column and sign, no counting, no sort; the
-            // bucket goes the general way below when two entries met in one slot
-            u32* slot = pk;  // 2 ncq words (the host checked that they fit)
+            // bucket goes the general way below when two entries met in one slot. The slots
+            // (2 ncq words) and the columns' offsets (ncq) take the room of start[] and the
+            // placed entries (the host checked that they fit).
+            u32* slot = start;
+            u32* sstart = start + 2 * ncq;
             for (u32 i = tid; i < 2 * ncq; i += BT_THREADS) slot[i] = 0xffffffffu;
             __syncthreads();
-            bt_gather(nq, tpre, tsrc, dir, csh, pkey, pcol, [&](bool ok, u32 key, u32 l) {
+            bt_gather(nq, tpre, tsrc, dir, csh, packed, mode, kinv, tile, [&](bool ok, u32 key, u32 l) {
                 if (ok) slot[2 * l + (key & 1u)] = key;
             });
             __syncthreads();
-            const u32 filled = bt_scan_columns(start, ncq, ws, [&](u32 l) {
+            auto filled_of = [&](u32 l) {
                 return (slot[2 * l] != 0xffffffffu ? 1u : 0u) + (slot[2 * l + 1] != 0xffffffffu ? 1u : 0u);
-            });
-            __syncthreads();  // start[] is written by the threads of its columns
+            };
+            // (as few columns a thread as the bucket allows: the same branch for every thread)
+            const u32 filled = ncq <= BT_WMAX ? bt_scan_columns<BT_WMAX / BT_THREADS>(sstart, ncq, ws, filled_of)
+                                              : bt_scan_columns<BT_WSLOT / BT_THREADS>(sstart, ncq, ws, filled_of);
+            __syncthreads();  // sstart[] is written by the threads of its columns
             if (filled == nq) {
                 for (u32 l = tid; l < ncq; l += BT_THREADS) {
-                    const u32 a = start[l], x = slot[2 * l], y = slot[2 * l + 1];
+                    const u32 a = sstart[l], x = slot[2 * l], y = slot[2 * l + 1];
                     toffs[c0 + l] = B + a;
                     if (x != 0xffffffffu && y != 0xffffffffu) {
                         out[B + a] = tunkey(min(x, y));
@@ -1223,87 +1281,96 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
             }
             __syncthreads();
         }
-        for (u32 l = tid; l < ncq; l += BT_THREADS) start[l] = 0u;
-        __syncthreads();
-        bt_gather(nq, tpre, tsrc, dir, csh, pkey, pcol, [&](bool ok, u32, u32 l) { bt_add(start, l, ok); });
-        __syncthreads();
-        bt_scan_columns(start, ncq, ws, [&](u32 l) { return start[l]; });
-        __syncthreads();
-        for (u32 l = tid; l < ncq; l += BT_THREADS) toffs[c0 + l] = B + start[l];  // coalesced
-        // column ranges of at most cap entries (one range when the bucket fits)
-        u32 l0 = 0;
-        while (l0 < ncq) {
-            const u32 s0 = start[l0];
-            u32 lo = l0, hi = ncq;
-            while (lo < hi) {
-                u32 mid = (lo + hi + 1) >> 1;
-                u32 sm = mid == ncq ? nq : start[mid];
-                if (sm - s0 <= cap) lo = mid; else hi = mid - 1;
-            }
-            const bool single = lo == l0;  // column l0 alone holds more than cap entries
-            const u32 l1 = single ? l0 + 1 : lo, s1 = l1 == ncq ? nq : start[l1];
-            __syncthreads();  // every thread has read start[] before the placement moves it
-            if (single) {
-                bt_gather(nq, tpre, tsrc, dir, csh, pkey, pcol, [&](bool ok, u32 key, u32 l) {
-                    ok = ok && l == l0;
-                    u32 s = bt_add(start, l0, ok);
-                    if (ok) out[B + s] = tunkey(key);
-                });
-                if (tid == 0) {
-                    if (long_by_thread) {
-                        long_at[0] = B + s0;
-                        long_len[0] = s1 - s0;
-                        nlong = 1u;
-                    } else {
-                        *flag = 1u;  // a plain store: the flag may be mapped host memory
-                    }
+        // the general way, in windows of at most BT_WMAX columns (one window unless the
+        // bucket is a two-slot one that did not fill its slots)
+        u32 Bw = B;
+        for (u32 wl = 0; wl < ncq; wl += BT_WMAX) {
+            const u32 nw = min((u32)BT_WMAX, ncq - wl);
+            for (u32 l = tid; l < nw; l += BT_THREADS) start[l] = 0u;
+            __syncthreads();
+            bt_gather(nq, tpre, tsrc, dir, csh, packed, mode, kinv, tile,
+                      [&](bool ok, u32, u32 l) { bt_add(start, l - wl, ok && l - wl < nw); });
+            __syncthreads();
+            const u32 tw = bt_scan_columns<BT_WMAX / BT_THREADS>(start, nw, ws, [&](u32 l) { return start[l]; });
+            __syncthreads();
+            for (u32 l = tid; l < nw; l += BT_THREADS) toffs[c0 + wl + l] = Bw + start[l];  // coalesced
+            // column ranges of at most cap entries (one range when the window fits)
+            u32 l0 = 0;
+            while (l0 < nw) {
+                const u32 s0 = start[l0];
+                u32 lo = l0, hi = nw;
+                while (lo < hi) {
+                    u32 mid = (lo + hi + 1) >> 1;
+                    u32 sm = mid == nw ? tw : start[mid];
+                    if (sm - s0 <= cap) lo = mid; else hi = mid - 1;
                 }
-            } else {
-                bt_gather(nq, tpre, tsrc, dir, csh, pkey, pcol, [&](bool ok, u32 key, u32 l) {
-                    ok = ok && l >= l0 && l < l1;
-                    u32 s = bt_add(start, l, ok) - s0;
-                    if (ok) {
-                        pk[s] = key;
-                        pc[s] = (u16)l;
-                    }
-                });
-                __syncthreads();
-                // start[l] now ends row l (the start of row l + 1) for l in [l0, l1): every
-                // entry's rank in its row (ties, which only repeated input entries make, by
-                // position)
-                for (u32 s = tid; s < s1 - s0; s += BT_THREADS) {
-                    const u32 e = pk[s], l = pc[s];
-                    const u32 a = (l == l0 ? s0 : start[l - 1]) - s0, b = start[l] - s0;
-                    if (b - a <= TS_MID) {
-                        u32 rank = 0;
-                        for (u32 x = a; x < b; x++) {
-                            u32 y = pk[x];
-                            rank += y < e || (y == e && x < s);
+                const bool single = lo == l0;  // column l0 alone holds more than cap entries
+                const u32 l1 = single ? l0 + 1 : lo, s1 = l1 == nw ? tw : start[l1];
+                __syncthreads();  // every thread has read start[] before the placement moves it
+                if (single) {
+                    bt_gather(nq, tpre, tsrc, dir, csh, packed, mode, kinv, tile, [&](bool ok, u32 key, u32 l) {
+                        ok = ok && l - wl == l0;
+                        u32 s = bt_add(start, l0, ok);
+                        if (ok) out[Bw + s] = tunkey(key);
+                    });
+                    if (tid == 0) {
+                        if (long_by_thread) {
+                            long_at[0] = Bw + s0;
+                            long_len[0] = s1 - s0;
+                            nlong = 1u;
+                        } else {
+                            *flag = 1u;  // a plain store: the flag may be mapped host memory
                         }
-                        out[B + s0 + a + rank] = tunkey(e);
-                    } else {
-                        out[B + s0 + s] = tunkey(e);
-                        if (s == a) {
-                            if (long_by_thread) {
-                                u32 i = atomicAdd(&nlong, 1u);
-                                long_at[i] = B + s0 + a;  // at most cap / TS_MID <= BT_LONG rows
-                                long_len[i] = b - a;
-                            } else {
-                                *flag = 1u;
+                    }
+                } else {
+                    bt_gather(nq, tpre, tsrc, dir, csh, packed, mode, kinv, tile, [&](bool ok, u32 key, u32 l) {
+                        l -= wl;
+                        ok = ok && l >= l0 && l < l1;
+                        u32 s = bt_add(start, l, ok) - s0;
+                        if (ok) {
+                            pk[s] = key;
+                            pc[s] = (u16)l;
+                        }
+                    });
+                    __syncthreads();
+                    // start[l] now ends row l (the start of row l + 1) for l in [l0, l1): every
+                    // entry's rank in its row (ties, which only repeated input entries make, by
+                    // position)
+                    for (u32 s = tid; s < s1 - s0; s += BT_THREADS) {
+                        const u32 e = pk[s], l = pc[s];
+                        const u32 a = (l == l0 ? s0 : start[l - 1]) - s0, b = start[l] - s0;
+                        if (b - a <= TS_MID) {
+                            u32 rank = 0;
+                            for (u32 x = a; x < b; x++) {
+                                u32 y = pk[x];
+                                rank += y < e || (y == e && x < s);
+                            }
+                            out[Bw + s0 + a + rank] = tunkey(e);
+                        } else {
+                            out[Bw + s0 + s] = tunkey(e);
+                            if (s == a) {
+                                if (long_by_thread) {
+                                    u32 i = atomicAdd(&nlong, 1u);
+                                    long_at[i] = Bw + s0 + a;  // at most cap / TS_MID <= BT_LONG rows
+                                    long_len[i] = b - a;
+                                } else {
+                                    *flag = 1u;
+                                }
                             }
                         }
                     }
                 }
+                __syncthreads();
+                if (tid < nlong) thread_sort_row((u32*)out, long_at[tid], long_at[tid] + long_len[tid], TS_MODE);
+                __syncthreads();
+                if (tid == 0) nlong = 0u;
+                l0 = l1;
             }
+            Bw += tw;
             __syncthreads();
-            if (tid < nlong) thread_sort_row((u32*)out, long_at[tid], long_at[tid] + long_len[tid], TS_MODE);
-            __syncthreads();
-            if (tid == 0) nlong = 0u;
-            l0 = l1;
         }
-        __syncthreads();
     }
-    coop_stamp(sync);
+    coop_end(sync);
 }
 
 // One face of the boundary extraction: its flags and, for a boundary face, the marks of
@@ -1378,5 +1445,5 @@ extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc
         totals[1] = tot[1];
         totals[2] = tot[2];
     }
-    coop_stamp(sync);
+    coop_end(sync);
 }
