@@ -929,6 +929,54 @@ fn boundary_matches_reference() {
     );
 }
 
+/// The boundary of meshes whose faces of 3 or 4 edges are not all closed loops (open paths,
+/// an edge the wrong way round): the one-launch kernel marks a closed face's vertices once,
+/// as tails of its oriented edges, and must fall back to both ends of every edge for the
+/// others. Each open face has a vertex that only its fallback marks.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn boundary_of_open_face_loops_matches_reference() {
+    let Some(g) = gpu() else { return };
+    let points = |n: usize| (0..n).map(|i| [i as f64, (i * i) as f64, 0.0]).collect();
+    // edges: 0 (0,1), 1 (1,2), 2 (2,3), 3 (0,2), 4 (3,4), 5 (0,3)
+    let edges = vec![[0u32, 1], [1, 2], [2, 3], [0, 2], [3, 4], [0, 3]];
+    // rows of signed columns, as `Tcsr::from_rows` takes them
+    type Rows = Vec<Vec<(u32, i32)>>;
+    let cases: [(&str, Rows); 4] = [
+        // vertex 3 is only the head of edge 2
+        ("open path 0-1-2-3", vec![vec![(0, 1), (1, 1), (2, 1)]]),
+        // vertex 2 is only a head (of edges 1 and 3)
+        ("edge the wrong way", vec![vec![(0, 1), (1, 1), (3, 1)]]),
+        ("closed triangle", vec![vec![(0, 1), (1, 1), (3, -1)]]),
+        // vertex 4 is only the head of edge 4; the quad is closed
+        (
+            "open path of four edges and a closed quad",
+            vec![
+                vec![(0, 1), (1, 1), (2, 1), (4, 1)],
+                vec![(0, 1), (1, 1), (2, 1), (5, -1)],
+            ],
+        ),
+    ];
+    for (name, faces) in cases {
+        let (nf, k) = (faces.len(), faces[0].len() as u32);
+        let fe = Tcsr::from_rows(edges.len(), faces).unwrap();
+        let cf = Tcsr::from_rows(nf, (0..nf as u32).map(|f| vec![(f, 1)])).unwrap();
+        let m = PolyMesh::from_operators(points(5), edges.clone(), fe, cf).unwrap();
+        let mut dm = DeviceMesh::upload(&g, &m).unwrap();
+        assert!(dm.kernels().one_launch_chains());
+        assert_eq!(
+            dm.face_edges().uniform,
+            Some(k),
+            "{name}: rows of ∂2 of one length"
+        );
+        let got = dm.boundary().unwrap().download(&g).unwrap();
+        let want = extract_boundary(&m);
+        assert_eq!(got.faces, want.faces, "{name}: faces");
+        assert_eq!(got.edges, want.edges, "{name}: edges");
+        assert_eq!(got.vertices, want.vertices, "{name}: vertices");
+    }
+}
+
 /// Smoothed positions `got` (GPU) equal `want` (CPU reference) to 1e-12 of `m`'s extent,
 /// every coordinate finite.
 fn assert_positions_close(name: &str, m: &PolyMesh, got: &[[f64; 3]], want: &[[f64; 3]]) {

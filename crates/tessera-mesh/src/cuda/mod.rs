@@ -1275,6 +1275,11 @@ impl<'g> MeshKernels<'g> {
         let vertices = g.alloc::<u32>(nvertices)?;
         let grid = CoopChains::grid(c.grid_boundary, nf.max(ne).max(nvertices));
         let (nf64, ne64, nv64) = (nf as u64, ne as u64, nvertices as u64);
+        // faces of 3 or 4 edges each: their ∂2 rows are read without their offsets
+        let fe_k = match fe.uniform {
+            Some(k @ (3 | 4)) if fe.nnz() as u64 == k as u64 * nf as u64 => k,
+            _ => 0u32,
+        };
         let ((), t) = self.with_words(|totals| {
             c.last_grid
                 .store(grid, std::sync::atomic::Ordering::Relaxed);
@@ -1285,6 +1290,7 @@ impl<'g> MeshKernels<'g> {
                 .arg(&fe.offsets)
                 .arg(&fe.columns)
                 .arg(edge_vertices)
+                .arg(&fe_k)
                 .arg(&ne64)
                 .arg(&nv64)
                 .arg(&flags)

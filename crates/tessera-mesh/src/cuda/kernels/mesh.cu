@@ -1373,13 +1373,49 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
     coop_end(sync);
 }
 
-// One face of the boundary extraction: its flags and, for a boundary face, the marks of
-// its edges and vertices (boundary_face_flags and boundary_mark in one pass).
-__device__ __forceinline__ void boundary_face(u64 f, u32 plus, u32 minus, const u32* fe_offs, const i32* fe_cols,
-                                              const u32* ev, u32* flags, u32* emark, u32* vmark, u32* totals) {
-    u32 fl = boundary_flags(plus, minus, totals + 3);
-    flags[f] = fl;
-    if (fl & 3u) boundary_mark_face(f, fe_offs, fe_cols, ev, emark, vmark);
+// The marks of the edges and vertices of the `n` boundary faces in `list`, one face a lane
+// (the warp's `lane`). Rows of ∂2 of 3 or 4 entries (`fe_k`, uniform) are loaded at once,
+// then their edges' vertex pairs, then the marks are stored: two dependent loads a face,
+// not two an edge (a store to the marks would otherwise order every later load). When
+// every end of the face's edges is the tail of one of them, as in a closed loop, each
+// vertex is marked once, as a tail; else both ends of every edge are.
+__device__ __forceinline__ void boundary_mark_list(const u32* list, u32 n, u32 lane, u32 fe_k, const u32* fe_offs,
+                                                   const i32* fe_cols, const u32* ev, u32* emark, u32* vmark) {
+    for (u32 i = lane; i < n; i += 32) {
+        const u32 f = list[i];
+        if (fe_k == 3u || fe_k == 4u) {
+            i32 c[4];
+            uint2 p[4];
+#pragma unroll
+            for (u32 j = 0; j < 4; j++) c[j] = j < fe_k ? fe_cols[(u64)f * fe_k + j] : 0;
+#pragma unroll
+            for (u32 j = 0; j < 4; j++) p[j] = j < fe_k ? *(const uint2*)(ev + 2 * (u64)tcol(c[j])) : make_uint2(0u, 0u);
+            u32 tail[4], head[4];
+#pragma unroll
+            for (u32 j = 0; j < 4; j++) {
+                tail[j] = c[j] < 0 ? p[j].y : p[j].x;
+                head[j] = c[j] < 0 ? p[j].x : p[j].y;
+            }
+            bool closed = true;
+#pragma unroll
+            for (u32 j = 0; j < 4; j++) {
+                bool found = j >= fe_k;
+#pragma unroll
+                for (u32 q = 0; q < 4; q++) found |= q < fe_k && head[j] == tail[q];
+                closed &= found;
+            }
+#pragma unroll
+            for (u32 j = 0; j < 4; j++) {
+                if (j < fe_k) {
+                    emark[tcol(c[j])] = 1u;
+                    vmark[tail[j]] = 1u;
+                    if (!closed) vmark[head[j]] = 1u;
+                }
+            }
+        } else {
+            boundary_mark_face(f, fe_offs, fe_cols, ev, emark, vmark);
+        }
+    }
 }
 
 // Boundary extraction (§3.4.2) in one launch: face flags (as boundary_face_flags) and the
@@ -1387,24 +1423,30 @@ __device__ __forceinline__ void boundary_face(u64 f, u32 plus, u32 minus, const 
 // arrays that writes the three lists directly. `faces` holds 2 nf, `edges` ne, `vertices`
 // nv words (the lists are prefixes; totals[0..3] their lengths, totals[3] the non-manifold
 // word, which the caller clears: all written with plain stores, the totals may be mapped
-// host memory). `flags` nf, `emark` ne, `vmark` nv words of scratch.
+// host memory). `flags` nf, `emark` ne, `vmark` nv words of scratch. `fe_k`: the length of
+// every row of ∂2 when they are all 3 or all 4 entries long, else 0. Blocks of 256.
+#define BC_WARPS 8
 extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc_offs, const i32* fc_cols, u64 nf, const u32* fe_offs,
-                                         const i32* fe_cols, const u32* ev, u64 ne, u64 nv, u32* flags, u32* emark,
+                                         const i32* fe_cols, const u32* ev, u32 fe_k, u64 ne, u64 nv, u32* flags, u32* emark,
                                          u32* vmark, u32* sync, i32* faces, u32* edges, u32* vertices, u32* totals) {
     __shared__ u32 sh[33];
+    __shared__ u32 blist[BC_WARPS * 32 * CB_ILP];
     u64 stride = (u64)gridDim.x * blockDim.x, t0 = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 lane = threadIdx.x & 31;
+    u32* wl = blist + (threadIdx.x >> 5) * 32 * CB_ILP;
     coop_start(sync);
     for (u64 i = t0; i < ne; i += stride) emark[i] = 0u;
     for (u64 i = t0; i < nv; i += stride) vmark[i] = 0u;
     grid_sync(sync);
-    // faces in batches of CB_ILP per thread, their δ3 rows' offsets and first two entries
-    // loaded together (a face of a manifold has at most two cells)
-    for (u64 f0 = t0; f0 < nf; f0 += CB_ILP * stride) {
+    // faces in batches of CB_ILP per thread (the warp's lanes on consecutive faces), their
+    // δ3 rows' offsets and first two entries loaded together (a face of a manifold has at
+    // most two cells); the batch's boundary faces are then shared out over the warp's lanes
+    for (u64 w0 = t0 - lane; w0 < nf; w0 += CB_ILP * stride) {
         u32 fa[CB_ILP], fb[CB_ILP];
         i32 e0[CB_ILP], e1[CB_ILP];
 #pragma unroll
         for (int u = 0; u < CB_ILP; u++) {
-            u64 f = f0 + u * stride;
+            u64 f = w0 + lane + u * stride;
             fa[u] = f < nf ? fc_offs[f] : 0u;
             fb[u] = f < nf ? fc_offs[f + 1] : 0u;
         }
@@ -1413,17 +1455,28 @@ extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc
             e0[u] = fb[u] > fa[u] ? fc_cols[fa[u]] : 0;
             e1[u] = fb[u] > fa[u] + 1 ? fc_cols[fa[u] + 1] : 0;
         }
+        u32 n = 0;
 #pragma unroll
         for (int u = 0; u < CB_ILP; u++) {
-            u64 f = f0 + u * stride;
-            if (f >= nf) continue;
-            u32 plus = 0, minus = 0;
-            for (u32 j = fa[u]; j < fb[u]; j++) {
-                i32 v = j == fa[u] ? e0[u] : j == fa[u] + 1 ? e1[u] : fc_cols[j];
-                if (v < 0) minus++; else plus++;
+            u64 f = w0 + lane + u * stride;
+            bool bnd = false;
+            if (f < nf) {
+                u32 plus = 0, minus = 0;
+                for (u32 j = fa[u]; j < fb[u]; j++) {
+                    i32 v = j == fa[u] ? e0[u] : j == fa[u] + 1 ? e1[u] : fc_cols[j];
+                    if (v < 0) minus++; else plus++;
+                }
+                u32 fl = boundary_flags(plus, minus, totals + 3);
+                flags[f] = fl;
+                bnd = (fl & 3u) != 0;
             }
-            boundary_face(f, plus, minus, fe_offs, fe_cols, ev, flags, emark, vmark, totals);
+            u32 m = __ballot_sync(0xffffffffu, bnd);
+            if (bnd) wl[n + __popc(m & ((1u << lane) - 1u))] = (u32)f;
+            n += __popc(m);
         }
+        __syncwarp();
+        boundary_mark_list(wl, n, lane, fe_k, fe_offs, fe_cols, ev, emark, vmark);
+        __syncwarp();
     }
     grid_sync(sync);
     u64 n3[3] = {nf, ne, nv};
