@@ -75,6 +75,22 @@ pub fn uniform_row_len(offsets: &[u32]) -> Option<u32> {
 }
 
 impl DeviceTcsr {
+    /// A matrix whose row lengths are not known on the host (`uniform` is `None`), as the
+    /// transposes and compactions produce.
+    pub fn ragged(offsets: DeviceBuffer<u32>, columns: DeviceBuffer<i32>, ncols: usize) -> Self {
+        DeviceTcsr {
+            offsets,
+            columns,
+            ncols,
+            uniform: None,
+        }
+    }
+    /// `Some(k)` when every row holds `k > 0` entries: `uniform`, checked against the
+    /// number of entries (the kernels that index rows as `k r` rely on it).
+    pub fn row_len(&self) -> Option<u32> {
+        self.uniform
+            .filter(|&k| k > 0 && self.nnz() as u64 == k as u64 * self.nrows() as u64)
+    }
     /// Upload a host matrix.
     pub fn upload(gpu: &Gpu, m: &Tcsr) -> Result<Self, MeshError> {
         Ok(DeviceTcsr {
@@ -445,12 +461,7 @@ impl<'g> MeshKernels<'g> {
         }
         let (offsets, out) = self.transpose_unsorted(m)?;
         self.sort_rows_deferred(&out, &offsets, flag)?;
-        Ok(DeviceTcsr {
-            offsets,
-            columns: out,
-            ncols: m.nrows(),
-            uniform: None,
-        })
+        Ok(DeviceTcsr::ragged(offsets, out, m.nrows()))
     }
 
     /// SortRows (by decoded column) without reading the longest row first: rows of up to 64
@@ -550,19 +561,11 @@ impl<'g> MeshKernels<'g> {
         let (offsets, mut out) = self.transpose_unsorted(m)?;
         self.prims
             .segmented_sort_short(&mut out, &offsets, SegOrder::TcsrColumn)?;
-        Ok(DeviceTcsr {
-            offsets,
-            columns: out,
-            ncols: m.nrows(),
-            uniform: None,
-        })
+        Ok(DeviceTcsr::ragged(offsets, out, m.nrows()))
     }
 
     fn tcsr_input(m: &DeviceTcsr) -> TransposeInput<'_> {
-        let (mode, k) = match m.uniform {
-            Some(k) if k > 0 && m.nnz() as u64 == k as u64 * m.nrows() as u64 => (1, k),
-            _ => (0, 0),
-        };
+        let (mode, k) = m.row_len().map_or((0, 0), |k| (1, k));
         TransposeInput {
             offsets: &m.offsets,
             columns: &m.columns,
@@ -631,12 +634,7 @@ impl<'g> MeshKernels<'g> {
             .arg(&out)
             .arg(flag.unwrap_or(&c.unused_flag as &dyn KernelArg))
             .run_cooperative()?;
-        Ok(Some(DeviceTcsr {
-            offsets,
-            columns: out,
-            ncols: input.nrows,
-            uniform: None,
-        }))
+        Ok(Some(DeviceTcsr::ragged(offsets, out, input.nrows)))
     }
 
     /// The bucketed transpose (`transpose_bucketed`, one cooperative launch): tiles sorted
@@ -704,12 +702,7 @@ impl<'g> MeshKernels<'g> {
         .arg(&out)
         .arg(flag.unwrap_or(&c.unused_flag as &dyn KernelArg))
         .run_cooperative()?;
-        Ok(Some(DeviceTcsr {
-            offsets,
-            columns: out,
-            ncols: input.nrows,
-            uniform: None,
-        }))
+        Ok(Some(DeviceTcsr::ragged(offsets, out, input.nrows)))
     }
 
     /// Count, scan and fill of a transpose (rows in slot order, not yet sorted).
@@ -806,12 +799,7 @@ impl<'g> MeshKernels<'g> {
             .arg(&out)
             .run()?;
         self.sort_rows_deferred(&out, &offsets, flag)?;
-        Ok(DeviceTcsr {
-            offsets,
-            columns: out,
-            ncols: ne,
-            uniform: None,
-        })
+        Ok(DeviceTcsr::ragged(offsets, out, ne))
     }
 
     /// Finish a count -> scan -> fill relation whose rows may have shrunk (`written` per
@@ -825,12 +813,7 @@ impl<'g> MeshKernels<'g> {
     ) -> Result<DeviceTcsr, MeshError> {
         let total = self.prims.reduce_sum_u32(written)?;
         if total == cols.len() as u64 {
-            return Ok(DeviceTcsr {
-                offsets,
-                columns: cols,
-                ncols,
-                uniform: None,
-            });
+            return Ok(DeviceTcsr::ragged(offsets, cols, ncols));
         }
         let new_offsets = self.prims.offsets_from_counts(written)?;
         let out = self.gpu.alloc::<i32>(total as usize)?;
@@ -843,12 +826,7 @@ impl<'g> MeshKernels<'g> {
             .arg(&nrows)
             .arg(&out)
             .run()?;
-        Ok(DeviceTcsr {
-            offsets: new_offsets,
-            columns: out,
-            ncols,
-            uniform: None,
-        })
+        Ok(DeviceTcsr::ragged(new_offsets, out, ncols))
     }
 
     /// ∂̂2¹: face -> ordered vertex loop. Faces of 3 or 4 edges each (uniform ∂2 rows): one
@@ -1276,10 +1254,10 @@ impl<'g> MeshKernels<'g> {
         let grid = CoopChains::grid(c.grid_boundary, nf.max(ne).max(nvertices));
         let (nf64, ne64, nv64) = (nf as u64, ne as u64, nvertices as u64);
         // faces of 3 or 4 edges each: their ∂2 rows are read without their offsets
-        let fe_k = match fe.uniform {
-            Some(k @ (3 | 4)) if fe.nnz() as u64 == k as u64 * nf as u64 => k,
-            _ => 0u32,
-        };
+        let fe_k = fe
+            .row_len()
+            .filter(|&k| matches!(k, 3 | 4) && fe.nrows() == nf)
+            .unwrap_or(0);
         let ((), t) = self.with_words(|totals| {
             c.last_grid
                 .store(grid, std::sync::atomic::Ordering::Relaxed);

@@ -669,12 +669,7 @@ fn subdivide<'g>(
             ncols: e_cc,
             uniform: Some(4),
         },
-        cell_faces: DeviceTcsr {
-            offsets: offsets3,
-            columns: cols3,
-            ncols: f_cc,
-            uniform: None,
-        },
+        cell_faces: DeviceTcsr::ragged(offsets3, cols3, f_cc),
         positions: out,
         cache: DeviceRelations::default(),
         cells_closed: false,

@@ -1424,13 +1424,13 @@ __device__ __forceinline__ void boundary_mark_list(const u32* list, u32 n, u32 l
 // nv words (the lists are prefixes; totals[0..3] their lengths, totals[3] the non-manifold
 // word, which the caller clears: all written with plain stores, the totals may be mapped
 // host memory). `flags` nf, `emark` ne, `vmark` nv words of scratch. `fe_k`: the length of
-// every row of ∂2 when they are all 3 or all 4 entries long, else 0. Blocks of 256.
-#define BC_WARPS 8
+// every row of ∂2 when they are all 3 or all 4 entries long, else 0. Blocks of 256
+// (SCAN_WARPS warps).
 extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc_offs, const i32* fc_cols, u64 nf, const u32* fe_offs,
                                          const i32* fe_cols, const u32* ev, u32 fe_k, u64 ne, u64 nv, u32* flags, u32* emark,
                                          u32* vmark, u32* sync, i32* faces, u32* edges, u32* vertices, u32* totals) {
     __shared__ u32 sh[33];
-    __shared__ u32 blist[BC_WARPS * 32 * CB_ILP];
+    __shared__ u32 blist[SCAN_WARPS * 32 * CB_ILP];
     u64 stride = (u64)gridDim.x * blockDim.x, t0 = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     const u32 lane = threadIdx.x & 31;
     u32* wl = blist + (threadIdx.x >> 5) * 32 * CB_ILP;
