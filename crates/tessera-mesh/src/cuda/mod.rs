@@ -253,8 +253,10 @@ impl Bucketed {
             parity: 0.into(),
         }))
     }
-    /// The widest bucket whose sign slots (two words a column) and column offsets fit in
-    /// the room of the general way's offsets and placed entries (see `transpose_bucketed`).
+    /// The widest bucket whose sign slots (two words a column) fit in the room of the
+    /// general way's offsets and placed entries (see `transpose_bucketed`), with a third word
+    /// a column to spare (the slots' column offsets took it until session 19; the plan's
+    /// buckets, ~7k columns on the dragon, are far below either bound).
     fn two_slot_wmax(&self) -> usize {
         ((BT_WMAX + 3 * self.cap as usize / 2) / 3).min(BT_WSLOT)
     }

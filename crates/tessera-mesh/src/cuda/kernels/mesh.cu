@@ -1244,37 +1244,47 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
             }
             dir[c] = lo;
         }
+        if (two_slot) {  // the sign slots of the two-slot way below, empty (both at once)
+            uint2* slot2 = (uint2*)start;
+            for (u32 l = tid; l < ncq; l += BT_THREADS) slot2[l] = make_uint2(0xffffffffu, 0xffffffffu);
+        }
         __syncthreads();
         if (two_slot) {
             // δ3 of a 3-manifold: one slot per column and sign, no counting, no sort; the
             // bucket goes the general way below when two entries met in one slot. The slots
-            // (2 ncq words) and the columns' offsets (ncq) take the room of start[] and the
-            // placed entries (the host checked that they fit).
+            // (2 ncq words, 8-byte aligned) take the room of start[] and the placed entries
+            // (the host checked that they fit), emptied above with the directory.
             u32* slot = start;
-            u32* sstart = start + 2 * ncq;
-            for (u32 i = tid; i < 2 * ncq; i += BT_THREADS) slot[i] = 0xffffffffu;
-            __syncthreads();
             bt_gather(nq, tpre, tsrc, dir, csh, packed, mode, kinv, tile, [&](bool ok, u32 key, u32 l) {
                 if (ok) slot[2 * l + (key & 1u)] = key;
             });
             __syncthreads();
-            auto filled_of = [&](u32 l) {
-                return (slot[2 * l] != 0xffffffffu ? 1u : 0u) + (slot[2 * l + 1] != 0xffffffffu ? 1u : 0u);
-            };
-            // (as few columns a thread as the bucket allows: the same branch for every thread)
-            const u32 filled = ncq <= BT_WMAX ? bt_scan_columns<BT_WMAX / BT_THREADS>(sstart, ncq, ws, filled_of)
-                                              : bt_scan_columns<BT_WSLOT / BT_THREADS>(sstart, ncq, ws, filled_of);
-            __syncthreads();  // sstart[] is written by the threads of its columns
+            // Each warp takes a run of `per` consecutive columns (a multiple of 32), read in
+            // rounds of 32, one column a lane (both slots at once, no bank conflicts): first
+            // the filled slots of its lanes, whose block scan gives the warp's start (lane 0's
+            // prefix) and the bucket's total, then rounds that scan their 32 columns by
+            // ballots and write offsets and rows, coalesced.
+            const uint2* slot2 = (const uint2*)slot;
+            const u32 lane = tid & 31, per = (ncq + BT_THREADS - 1) / BT_THREADS * 32;
+            const u32 wl0 = (tid >> 5) * per, wl1 = min(ncq, wl0 + per);
+            auto filled_of = [](uint2 x) { return (x.x != 0xffffffffu ? 1u : 0u) + (x.y != 0xffffffffu ? 1u : 0u); };
+            u32 mine = 0, filled;
+            for (u32 l = wl0 + lane; l < wl1; l += 32) mine += filled_of(slot2[l]);
+            const u32 pre = block_exclusive_scan<u32, BT_WARPS>(mine, &filled, ws);
             if (filled == nq) {
-                for (u32 l = tid; l < ncq; l += BT_THREADS) {
-                    const u32 a = sstart[l], x = slot[2 * l], y = slot[2 * l + 1];
-                    toffs[c0 + l] = B + a;
-                    if (x != 0xffffffffu && y != 0xffffffffu) {
-                        out[B + a] = tunkey(min(x, y));
-                        out[B + a + 1] = tunkey(max(x, y));
-                    } else if (x != 0xffffffffu || y != 0xffffffffu) {
-                        out[B + a] = tunkey(min(x, y));
-                    }
+                // (c is 0, 1 or 2: the scan of a round is two ballots, its total their counts)
+                u32 carry = B + __shfl_sync(0xffffffffu, pre, 0);
+                const u32 le = (2u << lane) - 1u;  // lanes up to this one
+                for (u32 r = wl0; r < wl1; r += 32) {  // the same rounds for the whole warp
+                    const u32 l = r + lane;
+                    const uint2 x = l < wl1 ? slot2[l] : make_uint2(0xffffffffu, 0xffffffffu);
+                    const u32 c = filled_of(x);
+                    const u32 one = __ballot_sync(0xffffffffu, c != 0u), two = __ballot_sync(0xffffffffu, c == 2u);
+                    const u32 a = carry + __popc(one & le) + __popc(two & le) - c;
+                    if (l < wl1) toffs[c0 + l] = a;
+                    if (c) out[a] = tunkey(min(x.x, x.y));
+                    if (c == 2u) out[a + 1] = tunkey(max(x.x, x.y));
+                    carry += __popc(one) + __popc(two);
                 }
                 __syncthreads();
                 continue;
