@@ -254,9 +254,10 @@ impl Bucketed {
         }))
     }
     /// The widest bucket whose sign slots (two words a column) fit in the room of the
-    /// general way's offsets and placed entries (see `transpose_bucketed`), with a third word
-    /// a column to spare (the slots' column offsets took it until session 19; the plan's
-    /// buckets, ~7k columns on the dragon, are far below either bound).
+    /// general way's offsets and placed entries (see `transpose_bucketed`), reckoned at
+    /// three words a column: one more than the slots take now that the columns' offsets
+    /// are no longer kept in shared memory. The dragon's buckets (~7k columns) are well
+    /// under the bound (~15.9k on the H200).
     fn two_slot_wmax(&self) -> usize {
         ((BT_WMAX + 3 * self.cap as usize / 2) / 3).min(BT_WSLOT)
     }
