@@ -544,6 +544,10 @@ fn transpose_bucketed_matches_reference() {
         // short-row (two-slot) buckets wider than one window of the general way, whose
         // slots collide: the general way in two windows
         (300_000, 4, 3_000_000, 0),
+        // two-slot buckets taken by half blocks, five rounds of them, nearly all colliding:
+        // a block lists what its halves could not do until its list is full, then the whole
+        // block takes the rest
+        (2_500_000, 4, 1_500_000, 0),
     ] {
         let m = random_skewed_tcsr(&mut r, nrows, k, ncols, Some(skew));
         let want = m.transpose(Par::Seq);
@@ -581,6 +585,50 @@ fn transpose_bucketed_matches_reference() {
                     &want,
                 );
             }
+        }
+    }
+    // rows as δ3's input (every column at most once per sign) over 500,000 columns, but two
+    // columns with a second entry of one sign: half blocks fill most two-slot buckets, and
+    // list the two whose slots collide for the general way
+    {
+        let (nrows, ncols) = (200_000usize, 500_000usize);
+        let mut slots: Vec<u32> = (0..2 * ncols as u32).collect();
+        for i in (1..slots.len()).rev() {
+            slots.swap(i, (r.next() % (i as u64 + 1)) as usize);
+        }
+        let mut free = slots.into_iter();
+        let mut cols: Vec<i32> = Vec::with_capacity(4 * nrows);
+        for _ in 0..nrows {
+            let row = cols.len();
+            while cols.len() < row + 4 {
+                let v = free.next().unwrap();
+                let c = (v >> 1) as i32;
+                if !cols[row..].iter().any(|&x| (x ^ (x >> 31)) == c) {
+                    cols.push(if v & 1 == 0 { c } else { !c });
+                }
+            }
+        }
+        for (a, b) in [(4 * 10, 4 * 20 + 1), (4 * 150_000 + 2, 4 * 190_000 + 3)] {
+            let row = a / 4 * 4;
+            let cb = cols[b] ^ (cols[b] >> 31);
+            assert!(!cols[row..row + 4].iter().any(|&x| (x ^ (x >> 31)) == cb));
+            cols[a] = cols[b];
+        }
+        let offs: Vec<u32> = (0..=nrows as u32).map(|i| 4 * i).collect();
+        let m = Tcsr::new(ncols, offs, cols).unwrap();
+        let want = m.transpose(Par::Seq);
+        let dm = tessera_mesh::cuda::DeviceTcsr::upload(&g, &m).unwrap();
+        for (kern, how) in [(&bucketed, "bucketed"), (&general, "general")] {
+            same_tcsr(
+                &format!("short-row transpose ({how})"),
+                "two colliding columns among 500,000",
+                &kern
+                    .transpose_short_rows(&dm)
+                    .unwrap()
+                    .download(&g)
+                    .unwrap(),
+                &want,
+            );
         }
     }
     // edge pairs: random edges, and vertex 0 joined to 40,000 of them

@@ -991,7 +991,8 @@ extern "C" __global__ void __launch_bounds__(256, 4) transpose_coop(const u32* o
 //   entries by column in shared memory and sorts each row there by rank (rows <= TS_MID),
 //   writing every row in order. `two_slot` (δ3 of a 3-manifold) first fills one slot per
 //   column and sign instead (no count, no sort; buckets of up to BT_WSLOT columns), and does
-//   the bucket the general way when two entries meet in a slot. The general way takes
+//   the bucket the general way when two entries meet in a slot; where two buckets' slots
+//   fit at once, each half of the block takes buckets on its own (session 20). The general way takes
 //   windows of at most BT_WMAX columns, and a window of more than `cap` entries in column
 //   ranges of at most `cap` entries; a single column of more than `cap` entries goes to
 //   global memory directly. Rows longer than TS_MID are left unsorted and set *flag, or are
@@ -1061,14 +1062,15 @@ __device__ __forceinline__ void bt_tile_entries(const i32* cols, u32 lo, u32 n, 
 // each run starts in `packed`; run t is tile t's). dir[c] is the run of entry c << csh, so
 // an entry's run is found by a step or two from there. First every position of a batch,
 // then its loads, then the calls, by every lane of a warp together (ok false past the end).
-template <class F>
-__device__ __forceinline__ void bt_gather(u32 nq, const u32* tpre, const u32* tsrc, const u32* dir, u32 csh,
+// THREADS threads take part, `t0` is this one's index among them.
+template <u32 THREADS, class F>
+__device__ __forceinline__ void bt_gather(u32 t0, u32 nq, const u32* tpre, const u32* tsrc, const u32* dir, u32 csh,
                                           const u32* packed, u32 mode, u64 kinv, u32 tile, F f) {
-    for (u32 i0 = threadIdx.x; i0 - (threadIdx.x & 31) < nq; i0 += BT_ILP * BT_THREADS) {
+    for (u32 i0 = t0; i0 - (t0 & 31) < nq; i0 += BT_ILP * THREADS) {
         u32 idx[BT_ILP], run[BT_ILP], p[BT_ILP];
 #pragma unroll
         for (int u = 0; u < BT_ILP; u++) {
-            u32 i = i0 + u * BT_THREADS;
+            u32 i = i0 + u * THREADS;
             idx[u] = 0xffffffffu;
             run[u] = 0;
             if (i < nq) {
@@ -1107,6 +1109,82 @@ __device__ __forceinline__ u32 bt_scan_columns(u32* start, u32 ncq, u32* ws, C c
     }
     return tot;
 }
+
+// The directory of a bucket's runs (see bt_gather): every (1 << csh)-th entry's run, by a
+// binary search each; `stride` threads take part, `t0` is this one's index among them.
+__device__ __forceinline__ u32 bt_dir_shift(u32 nq) {
+    u32 csh = 0;
+    while ((nq >> csh) >= BT_DIR) csh++;
+    return csh;
+}
+__device__ __forceinline__ void bt_directory(u32* dir, const u32* tpre, u32 nt, u32 nq, u32 csh, u32 t0, u32 stride) {
+    for (u32 c = t0; (c << csh) < nq; c += stride) {
+        u32 i = c << csh, lo = 0, hi = nt - 1;
+        while (lo < hi) {
+            u32 mid = (lo + hi + 1) >> 1;
+            if (tpre[mid] <= i) lo = mid; else hi = mid - 1;
+        }
+        dir[c] = lo;
+    }
+}
+
+// The sign slots of δ3's two-slot way (one per column and sign; empty: all bits set).
+__device__ __forceinline__ void bt_empty_slots(uint2* slot2, u32 ncq, u32 t0, u32 stride) {
+    for (u32 l = t0; l < ncq; l += stride) slot2[l] = make_uint2(0xffffffffu, 0xffffffffu);
+}
+__device__ __forceinline__ u32 bt_filled(uint2 x) { return (x.x != 0xffffffffu ? 1u : 0u) + (x.y != 0xffffffffu ? 1u : 0u); }
+// A warp's run of columns [wl0, wl1) (a multiple of 32 long but for the bucket's last): the
+// filled slots of this lane's columns, one column a lane, both slots in one load.
+__device__ __forceinline__ u32 bt_slots_filled(const uint2* slot2, u32 wl0, u32 wl1) {
+    u32 mine = 0;
+    for (u32 l = wl0 + (threadIdx.x & 31); l < wl1; l += 32) mine += bt_filled(slot2[l]);
+    return mine;
+}
+// The offsets and rows of a warp's run of columns [wl0, wl1), whose first entry goes to
+// out[carry]: rounds of 32 columns, one a lane. A column holds 0, 1 or 2 entries, so a
+// round's scan is two ballots and its total their counts; offsets and rows are written
+// coalesced. `toffs` points at the bucket's first column's offset.
+__device__ __forceinline__ void bt_slot_rows(const uint2* slot2, u32 wl0, u32 wl1, u32 carry, u32* toffs, i32* out) {
+    const u32 lane = threadIdx.x & 31, le = (2u << lane) - 1u;  // lanes up to this one
+    for (u32 r = wl0; r < wl1; r += 32) {  // the same rounds for the whole warp
+        const u32 l = r + lane;
+        const uint2 x = l < wl1 ? slot2[l] : make_uint2(0xffffffffu, 0xffffffffu);
+        const u32 c = bt_filled(x);
+        const u32 one = __ballot_sync(0xffffffffu, c != 0u), two = __ballot_sync(0xffffffffu, c == 2u);
+        const u32 a = carry + __popc(one & le) + __popc(two & le) - c;
+        if (l < wl1) toffs[l] = a;
+        if (c) out[a] = tunkey(min(x.x, x.y));
+        if (c == 2u) out[a + 1] = tunkey(max(x.x, x.y));
+        carry += __popc(one) + __popc(two);
+    }
+}
+
+// Half h of a block of BT_THREADS (threads h * BT_THREADS / 2 on): its own named barrier
+// (1 + h; __syncthreads is barrier 0), and an exclusive scan over its threads (`ws`:
+// BT_WARPS / 2 + 1 words of its own), as block_exclusive_scan.
+__device__ __forceinline__ void bt_half_sync(u32 h) {
+    asm volatile("bar.sync %0, %1;" ::"r"(h + 1u), "n"(BT_THREADS / 2) : "memory");
+}
+__device__ __forceinline__ u32 bt_half_scan(u32 x, u32* total, u32* ws, u32 h) {
+    const u32 lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & (BT_WARPS / 2 - 1);
+    const u32 inc = warp_inclusive_scan<u32>(x, lane);
+    if (lane == 31) ws[warp] = inc;
+    bt_half_sync(h);
+    if (warp == 0) {
+        const u32 v = lane < BT_WARPS / 2 ? ws[lane] : 0u, vi = warp_inclusive_scan<u32>(v, lane);
+        if (lane < BT_WARPS / 2) ws[lane] = vi - v;
+        if (lane == BT_WARPS / 2 - 1) ws[BT_WARPS / 2] = vi;
+    }
+    bt_half_sync(h);
+    const u32 r = ws[warp] + inc - x;
+    *total = ws[BT_WARPS / 2];
+    bt_half_sync(h);
+    return r;
+}
+// Half 1's runs table (nt + 1 and nt words, nt <= BT_NTMAX / 2) and directory; the buckets a
+// block lists for the general way while its halves run.
+#define BT_HALF_TABLES (BT_NTMAX + 1 + BT_DIR)
+#define BT_FAILMAX 4
 
 extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
     transpose_bucketed(const i32* cols, u32 nnz, u32 mode, u64 kinv, u32 ncols, u32 w, u64 winv, u32 nb, u32 tile, u32 nt,
@@ -1209,14 +1287,9 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
     // buckets are taken from a counter (sync[2], zeroed by coop_start), larger ones first: a
     // block that drew smaller ones takes more
     __shared__ u32 qnext;
-    for (;;) {
-        if (tid == 0) {
-            const u32 i = atomicAdd(sync + 2, 1u);
-            qnext = i < nb ? order[i] : nb;
-        }
-        __syncthreads();
-        const u32 q = qnext;
-        if (q >= nb) break;
+    // Bucket q with the whole block: the two-slot way first when `slots`, else (or when two
+    // entries met in one slot) the general way.
+    auto bucket = [&](const u32 q, const bool slots) {
         const u32 B = gbase[q], nq = gbase[q + 1] - B, c0 = q * w, ncq = min(w, ncols - c0);
         {
             u32 len = 0, src = 0, tot;
@@ -1232,62 +1305,29 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
             }
             if (tid == 0) tpre[nt] = tot;
         }
-        u32 csh = 0;
-        while ((nq >> csh) >= BT_DIR) csh++;
+        const u32 csh = bt_dir_shift(nq);
         __syncthreads();
-        // the directory: the run of entry c << csh, by a binary search each
-        for (u32 c = tid; (c << csh) < nq; c += BT_THREADS) {
-            u32 i = c << csh, lo = 0, hi = nt - 1;
-            while (lo < hi) {
-                u32 mid = (lo + hi + 1) >> 1;
-                if (tpre[mid] <= i) lo = mid; else hi = mid - 1;
-            }
-            dir[c] = lo;
-        }
-        if (two_slot) {  // the sign slots of the two-slot way below, empty (both at once)
-            uint2* slot2 = (uint2*)start;
-            for (u32 l = tid; l < ncq; l += BT_THREADS) slot2[l] = make_uint2(0xffffffffu, 0xffffffffu);
-        }
+        bt_directory(dir, tpre, nt, nq, csh, tid, BT_THREADS);
+        if (slots) bt_empty_slots((uint2*)start, ncq, tid, BT_THREADS);
         __syncthreads();
-        if (two_slot) {
+        if (slots) {
             // δ3 of a 3-manifold: one slot per column and sign, no counting, no sort; the
             // bucket goes the general way below when two entries met in one slot. The slots
             // (2 ncq words, 8-byte aligned) take the room of start[] and the placed entries
             // (the host checked that they fit), emptied above with the directory.
             u32* slot = start;
-            bt_gather(nq, tpre, tsrc, dir, csh, packed, mode, kinv, tile, [&](bool ok, u32 key, u32 l) {
+            bt_gather<BT_THREADS>(tid, nq, tpre, tsrc, dir, csh, packed, mode, kinv, tile, [&](bool ok, u32 key, u32 l) {
                 if (ok) slot[2 * l + (key & 1u)] = key;
             });
             __syncthreads();
-            // Each warp takes a run of `per` consecutive columns (a multiple of 32), read in
-            // rounds of 32, one column a lane (both slots at once, no bank conflicts): first
-            // the filled slots of its lanes, whose block scan gives the warp's start (lane 0's
-            // prefix) and the bucket's total, then rounds that scan their 32 columns by
-            // ballots and write offsets and rows, coalesced.
-            const uint2* slot2 = (const uint2*)slot;
-            const u32 lane = tid & 31, per = (ncq + BT_THREADS - 1) / BT_THREADS * 32;
-            const u32 wl0 = (tid >> 5) * per, wl1 = min(ncq, wl0 + per);
-            auto filled_of = [](uint2 x) { return (x.x != 0xffffffffu ? 1u : 0u) + (x.y != 0xffffffffu ? 1u : 0u); };
-            u32 mine = 0, filled;
-            for (u32 l = wl0 + lane; l < wl1; l += 32) mine += filled_of(slot2[l]);
-            const u32 pre = block_exclusive_scan<u32, BT_WARPS>(mine, &filled, ws);
+            const u32 per = (ncq + BT_THREADS - 1) / BT_THREADS * 32, wl0 = (tid >> 5) * per;
+            const u32 wl1 = min(ncq, wl0 + per);
+            u32 filled;
+            const u32 pre = block_exclusive_scan<u32, BT_WARPS>(bt_slots_filled((const uint2*)slot, wl0, wl1), &filled, ws);
             if (filled == nq) {
-                // (c is 0, 1 or 2: the scan of a round is two ballots, its total their counts)
-                u32 carry = B + __shfl_sync(0xffffffffu, pre, 0);
-                const u32 le = (2u << lane) - 1u;  // lanes up to this one
-                for (u32 r = wl0; r < wl1; r += 32) {  // the same rounds for the whole warp
-                    const u32 l = r + lane;
-                    const uint2 x = l < wl1 ? slot2[l] : make_uint2(0xffffffffu, 0xffffffffu);
-                    const u32 c = filled_of(x);
-                    const u32 one = __ballot_sync(0xffffffffu, c != 0u), two = __ballot_sync(0xffffffffu, c == 2u);
-                    const u32 a = carry + __popc(one & le) + __popc(two & le) - c;
-                    if (l < wl1) toffs[c0 + l] = a;
-                    if (c) out[a] = tunkey(min(x.x, x.y));
-                    if (c == 2u) out[a + 1] = tunkey(max(x.x, x.y));
-                    carry += __popc(one) + __popc(two);
-                }
+                bt_slot_rows((const uint2*)slot, wl0, wl1, B + __shfl_sync(0xffffffffu, pre, 0), toffs + c0, out);
                 __syncthreads();
-                continue;
+                return;
             }
             __syncthreads();
         }
@@ -1298,8 +1338,8 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
             const u32 nw = min((u32)BT_WMAX, ncq - wl);
             for (u32 l = tid; l < nw; l += BT_THREADS) start[l] = 0u;
             __syncthreads();
-            bt_gather(nq, tpre, tsrc, dir, csh, packed, mode, kinv, tile,
-                      [&](bool ok, u32, u32 l) { bt_add(start, l - wl, ok && l - wl < nw); });
+            bt_gather<BT_THREADS>(tid, nq, tpre, tsrc, dir, csh, packed, mode, kinv, tile,
+                                  [&](bool ok, u32, u32 l) { bt_add(start, l - wl, ok && l - wl < nw); });
             __syncthreads();
             const u32 tw = bt_scan_columns<BT_WMAX / BT_THREADS>(start, nw, ws, [&](u32 l) { return start[l]; });
             __syncthreads();
@@ -1318,7 +1358,7 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
                 const u32 l1 = single ? l0 + 1 : lo, s1 = l1 == nw ? tw : start[l1];
                 __syncthreads();  // every thread has read start[] before the placement moves it
                 if (single) {
-                    bt_gather(nq, tpre, tsrc, dir, csh, packed, mode, kinv, tile, [&](bool ok, u32 key, u32 l) {
+                    bt_gather<BT_THREADS>(tid, nq, tpre, tsrc, dir, csh, packed, mode, kinv, tile, [&](bool ok, u32 key, u32 l) {
                         ok = ok && l - wl == l0;
                         u32 s = bt_add(start, l0, ok);
                         if (ok) out[Bw + s] = tunkey(key);
@@ -1333,7 +1373,7 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
                         }
                     }
                 } else {
-                    bt_gather(nq, tpre, tsrc, dir, csh, packed, mode, kinv, tile, [&](bool ok, u32 key, u32 l) {
+                    bt_gather<BT_THREADS>(tid, nq, tpre, tsrc, dir, csh, packed, mode, kinv, tile, [&](bool ok, u32 key, u32 l) {
                         l -= wl;
                         ok = ok && l >= l0 && l < l1;
                         u32 s = bt_add(start, l, ok) - s0;
@@ -1379,6 +1419,91 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
             Bw += tw;
             __syncthreads();
         }
+    };
+    // Two-slot buckets two at a time: each half of the block (512 threads, with a named
+    // barrier of its own) takes buckets from the counter and fills and writes their sign
+    // slots on its own, so that one half's loads overlap the other half's scans and stores
+    // (a whole block steps through a bucket's few serial steps with most of its warps
+    // waiting). A bucket whose slots collide is listed, and the whole block takes it the
+    // general way after both halves are done; a half stops drawing while the list might
+    // fill up, and the whole-block loop below takes the buckets that are left then.
+    // The halves' slots take 4 w words of the room of start[] and the placed entries, half
+    // 1's runs and directory the BT_HALF_TABLES words after them (half 0 uses the block's).
+    const bool halves = two_slot && nt <= BT_THREADS / 2 && 4 * w + BT_HALF_TABLES <= BT_WMAX + cap + cap / 2;
+    bool rest = true;  // whether the whole-block loop still has buckets to draw
+    if (halves) {
+        __shared__ u32 hq[2], hws[2][BT_WARPS / 2 + 1], nfail, stopped, fail_at[BT_FAILMAX];
+        const u32 h = tid >> 9, ht = tid & (BT_THREADS / 2 - 1), hw = ht >> 5;
+        u32* const htpre = h ? start + 4 * w : tpre;
+        u32* const htsrc = h ? htpre + BT_NTMAX / 2 + 1 : tsrc;
+        u32* const hdir = h ? htsrc + BT_NTMAX / 2 : dir;
+        u32* const slot = start + 2 * w * h;
+        if (tid == 0) {
+            nfail = 0u;
+            stopped = 0u;
+        }
+        __syncthreads();
+        for (;;) {
+            if (ht == 0) {
+                u32 qq = nb;
+                if (*(volatile u32*)&nfail + 2u <= BT_FAILMAX) {
+                    const u32 i = atomicAdd(sync + 2, 1u);
+                    qq = i < nb ? order[i] : nb;
+                } else {
+                    stopped = 1u;
+                }
+                hq[h] = qq;
+            }
+            bt_half_sync(h);
+            const u32 q = hq[h];
+            if (q >= nb) break;
+            const u32 B = gbase[q], nq = gbase[q + 1] - B, c0 = q * w, ncq = min(w, ncols - c0);
+            {
+                u32 len = 0, src = 0, tot;
+                if (ht < nt) {
+                    uint2 s = __ldcg(st + (u64)q * nt + ht);
+                    len = s.y;
+                    src = ht * tile + s.x;
+                }
+                const u32 pre = bt_half_scan(len, &tot, hws[h], h);
+                if (ht < nt) {
+                    htpre[ht] = pre;
+                    htsrc[ht] = src;
+                }
+                if (ht == 0) htpre[nt] = tot;
+            }
+            const u32 csh = bt_dir_shift(nq);
+            bt_half_sync(h);
+            bt_directory(hdir, htpre, nt, nq, csh, ht, BT_THREADS / 2);
+            bt_empty_slots((uint2*)slot, ncq, ht, BT_THREADS / 2);
+            bt_half_sync(h);
+            bt_gather<BT_THREADS / 2>(ht, nq, htpre, htsrc, hdir, csh, packed, mode, kinv, tile, [&](bool ok, u32 key, u32 l) {
+                if (ok) slot[2 * l + (key & 1u)] = key;
+            });
+            bt_half_sync(h);
+            const u32 per = (ncq + BT_THREADS / 2 - 1) / (BT_THREADS / 2) * 32, wl0 = hw * per;
+            const u32 wl1 = min(ncq, wl0 + per);
+            u32 filled;
+            const u32 pre = bt_half_scan(bt_slots_filled((const uint2*)slot, wl0, wl1), &filled, hws[h], h);
+            if (filled == nq) {
+                bt_slot_rows((const uint2*)slot, wl0, wl1, B + __shfl_sync(0xffffffffu, pre, 0), toffs + c0, out);
+            } else if (ht == 0) {
+                fail_at[atomicAdd(&nfail, 1u)] = q;
+            }
+        }
+        __syncthreads();
+        for (u32 i = 0; i < nfail; i++) bucket(fail_at[i], false);
+        rest = stopped != 0u;
+    }
+    while (rest) {
+        if (tid == 0) {
+            const u32 i = atomicAdd(sync + 2, 1u);
+            qnext = i < nb ? order[i] : nb;
+        }
+        __syncthreads();
+        const u32 q = qnext;
+        if (q >= nb) break;
+        bucket(q, two_slot != 0u);
     }
     coop_end(sync);
 }
