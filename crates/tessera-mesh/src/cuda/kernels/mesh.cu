@@ -1186,6 +1186,61 @@ __device__ __forceinline__ u32 bt_half_scan(u32 x, u32* total, u32* ws, u32 h) {
 #define BT_HALF_TABLES (BT_NTMAX + 1 + BT_DIR)
 #define BT_FAILMAX 4
 
+// The next bucket from the counter (sync[2], zeroed by coop_start), larger ones first
+// (order[]); nb when none is left.
+__device__ __forceinline__ u32 bt_draw(u32* sync, const u32* order, u32 nb) {
+    const u32 i = atomicAdd(sync + 2, 1u);
+    return i < nb ? order[i] : nb;
+}
+
+// The steps of bucket q that the whole block and a half block share: THREADS threads take
+// part (`t0` is this one's index among them), `sync()` is their barrier and `scan(x,
+// &total)` their exclusive scan. First the bucket's runs table (tpre, tsrc) and directory
+// (dir, every (1 << csh)-th entry), and its sign slots emptied when `slots` is not null.
+template <u32 THREADS, class Sync, class Scan>
+__device__ __forceinline__ void bt_bucket_runs(const uint2* st, u32 q, u32 nt, u32 tile, u32 nq, u32 csh, u32 t0,
+                                               u32* tpre, u32* tsrc, u32* dir, uint2* slots, u32 ncq, Sync sync,
+                                               Scan scan) {
+    u32 len = 0, src = 0, tot;
+    if (t0 < nt) {
+        uint2 s = __ldcg(st + (u64)q * nt + t0);
+        len = s.y;
+        src = t0 * tile + s.x;
+    }
+    const u32 pre = scan(len, &tot);
+    if (t0 < nt) {
+        tpre[t0] = pre;
+        tsrc[t0] = src;
+    }
+    if (t0 == 0) tpre[nt] = tot;
+    sync();
+    bt_directory(dir, tpre, nt, nq, csh, t0, THREADS);
+    if (slots) bt_empty_slots(slots, ncq, t0, THREADS);
+    sync();
+}
+// δ3's two-slot way for a bucket of nq entries and ncq columns whose first entry goes to
+// out[B] (`toffs`: its first column's offset): every entry into the slot of its column and
+// sign, then, when every entry found a slot of its own, the offsets and rows, each warp a
+// run of consecutive columns (the block's or half's scan of their filled slots gives the
+// warp's start and the total). Returns whether it wrote them (else nothing was written);
+// no barrier after the writes.
+template <u32 THREADS, class Sync, class Scan>
+__device__ __forceinline__ bool bt_slot_bucket(u32 t0, u32 nq, u32 B, u32 ncq, const u32* tpre, const u32* tsrc,
+                                               const u32* dir, u32 csh, const u32* packed, u32 mode, u64 kinv, u32 tile,
+                                               u32* slot, u32* toffs, i32* out, Sync sync, Scan scan) {
+    bt_gather<THREADS>(t0, nq, tpre, tsrc, dir, csh, packed, mode, kinv, tile, [&](bool ok, u32 key, u32 l) {
+        if (ok) slot[2 * l + (key & 1u)] = key;
+    });
+    sync();
+    const uint2* slot2 = (const uint2*)slot;
+    const u32 per = (ncq + THREADS - 1) / THREADS * 32, wl0 = (t0 >> 5) * per, wl1 = min(ncq, wl0 + per);
+    u32 filled;
+    const u32 pre = scan(bt_slots_filled(slot2, wl0, wl1), &filled);
+    if (filled != nq) return false;
+    bt_slot_rows(slot2, wl0, wl1, B + __shfl_sync(0xffffffffu, pre, 0), toffs, out);
+    return true;
+}
+
 extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
     transpose_bucketed(const i32* cols, u32 nnz, u32 mode, u64 kinv, u32 ncols, u32 w, u64 winv, u32 nb, u32 tile, u32 nt,
                        u32 cap, u32 two_slot, u32 parity, u32 long_by_thread, u32* sync, u32* gcount, uint2* st,
@@ -1290,46 +1345,20 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
     // Bucket q with the whole block: the two-slot way first when `slots`, else (or when two
     // entries met in one slot) the general way.
     auto bucket = [&](const u32 q, const bool slots) {
-        const u32 B = gbase[q], nq = gbase[q + 1] - B, c0 = q * w, ncq = min(w, ncols - c0);
-        {
-            u32 len = 0, src = 0, tot;
-            if (tid < nt) {
-                uint2 s = __ldcg(st + (u64)q * nt + tid);
-                len = s.y;
-                src = tid * tile + s.x;
-            }
-            u32 pre = block_exclusive_scan<u32, BT_WARPS>(len, &tot, ws);
-            if (tid < nt) {
-                tpre[tid] = pre;
-                tsrc[tid] = src;
-            }
-            if (tid == 0) tpre[nt] = tot;
-        }
-        const u32 csh = bt_dir_shift(nq);
-        __syncthreads();
-        bt_directory(dir, tpre, nt, nq, csh, tid, BT_THREADS);
-        if (slots) bt_empty_slots((uint2*)start, ncq, tid, BT_THREADS);
-        __syncthreads();
+        const u32 B = gbase[q], nq = gbase[q + 1] - B, c0 = q * w, ncq = min(w, ncols - c0), csh = bt_dir_shift(nq);
+        auto bsync = [] { __syncthreads(); };
+        auto bscan = [&](u32 x, u32* total) { return block_exclusive_scan<u32, BT_WARPS>(x, total, ws); };
+        bt_bucket_runs<BT_THREADS>(st, q, nt, tile, nq, csh, tid, tpre, tsrc, dir, slots ? (uint2*)start : nullptr, ncq,
+                                   bsync, bscan);
         if (slots) {
             // δ3 of a 3-manifold: one slot per column and sign, no counting, no sort; the
             // bucket goes the general way below when two entries met in one slot. The slots
             // (2 ncq words, 8-byte aligned) take the room of start[] and the placed entries
             // (the host checked that they fit), emptied above with the directory.
-            u32* slot = start;
-            bt_gather<BT_THREADS>(tid, nq, tpre, tsrc, dir, csh, packed, mode, kinv, tile, [&](bool ok, u32 key, u32 l) {
-                if (ok) slot[2 * l + (key & 1u)] = key;
-            });
+            const bool done = bt_slot_bucket<BT_THREADS>(tid, nq, B, ncq, tpre, tsrc, dir, csh, packed, mode, kinv, tile,
+                                                         start, toffs + c0, out, bsync, bscan);
             __syncthreads();
-            const u32 per = (ncq + BT_THREADS - 1) / BT_THREADS * 32, wl0 = (tid >> 5) * per;
-            const u32 wl1 = min(ncq, wl0 + per);
-            u32 filled;
-            const u32 pre = block_exclusive_scan<u32, BT_WARPS>(bt_slots_filled((const uint2*)slot, wl0, wl1), &filled, ws);
-            if (filled == nq) {
-                bt_slot_rows((const uint2*)slot, wl0, wl1, B + __shfl_sync(0xffffffffu, pre, 0), toffs + c0, out);
-                __syncthreads();
-                return;
-            }
-            __syncthreads();
+            if (done) return;
         }
         // the general way, in windows of at most BT_WMAX columns (one window unless the
         // bucket is a two-slot one that did not fill its slots)
@@ -1433,7 +1462,7 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
     bool rest = true;  // whether the whole-block loop still has buckets to draw
     if (halves) {
         __shared__ u32 hq[2], hws[2][BT_WARPS / 2 + 1], nfail, stopped, fail_at[BT_FAILMAX];
-        const u32 h = tid >> 9, ht = tid & (BT_THREADS / 2 - 1), hw = ht >> 5;
+        const u32 h = tid >> 9, ht = tid & (BT_THREADS / 2 - 1);
         u32* const htpre = h ? start + 4 * w : tpre;
         u32* const htsrc = h ? htpre + BT_NTMAX / 2 + 1 : tsrc;
         u32* const hdir = h ? htsrc + BT_NTMAX / 2 : dir;
@@ -1447,8 +1476,7 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
             if (ht == 0) {
                 u32 qq = nb;
                 if (*(volatile u32*)&nfail + 2u <= BT_FAILMAX) {
-                    const u32 i = atomicAdd(sync + 2, 1u);
-                    qq = i < nb ? order[i] : nb;
+                    qq = bt_draw(sync, order, nb);
                 } else {
                     stopped = 1u;
                 }
@@ -1457,49 +1485,21 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
             bt_half_sync(h);
             const u32 q = hq[h];
             if (q >= nb) break;
-            const u32 B = gbase[q], nq = gbase[q + 1] - B, c0 = q * w, ncq = min(w, ncols - c0);
-            {
-                u32 len = 0, src = 0, tot;
-                if (ht < nt) {
-                    uint2 s = __ldcg(st + (u64)q * nt + ht);
-                    len = s.y;
-                    src = ht * tile + s.x;
-                }
-                const u32 pre = bt_half_scan(len, &tot, hws[h], h);
-                if (ht < nt) {
-                    htpre[ht] = pre;
-                    htsrc[ht] = src;
-                }
-                if (ht == 0) htpre[nt] = tot;
-            }
-            const u32 csh = bt_dir_shift(nq);
-            bt_half_sync(h);
-            bt_directory(hdir, htpre, nt, nq, csh, ht, BT_THREADS / 2);
-            bt_empty_slots((uint2*)slot, ncq, ht, BT_THREADS / 2);
-            bt_half_sync(h);
-            bt_gather<BT_THREADS / 2>(ht, nq, htpre, htsrc, hdir, csh, packed, mode, kinv, tile, [&](bool ok, u32 key, u32 l) {
-                if (ok) slot[2 * l + (key & 1u)] = key;
-            });
-            bt_half_sync(h);
-            const u32 per = (ncq + BT_THREADS / 2 - 1) / (BT_THREADS / 2) * 32, wl0 = hw * per;
-            const u32 wl1 = min(ncq, wl0 + per);
-            u32 filled;
-            const u32 pre = bt_half_scan(bt_slots_filled((const uint2*)slot, wl0, wl1), &filled, hws[h], h);
-            if (filled == nq) {
-                bt_slot_rows((const uint2*)slot, wl0, wl1, B + __shfl_sync(0xffffffffu, pre, 0), toffs + c0, out);
-            } else if (ht == 0) {
-                fail_at[atomicAdd(&nfail, 1u)] = q;
-            }
+            const u32 B = gbase[q], nq = gbase[q + 1] - B, c0 = q * w, ncq = min(w, ncols - c0), csh = bt_dir_shift(nq);
+            auto hsync = [h] { bt_half_sync(h); };
+            auto hscan = [&](u32 x, u32* total) { return bt_half_scan(x, total, hws[h], h); };
+            bt_bucket_runs<BT_THREADS / 2>(st, q, nt, tile, nq, csh, ht, htpre, htsrc, hdir, (uint2*)slot, ncq, hsync,
+                                           hscan);
+            const bool done = bt_slot_bucket<BT_THREADS / 2>(ht, nq, B, ncq, htpre, htsrc, hdir, csh, packed, mode, kinv,
+                                                             tile, slot, toffs + c0, out, hsync, hscan);
+            if (!done && ht == 0) fail_at[atomicAdd(&nfail, 1u)] = q;
         }
         __syncthreads();
         for (u32 i = 0; i < nfail; i++) bucket(fail_at[i], false);
         rest = stopped != 0u;
     }
     while (rest) {
-        if (tid == 0) {
-            const u32 i = atomicAdd(sync + 2, 1u);
-            qnext = i < nb ? order[i] : nb;
-        }
+        if (tid == 0) qnext = bt_draw(sync, order, nb);
         __syncthreads();
         const u32 q = qnext;
         if (q >= nb) break;
