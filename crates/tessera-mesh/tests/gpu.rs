@@ -587,11 +587,16 @@ fn transpose_bucketed_matches_reference() {
             }
         }
     }
-    // rows as δ3's input (every column at most once per sign) over 500,000 columns, but two
-    // columns with a second entry of one sign: half blocks fill most two-slot buckets, and
-    // list the two whose slots collide for the general way
-    {
-        let (nrows, ncols) = (200_000usize, 500_000usize);
+    // rows as δ3's input (every column at most once per sign):
+    // - over 500,000 columns, but two columns with a second entry of one sign: half blocks
+    //   fill most two-slot buckets, one each, and list the two whose slots collide for the
+    //   general way;
+    // - over 3,000,000 columns, none colliding: buckets too wide for two at a time, each
+    //   drawn and written by the whole block (its rows through the warps' rings)
+    for (nrows, ncols, collide) in [
+        (200_000usize, 500_000usize, true),
+        (100_000, 3_000_000, false),
+    ] {
         let mut slots: Vec<u32> = (0..2 * ncols as u32).collect();
         for i in (1..slots.len()).rev() {
             slots.swap(i, (r.next() % (i as u64 + 1)) as usize);
@@ -608,7 +613,8 @@ fn transpose_bucketed_matches_reference() {
                 }
             }
         }
-        for (a, b) in [(4 * 10, 4 * 20 + 1), (4 * 150_000 + 2, 4 * 190_000 + 3)] {
+        let pairs = [(4 * 10, 4 * 20 + 1), (4 * 150_000 + 2, 4 * 190_000 + 3)];
+        for (a, b) in pairs.into_iter().filter(|_| collide) {
             let row = a / 4 * 4;
             let cb = cols[b] ^ (cols[b] >> 31);
             assert!(!cols[row..row + 4].iter().any(|&x| (x ^ (x >> 31)) == cb));
@@ -621,7 +627,7 @@ fn transpose_bucketed_matches_reference() {
         for (kern, how) in [(&bucketed, "bucketed"), (&general, "general")] {
             same_tcsr(
                 &format!("short-row transpose ({how})"),
-                "two colliding columns among 500,000",
+                &format!("{nrows} rows over {ncols} columns (colliding: {collide})"),
                 &kern
                     .transpose_short_rows(&dm)
                     .unwrap()

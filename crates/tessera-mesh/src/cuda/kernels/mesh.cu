@@ -1038,11 +1038,15 @@ __device__ __forceinline__ u32 bt_pack(u32 i, u32 s, u32 l) { return (i << 15) |
 // counter[x] += 1 where ok; returns the old value (the lane's slot).
 __device__ __forceinline__ u32 bt_add(u32* counter, u32 x, bool ok) { return ok ? atomicAdd(counter + x, 1u) : 0u; }
 
-// f(ok, i, cols[lo + i]) for i in [0, n), called by every lane of a warp together (ok false
-// past the end); BT_ILP loads a thread in flight.
+// f(ok, i, cols[lo + i], k) for i in [0, n), n <= BT_TILEMAX, called by every lane of a
+// warp together (ok false past the end); i is the thread's k-th entry, threadIdx.x + k
+// BT_THREADS. BT_ILP loads a thread in flight.
 template <class F>
 __device__ __forceinline__ void bt_tile_entries(const i32* cols, u32 lo, u32 n, F f) {
-    for (u32 i0 = threadIdx.x; i0 - (threadIdx.x & 31) < n; i0 += BT_ILP * BT_THREADS) {
+#pragma unroll
+    for (u32 o = 0; o < BT_TILEMAX / (BT_ILP * BT_THREADS); o++) {
+        const u32 i0 = threadIdx.x + o * BT_ILP * BT_THREADS;
+        if (i0 - (threadIdx.x & 31) >= n) break;
         i32 v[BT_ILP];
 #pragma unroll
         for (int u = 0; u < BT_ILP; u++) {
@@ -1052,7 +1056,7 @@ __device__ __forceinline__ void bt_tile_entries(const i32* cols, u32 lo, u32 n, 
 #pragma unroll
         for (int u = 0; u < BT_ILP; u++) {
             u32 i = i0 + u * BT_THREADS;
-            f(i < n, i, v[u]);
+            f(i < n, i, v[u], o * BT_ILP + u);
         }
     }
 }
@@ -1142,10 +1146,18 @@ __device__ __forceinline__ u32 bt_slots_filled(const uint2* slot2, u32 wl0, u32 
 }
 // The offsets and rows of a warp's run of columns [wl0, wl1), whose first entry goes to
 // out[carry]: rounds of 32 columns, one a lane. A column holds 0, 1 or 2 entries, so a
-// round's scan is two ballots and its total their counts; offsets and rows are written
-// coalesced. `toffs` points at the bucket's first column's offset.
-__device__ __forceinline__ void bt_slot_rows(const uint2* slot2, u32 wl0, u32 wl1, u32 carry, u32* toffs, i32* out) {
+// round's scan is two ballots and its total their counts; the offsets are written
+// coalesced. `toffs` points at the bucket's first column's offset. With `rb` (the warp's
+// BT_RING words of shared memory) the rows go through it and leave in aligned chunks of 32
+// entries (128 bytes: whole L2 sectors, one request a chunk) as soon as a chunk is
+// complete; only the warp's first and last chunks are written in part. Without it, each
+// lane stores its column's entries itself.
+#define BT_RING 128
+__device__ __forceinline__ void bt_slot_rows(const uint2* slot2, u32 wl0, u32 wl1, u32 carry, u32* toffs, i32* out,
+                                             u32* rb) {
     const u32 lane = threadIdx.x & 31, le = (2u << lane) - 1u;  // lanes up to this one
+    const u32 S = carry;
+    u32 cs = S & ~31u;  // the next chunk to write
     for (u32 r = wl0; r < wl1; r += 32) {  // the same rounds for the whole warp
         const u32 l = r + lane;
         const uint2 x = l < wl1 ? slot2[l] : make_uint2(0xffffffffu, 0xffffffffu);
@@ -1153,9 +1165,26 @@ __device__ __forceinline__ void bt_slot_rows(const uint2* slot2, u32 wl0, u32 wl
         const u32 one = __ballot_sync(0xffffffffu, c != 0u), two = __ballot_sync(0xffffffffu, c == 2u);
         const u32 a = carry + __popc(one & le) + __popc(two & le) - c;
         if (l < wl1) toffs[l] = a;
-        if (c) out[a] = tunkey(min(x.x, x.y));
-        if (c == 2u) out[a + 1] = tunkey(max(x.x, x.y));
         carry += __popc(one) + __popc(two);
+        if (rb) {
+            // at most 31 entries wait from earlier rounds and a round adds at most 64: the
+            // ring never overwrites an entry not yet written out
+            if (c) rb[a % BT_RING] = (u32)tunkey(min(x.x, x.y));
+            if (c == 2u) rb[(a + 1) % BT_RING] = (u32)tunkey(max(x.x, x.y));
+            __syncwarp();
+            for (; cs + 32 <= carry; cs += 32) {
+                const u32 p = cs + lane;
+                if (p >= S) out[p] = (i32)rb[p % BT_RING];
+            }
+            __syncwarp();
+        } else {
+            if (c) out[a] = tunkey(min(x.x, x.y));
+            if (c == 2u) out[a + 1] = tunkey(max(x.x, x.y));
+        }
+    }
+    if (rb) {
+        const u32 p = cs + lane;
+        if (p >= S && p < carry) out[p] = (i32)rb[p % BT_RING];
     }
 }
 
@@ -1222,12 +1251,13 @@ __device__ __forceinline__ void bt_bucket_runs(const uint2* st, u32 q, u32 nt, u
 // out[B] (`toffs`: its first column's offset): every entry into the slot of its column and
 // sign, then, when every entry found a slot of its own, the offsets and rows, each warp a
 // run of consecutive columns (the block's or half's scan of their filled slots gives the
-// warp's start and the total). Returns whether it wrote them (else nothing was written);
-// no barrier after the writes.
+// warp's start and the total). `rb`: BT_RING words a warp of the block for the rows (see
+// bt_slot_rows), or null. Returns whether it wrote them (else nothing was written); no
+// barrier after the writes.
 template <u32 THREADS, class Sync, class Scan>
 __device__ __forceinline__ bool bt_slot_bucket(u32 t0, u32 nq, u32 B, u32 ncq, const u32* tpre, const u32* tsrc,
                                                const u32* dir, u32 csh, const u32* packed, u32 mode, u64 kinv, u32 tile,
-                                               u32* slot, u32* toffs, i32* out, Sync sync, Scan scan) {
+                                               u32* slot, u32* toffs, i32* out, u32* rb, Sync sync, Scan scan) {
     bt_gather<THREADS>(t0, nq, tpre, tsrc, dir, csh, packed, mode, kinv, tile, [&](bool ok, u32 key, u32 l) {
         if (ok) slot[2 * l + (key & 1u)] = key;
     });
@@ -1237,7 +1267,7 @@ __device__ __forceinline__ bool bt_slot_bucket(u32 t0, u32 nq, u32 B, u32 ncq, c
     u32 filled;
     const u32 pre = scan(bt_slots_filled(slot2, wl0, wl1), &filled);
     if (filled != nq) return false;
-    bt_slot_rows(slot2, wl0, wl1, B + __shfl_sync(0xffffffffu, pre, 0), toffs, out);
+    bt_slot_rows(slot2, wl0, wl1, B + __shfl_sync(0xffffffffu, pre, 0), toffs, out, rb);
     return true;
 }
 
@@ -1263,10 +1293,14 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
         const u32 lo = t * tile, n = min(tile, nnz - lo);
         for (u32 q = tid; q < nb; q += BT_THREADS) hist[q] = 0u;
         __syncthreads();
-        bt_tile_entries(cols, lo, n, [&](bool ok, u32 i, i32 v) {
+        // each entry's rank among the tile's entries of its bucket (the count's atomic
+        // returns it), kept for the placement: entry k of this thread is tid + k BT_THREADS
+        u32 rk[BT_TILEMAX / BT_THREADS / 2];  // two 16-bit ranks a word
+        bt_tile_entries(cols, lo, n, [&](bool ok, u32 i, i32 v, u32 k) {
             u32 s, c = bt_column(v, mode, lo + i, s);
             if (ok) sin[i] = v;
-            bt_add(hist, bt_div(c, winv), ok);
+            const u32 r = bt_add(hist, bt_div(c, winv), ok);
+            if (k & 1u) rk[k >> 1] |= r << 16; else rk[k >> 1] = r;
         });
         __syncthreads();
         {
@@ -1285,10 +1319,15 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
             }
         }
         __syncthreads();
-        for (u32 i = tid; i < n; i += BT_THREADS) {
-            u32 s, c = bt_column(sin[i], mode, lo + i, s);
-            u32 b = bt_div(c, winv);
-            sout[atomicAdd(hist + b, 1u)] = bt_pack(i, s, c - b * w);
+        // hist[b] is the start of bucket b's run: every entry's place without an atomic
+#pragma unroll
+        for (u32 k = 0; k < BT_TILEMAX / BT_THREADS; k++) {
+            const u32 i = tid + k * BT_THREADS;
+            if (i < n) {
+                u32 s, c = bt_column(sin[i], mode, lo + i, s);
+                const u32 b = bt_div(c, winv);
+                sout[hist[b] + ((rk[k >> 1] >> (16 * (k & 1u))) & 0xffffu)] = bt_pack(i, s, c - b * w);
+            }
         }
         __syncthreads();
         for (u32 i = tid; i < n; i += BT_THREADS) packed[lo + i] = sout[i];
@@ -1305,37 +1344,51 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
     u32* start = dir + BT_DIR;               // BT_WMAX: a window's offsets, then placement cursors
     u32* pk = start + BT_WMAX;               // cap: placed keys
     u16* pc = (u16*)(pk + cap);              // cap: their columns
+    // the room of start[], pk and pc (words); the two-slot way's rows go through rings of
+    // BT_RING words a warp at its end when they fit beside the slots (and half 1's tables)
+    const u32 room = BT_WMAX + cap + cap / 2;
+    u32* const rings = start + room - BT_WARPS * BT_RING;
+    const bool halves = two_slot && nt <= BT_THREADS / 2 && 4 * w + BT_HALF_TABLES <= room;
+    u32* const rb = (halves ? 4 * w + BT_HALF_TABLES : 2 * w) + BT_WARPS * BT_RING <= room
+                        ? rings + (tid >> 5) * BT_RING
+                        : nullptr;
+    // at most one bucket for each half block: half h of block b takes bucket b + h G (no draw
+    // from the counter, and no order of the buckets to compute)
+    const bool one_each = halves && nb <= 2 * G;
     {
         const u32 q0 = 2 * tid, q1 = q0 + 1;
-        u32 a0 = q0 < nb ? __ldcg(cnt + q0) : 0u, a1 = q1 < nb ? __ldcg(cnt + q1) : 0u, tot;
-        u32 pre = block_exclusive_scan<u32, BT_WARPS>(a0 + a1, &tot, ws);
+        const u32 a0 = q0 < nb ? __ldcg(cnt + q0) : 0u, a1 = q1 < nb ? __ldcg(cnt + q1) : 0u;
+        u32 tot;
+        const u32 pre = block_exclusive_scan<u32, BT_WARPS>(a0 + a1, &tot, ws);
         if (q0 < nb) gbase[q0] = pre;
         if (q1 < nb) gbase[q1] = pre + a0;
         if (tid == 0) gbase[nb] = tot;
-        // the order in which the buckets are taken: BT_CLS classes of size, the largest
-        // buckets first (so that the last ones taken are small), by index within a class.
-        // Every block must compute the same order: a block scan of the classes' counts, one
-        // 16-bit field each.
-        __shared__ u32 largest;
-        __shared__ u64 ws64[BT_WARPS + 1];
-        if (tid == 0) largest = 0u;
-        __syncthreads();
-        if (a0 | a1) atomicMax(&largest, max(a0, a1));
-        __syncthreads();
-        const u64 m = (u64)largest + 1;
-        const u32 k0 = (u32)((u64)(largest - a0) * BT_CLS / m), k1 = (u32)((u64)(largest - a1) * BT_CLS / m);
-        const u64 v = (q0 < nb ? 1ull << (16 * k0) : 0ull) + (q1 < nb ? 1ull << (16 * k1) : 0ull);
-        u64 all;
-        const u64 pre64 = block_exclusive_scan<u64, BT_WARPS>(v, &all, ws64);
-        auto field = [](u64 x, u32 k) { return (u32)(x >> (16 * k)) & 0xffffu; };
-        auto class_start = [&](u32 k) {
-            u32 c = 0;
+        if (!one_each) {
+            // the order in which the buckets are taken: BT_CLS classes of size, the largest
+            // buckets first (so that the last ones taken are small), by index within a class.
+            // Every block must compute the same order: a block scan of the classes' counts, one
+            // 16-bit field each.
+            __shared__ u32 largest;
+            __shared__ u64 ws64[BT_WARPS + 1];
+            if (tid == 0) largest = 0u;
+            __syncthreads();
+            if (a0 | a1) atomicMax(&largest, max(a0, a1));
+            __syncthreads();
+            const u64 m = (u64)largest + 1;
+            const u32 k0 = (u32)((u64)(largest - a0) * BT_CLS / m), k1 = (u32)((u64)(largest - a1) * BT_CLS / m);
+            const u64 v = (q0 < nb ? 1ull << (16 * k0) : 0ull) + (q1 < nb ? 1ull << (16 * k1) : 0ull);
+            u64 all;
+            const u64 pre64 = block_exclusive_scan<u64, BT_WARPS>(v, &all, ws64);
+            auto field = [](u64 x, u32 k) { return (u32)(x >> (16 * k)) & 0xffffu; };
+            auto class_start = [&](u32 k) {
+                u32 c = 0;
 #pragma unroll
-            for (u32 j = 0; j < BT_CLS; j++) c += j < k ? field(all, j) : 0u;
-            return c;
-        };
-        if (q0 < nb) order[class_start(k0) + field(pre64, k0)] = q0;
-        if (q1 < nb) order[class_start(k1) + field(pre64, k1) + (k1 == k0 ? 1u : 0u)] = q1;
+                for (u32 j = 0; j < BT_CLS; j++) c += j < k ? field(all, j) : 0u;
+                return c;
+            };
+            if (q0 < nb) order[class_start(k0) + field(pre64, k0)] = q0;
+            if (q1 < nb) order[class_start(k1) + field(pre64, k1) + (k1 == k0 ? 1u : 0u)] = q1;
+        }
     }
     if (blockIdx.x == 0 && tid == 0) toffs[ncols] = nnz;
     __syncthreads();
@@ -1356,7 +1409,7 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
             // (2 ncq words, 8-byte aligned) take the room of start[] and the placed entries
             // (the host checked that they fit), emptied above with the directory.
             const bool done = bt_slot_bucket<BT_THREADS>(tid, nq, B, ncq, tpre, tsrc, dir, csh, packed, mode, kinv, tile,
-                                                         start, toffs + c0, out, bsync, bscan);
+                                                         start, toffs + c0, out, rb, bsync, bscan);
             __syncthreads();
             if (done) return;
         }
@@ -1450,15 +1503,14 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
         }
     };
     // Two-slot buckets two at a time: each half of the block (512 threads, with a named
-    // barrier of its own) takes buckets from the counter and fills and writes their sign
-    // slots on its own, so that one half's loads overlap the other half's scans and stores
+    // barrier of its own) takes buckets from the counter (or its one bucket, `one_each`)
+    // and fills and writes their sign slots on its own, so that one half's loads overlap the other half's scans and stores
     // (a whole block steps through a bucket's few serial steps with most of its warps
     // waiting). A bucket whose slots collide is listed, and the whole block takes it the
     // general way after both halves are done; a half stops drawing while the list might
-    // fill up, and the whole-block loop below takes the buckets that are left then.
-    // The halves' slots take 4 w words of the room of start[] and the placed entries, half
+    // fill up, and the whole-block loop below takes the buckets that are left then (never
+    // with `one_each`: at most two buckets a block, at most two listed). The halves' slots take 4 w words of the room of start[] and the placed entries, half
     // 1's runs and directory the BT_HALF_TABLES words after them (half 0 uses the block's).
-    const bool halves = two_slot && nt <= BT_THREADS / 2 && 4 * w + BT_HALF_TABLES <= BT_WMAX + cap + cap / 2;
     bool rest = true;  // whether the whole-block loop still has buckets to draw
     if (halves) {
         __shared__ u32 hq[2], hws[2][BT_WARPS / 2 + 1], nfail, stopped, fail_at[BT_FAILMAX];
@@ -1472,18 +1524,24 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
             stopped = 0u;
         }
         __syncthreads();
+        u32 kb = 0;  // buckets this half has taken
         for (;;) {
-            if (ht == 0) {
-                u32 qq = nb;
-                if (*(volatile u32*)&nfail + 2u <= BT_FAILMAX) {
-                    qq = bt_draw(sync, order, nb);
-                } else {
-                    stopped = 1u;
+            u32 q;
+            if (one_each) {
+                q = kb == 0 ? blockIdx.x + h * G : nb;
+            } else {
+                if (ht == 0) {
+                    u32 qq = nb;
+                    if (*(volatile u32*)&nfail + 2u <= BT_FAILMAX) {
+                        qq = bt_draw(sync, order, nb);
+                    } else {
+                        stopped = 1u;
+                    }
+                    hq[h] = qq;
                 }
-                hq[h] = qq;
+                bt_half_sync(h);
+                q = hq[h];
             }
-            bt_half_sync(h);
-            const u32 q = hq[h];
             if (q >= nb) break;
             const u32 B = gbase[q], nq = gbase[q + 1] - B, c0 = q * w, ncq = min(w, ncols - c0), csh = bt_dir_shift(nq);
             auto hsync = [h] { bt_half_sync(h); };
@@ -1491,12 +1549,13 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
             bt_bucket_runs<BT_THREADS / 2>(st, q, nt, tile, nq, csh, ht, htpre, htsrc, hdir, (uint2*)slot, ncq, hsync,
                                            hscan);
             const bool done = bt_slot_bucket<BT_THREADS / 2>(ht, nq, B, ncq, htpre, htsrc, hdir, csh, packed, mode, kinv,
-                                                             tile, slot, toffs + c0, out, hsync, hscan);
+                                                             tile, slot, toffs + c0, out, rb, hsync, hscan);
             if (!done && ht == 0) fail_at[atomicAdd(&nfail, 1u)] = q;
+            kb++;
         }
         __syncthreads();
         for (u32 i = 0; i < nfail; i++) bucket(fail_at[i], false);
-        rest = stopped != 0u;
+        rest = !one_each && stopped != 0u;
     }
     while (rest) {
         if (tid == 0) qnext = bt_draw(sync, order, nb);
