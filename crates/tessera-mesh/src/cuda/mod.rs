@@ -209,6 +209,9 @@ const BT_NTMAX: usize = 1024;
 const BT_WMAX: usize = 8192;
 const BT_DIR: usize = 2048;
 const BT_TILEMAX: u32 = 32768;
+/// Every tile starts at a multiple of 32 entries (128 bytes): a warp's 32 loads of the input
+/// and stores of the packed entries are one aligned line each.
+const BT_TILE_ALIGN: u32 = 32;
 const BT_WSLOT: usize = 16384;
 
 /// The cut of one bucketed transpose: buckets of `w` columns, `nb` of them; tiles of `tile`
@@ -246,8 +249,10 @@ impl Bucketed {
             kernel,
             grid: per_sm * gpu.sm_count(),
             shared,
-            // phase 1: bucket counts, then the tile as read and as placed (one word each)
-            tile_max: ((shared - 4 * BT_NBMAX as u32) / 8).min(BT_TILEMAX),
+            // phase 1: bucket counts, then the tile as read and as placed (one word each); a
+            // multiple of BT_TILE_ALIGN entries, as every tile's length is
+            tile_max: ((shared - 4 * BT_NBMAX as u32) / 8).min(BT_TILEMAX) / BT_TILE_ALIGN
+                * BT_TILE_ALIGN,
             cap,
             gcount: gpu.zeros::<u32>(2 * BT_NBMAX)?,
             parity: 0.into(),
@@ -263,8 +268,9 @@ impl Bucketed {
     }
     /// Buckets of about 60 % of `cap` entries on average, as many as a whole number of them
     /// per block (more, smaller buckets measured slower: twice as many made δ3 and δ2 of the
-    /// dragon 13 % slower); tiles of equal length, at most `tile_max`. `None` past the
-    /// kernel's limits (the general one-launch transpose takes those).
+    /// dragon 13 % slower); tiles of equal length (a multiple of `BT_TILE_ALIGN` entries), at
+    /// most `tile_max`. `None` past the kernel's limits (the general one-launch transpose
+    /// takes those).
     fn plan(&self, nnz: usize, ncols: usize, two_slot: bool) -> Option<BucketPlan> {
         let g = self.grid as usize;
         let target = (self.cap as usize * 3 / 5).max(1);
@@ -278,7 +284,9 @@ impl Bucketed {
         let nb = ncols.div_ceil(w);
         // tiles of equal length, the same number for every block
         let per_block = nnz.div_ceil(g * self.tile_max as usize).max(1);
-        let tile = nnz.div_ceil(g * per_block).max(1);
+        let tile = nnz
+            .div_ceil(g * per_block)
+            .next_multiple_of(BT_TILE_ALIGN as usize);
         let nt = nnz.div_ceil(tile);
         (nb <= BT_NBMAX && nt <= BT_NTMAX).then_some(BucketPlan {
             w: w as u32,
