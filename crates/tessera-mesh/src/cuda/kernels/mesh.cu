@@ -1504,13 +1504,15 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
     };
     // Two-slot buckets two at a time: each half of the block (512 threads, with a named
     // barrier of its own) takes buckets from the counter (or its one bucket, `one_each`)
-    // and fills and writes their sign slots on its own, so that one half's loads overlap the other half's scans and stores
-    // (a whole block steps through a bucket's few serial steps with most of its warps
-    // waiting). A bucket whose slots collide is listed, and the whole block takes it the
-    // general way after both halves are done; a half stops drawing while the list might
-    // fill up, and the whole-block loop below takes the buckets that are left then (never
-    // with `one_each`: at most two buckets a block, at most two listed). The halves' slots take 4 w words of the room of start[] and the placed entries, half
-    // 1's runs and directory the BT_HALF_TABLES words after them (half 0 uses the block's).
+    // and fills and writes their sign slots on its own, so that one half's loads overlap
+    // the other half's scans and stores (a whole block steps through a bucket's few serial
+    // steps with most of its warps waiting). A bucket whose slots collide is listed, and the
+    // whole block takes it the general way after both halves are done; a half stops drawing
+    // while the list might fill up, and the whole-block loop below takes the buckets that
+    // are left then (never with `one_each`: at most two buckets a block, at most two
+    // listed). The halves' slots take 4 w words of the room of start[] and the placed
+    // entries, half 1's runs and directory the BT_HALF_TABLES words after them (half 0 uses
+    // the block's).
     bool rest = true;  // whether the whole-block loop still has buckets to draw
     if (halves) {
         __shared__ u32 hq[2], hws[2][BT_WARPS / 2 + 1], nfail, stopped, fail_at[BT_FAILMAX];
