@@ -978,8 +978,10 @@ extern "C" __global__ void __launch_bounds__(256, 4) transpose_coop(const u32* o
 // count). The result is identical to transpose_coop's (rows sorted by tkey).
 // Columns are cut into `nb` buckets of `w` consecutive columns.
 // Phase 1 (tiles): block b takes tiles t = b, b + grid, ... (entries [t tile, (t + 1) tile)):
-//   it reads the tile once into shared memory, counting its entries per bucket, places them
-//   by bucket there and writes the tile back as it is, contiguous, one word per entry
+//   it reads the tile once into shared memory, counting its entries per bucket (each
+//   entry's rank in its bucket, which the count's atomic returns, stays in registers),
+//   places them by bucket there without a second atomic and writes the tile back as it is,
+//   contiguous, one word per entry
 //   (bt_pack: its index in the tile, from which phase 2 recomputes the sort key of its
 //   transpose entry, and its column within the bucket). Where bucket q's run of tile t
 //   starts and how long it is goes to st[q nt + t]; the bucket totals are summed (atomics,
@@ -992,8 +994,10 @@ extern "C" __global__ void __launch_bounds__(256, 4) transpose_coop(const u32* o
 //   writing every row in order. `two_slot` (δ3 of a 3-manifold) first fills one slot per
 //   column and sign instead (no count, no sort; buckets of up to BT_WSLOT columns), and does
 //   the bucket the general way when two entries meet in a slot; where two buckets' slots
-//   fit at once, each half of the block takes buckets on its own (session 20). The general way takes
-//   windows of at most BT_WMAX columns, and a window of more than `cap` entries in column
+//   fit at once, each half of the block takes buckets on its own (with at most two buckets
+//   a block, half h of block b takes bucket b + h G without the counter), and each warp's
+//   rows leave through a ring in shared memory in aligned 128-byte chunks. The general way
+//   takes windows of at most BT_WMAX columns, and a window of more than `cap` entries in column
 //   ranges of at most `cap` entries; a single column of more than `cap` entries goes to
 //   global memory directly. Rows longer than TS_MID are left unsorted and set *flag, or are
 //   sorted by one thread when `long_by_thread` (as transpose_coop).
