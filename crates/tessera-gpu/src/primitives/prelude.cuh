@@ -101,28 +101,37 @@ __device__ __forceinline__ T warp_inclusive_scan(T x, int lane) {
     return x;
 }
 
-// Block-wide exclusive scan of one value per thread, for blocks of 32 WARPS threads (by default
-// 256, the block size of the primitives and of the mesh kernels; the bucketed transpose uses
-// 1024); `*total` receives the block total. `ws` is shared scratch of WARPS + 1 elements; it
-// may be reused as soon as this returns.
-#define SCAN_WARPS 8
-template <typename T, int WARPS = SCAN_WARPS>
-__device__ __forceinline__ T block_exclusive_scan(T x, T* total, T* ws) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+// Exclusive scan of one value per thread over a group of 32 WARPS threads that share a barrier:
+// `warp` is this thread's warp within the group and `sync()` the group's barrier (the whole
+// block's __syncthreads, or a named barrier of part of it); `*total` receives the group total.
+// `ws` is shared scratch of WARPS + 1 elements, the group's own; it may be reused as soon as
+// this returns.
+template <typename T, int WARPS, class Sync>
+__device__ __forceinline__ T group_exclusive_scan(T x, T* total, T* ws, int warp, Sync sync) {
+    const int lane = threadIdx.x & 31;
     T inc = warp_inclusive_scan<T>(x, lane);
     if (lane == 31) ws[warp] = inc;
-    __syncthreads();
+    sync();
     if (warp == 0) {
         T w = lane < WARPS ? ws[lane] : T(0);
         T wi = warp_inclusive_scan<T>(w, lane);
         if (lane < WARPS) ws[lane] = wi - w;
         if (lane == WARPS - 1) ws[WARPS] = wi;
     }
-    __syncthreads();
+    sync();
     T r = ws[warp] + inc - x;
     *total = ws[WARPS];
-    __syncthreads();
+    sync();
     return r;
+}
+
+// Block-wide exclusive scan of one value per thread, for blocks of 32 WARPS threads (by default
+// 256, the block size of the primitives and of the mesh kernels; the bucketed transpose uses
+// 1024): group_exclusive_scan over the whole block.
+#define SCAN_WARPS 8
+template <typename T, int WARPS = SCAN_WARPS>
+__device__ __forceinline__ T block_exclusive_scan(T x, T* total, T* ws) {
+    return group_exclusive_scan<T, WARPS>(x, total, ws, (int)(threadIdx.x >> 5), [] { __syncthreads(); });
 }
 
 template <typename T>

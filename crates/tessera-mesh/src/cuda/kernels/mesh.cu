@@ -1194,25 +1194,13 @@ __device__ __forceinline__ void bt_slot_rows(const uint2* slot2, u32 wl0, u32 wl
 
 // Half h of a block of BT_THREADS (threads h * BT_THREADS / 2 on): its own named barrier
 // (1 + h; __syncthreads is barrier 0), and an exclusive scan over its threads (`ws`:
-// BT_WARPS / 2 + 1 words of its own), as block_exclusive_scan.
+// BT_WARPS / 2 + 1 words of its own; the prelude's group scan).
 __device__ __forceinline__ void bt_half_sync(u32 h) {
     asm volatile("bar.sync %0, %1;" ::"r"(h + 1u), "n"(BT_THREADS / 2) : "memory");
 }
 __device__ __forceinline__ u32 bt_half_scan(u32 x, u32* total, u32* ws, u32 h) {
-    const u32 lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & (BT_WARPS / 2 - 1);
-    const u32 inc = warp_inclusive_scan<u32>(x, lane);
-    if (lane == 31) ws[warp] = inc;
-    bt_half_sync(h);
-    if (warp == 0) {
-        const u32 v = lane < BT_WARPS / 2 ? ws[lane] : 0u, vi = warp_inclusive_scan<u32>(v, lane);
-        if (lane < BT_WARPS / 2) ws[lane] = vi - v;
-        if (lane == BT_WARPS / 2 - 1) ws[BT_WARPS / 2] = vi;
-    }
-    bt_half_sync(h);
-    const u32 r = ws[warp] + inc - x;
-    *total = ws[BT_WARPS / 2];
-    bt_half_sync(h);
-    return r;
+    return group_exclusive_scan<u32, BT_WARPS / 2>(x, total, ws, (int)((threadIdx.x >> 5) & (BT_WARPS / 2 - 1)),
+                                                   [h] { bt_half_sync(h); });
 }
 // Half 1's runs table (nt + 1 and nt words, nt <= BT_NTMAX / 2) and directory; the buckets a
 // block lists for the general way while its halves run.
@@ -1530,11 +1518,11 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
             stopped = 0u;
         }
         __syncthreads();
-        u32 kb = 0;  // buckets this half has taken
+        bool first = true;  // whether this half has taken no bucket yet
         for (;;) {
             u32 q;
             if (one_each) {
-                q = kb == 0 ? blockIdx.x + h * G : nb;
+                q = first ? blockIdx.x + h * G : nb;
             } else {
                 if (ht == 0) {
                     u32 qq = nb;
@@ -1557,7 +1545,7 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
             const bool done = bt_slot_bucket<BT_THREADS / 2>(ht, nq, B, ncq, htpre, htsrc, hdir, csh, packed, mode, kinv,
                                                              tile, slot, toffs + c0, out, rb, hsync, hscan);
             if (!done && ht == 0) fail_at[atomicAdd(&nfail, 1u)] = q;
-            kb++;
+            first = false;
         }
         __syncthreads();
         for (u32 i = 0; i < nfail; i++) bucket(fail_at[i], false);
