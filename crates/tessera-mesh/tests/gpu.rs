@@ -675,6 +675,128 @@ fn transpose_bucketed_matches_reference() {
     }
 }
 
+/// δ1 of canonical edge pairs (`from < to`, `from` non-decreasing, as Tessera derives the
+/// edges of a simplex mesh): `transpose_bucketed`'s mode 3 transposes the `to` ends only and
+/// writes each vertex's out-edges as a run. Against the CPU transpose, exactly: random
+/// edges; vertices without edges (gaps, and the last ones); a vertex of more in-edges than
+/// the kernel sorts (the flag, then the general sort); a star of out-edges; tiny inputs.
+/// Pairs that are not canonical (one pair reversed, one `from` out of order) are refused
+/// with nothing written, and `transpose_edge_pairs` still gives the reference.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn transpose_canonical_pairs_matches_reference() {
+    let Some(g) = gpu() else { return };
+    let kern = tessera_mesh::cuda::MeshKernels::with_options(&g, true, true).unwrap();
+    assert!(
+        kern.bucketed_transpose_grid().is_some(),
+        "this device runs the bucketed transpose"
+    );
+    let mut r = Rng(977);
+    let canonical = |mut ev: Vec<[u32; 2]>| {
+        for p in ev.iter_mut() {
+            if p[0] > p[1] {
+                p.swap(0, 1);
+            }
+        }
+        ev.retain(|p| p[0] != p[1]);
+        ev.sort_unstable();
+        ev.dedup();
+        ev
+    };
+    let mut cases: Vec<(String, usize, Vec<[u32; 2]>)> = Vec::new();
+    for (ne, nv) in [
+        (300_000usize, 60_000u32),
+        (1_200_000, 235_000),
+        (2_000, 100_000),
+    ] {
+        let ev = (0..ne)
+            .map(|_| [(r.next() % nv as u64) as u32, (r.next() % nv as u64) as u32])
+            .collect();
+        cases.push((
+            format!("{ne} random edges over {nv} vertices"),
+            nv as usize,
+            canonical(ev),
+        ));
+    }
+    // only every third vertex has edges, and the last 1,000 none
+    let ev = (0..100_000)
+        .map(|_| {
+            [
+                3 * (r.next() % 10_000) as u32,
+                3 * (r.next() % 10_000) as u32,
+            ]
+        })
+        .collect();
+    cases.push(("every third vertex".into(), 31_000, canonical(ev)));
+    // the last vertex the `to` of 5,000 edges (a row longer than the kernel sorts)
+    let mut ev: Vec<[u32; 2]> = (0..5_000u32).map(|v| [v, 20_000]).collect();
+    ev.extend((0..50_000).map(|_| [(r.next() % 20_000) as u32, (r.next() % 20_000) as u32]));
+    cases.push(("in-hub of 5,000".into(), 20_001, canonical(ev)));
+    // vertex 0 the `from` of every edge
+    cases.push((
+        "out-star of 3,000".into(),
+        3_001,
+        (1..=3_000u32).map(|v| [0, v]).collect(),
+    ));
+    cases.push(("one edge".into(), 2, vec![[0, 1]]));
+    cases.push(("one edge between gaps".into(), 6, vec![[1, 3]]));
+    for (name, nv, ev) in &cases {
+        let want = tessera_mesh::relations::transpose_edge_vertices(ev, *nv, Par::Seq);
+        let flat: Vec<u32> = ev.iter().flatten().copied().collect();
+        let d_ev = g.upload(&flat).unwrap();
+        let got = kern
+            .transpose_canonical_pairs(&d_ev, *nv)
+            .unwrap()
+            .unwrap_or_else(|| panic!("{name}: canonical pairs refused"));
+        same_tcsr(
+            "canonical edge-pair transpose",
+            name,
+            &got.download(&g).unwrap(),
+            &want,
+        );
+        same_tcsr(
+            "edge-pair transpose",
+            name,
+            &kern
+                .transpose_edge_pairs(&d_ev, *nv)
+                .unwrap()
+                .download(&g)
+                .unwrap(),
+            &want,
+        );
+    }
+    // not canonical: refused, and the general transpose after it
+    let (_, nv, ev) = &cases[0];
+    let mut reversed = ev.clone();
+    reversed[12_345].swap(0, 1);
+    let mut unordered = ev.clone();
+    unordered.swap(100, 200_000);
+    for (name, ev) in [
+        ("one pair reversed", reversed),
+        ("one from out of order", unordered),
+    ] {
+        let want = tessera_mesh::relations::transpose_edge_vertices(&ev, *nv, Par::Seq);
+        let flat: Vec<u32> = ev.iter().flatten().copied().collect();
+        let d_ev = g.upload(&flat).unwrap();
+        assert!(
+            kern.transpose_canonical_pairs(&d_ev, *nv)
+                .unwrap()
+                .is_none(),
+            "{name}: taken as canonical"
+        );
+        same_tcsr(
+            "edge-pair transpose",
+            name,
+            &kern
+                .transpose_edge_pairs(&d_ev, *nv)
+                .unwrap()
+                .download(&g)
+                .unwrap(),
+            &want,
+        );
+    }
+}
+
 /// `m` with every ∂2 row rotated (f % 3 == 1) or reversed (f % 3 == 0): loops to chain.
 fn permuted_rows(m: PolyMesh) -> PolyMesh {
     let (pos, ev, fe, cf) = m.into_parts();

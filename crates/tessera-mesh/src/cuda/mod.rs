@@ -48,6 +48,13 @@ pub fn module_source() -> &'static str {
 
 const BLOCK: u32 = 256;
 
+/// Whether edge pairs are canonical: `from < to` for every edge and `from` non-decreasing
+/// (the edges of Tessera's simplex derivation, §3.4.4; see
+/// [`MeshKernels::transpose_edge_pairs`]).
+fn canonical_pairs(ev: &[[u32; 2]]) -> bool {
+    ev.iter().all(|p| p[0] < p[1]) && ev.windows(2).all(|w| w[0][0] <= w[1][0])
+}
+
 /// A TCSR matrix in device memory (dissertation §3.4).
 pub struct DeviceTcsr {
     /// `nrows + 1` offsets.
@@ -257,7 +264,7 @@ impl Bucketed {
             tile_max: ((shared - 4 * BT_NBMAX as u32) / 8).min(BT_TILEMAX) / BT_TILE_ALIGN
                 * BT_TILE_ALIGN,
             cap,
-            gcount: gpu.zeros::<u32>(2 * BT_NBMAX)?,
+            gcount: gpu.zeros::<u32>(2 * (BT_NBMAX + 1))?,
             parity: 0.into(),
         }))
     }
@@ -274,12 +281,24 @@ impl Bucketed {
     /// dragon 13 % slower), a multiple of `BT_W_ALIGN` columns wide; tiles of equal length (a
     /// multiple of `BT_TILE_ALIGN` entries), at most `tile_max`. `None` past the kernel's
     /// limits (the general one-launch transpose takes those).
-    fn plan(&self, nnz: usize, ncols: usize, two_slot: bool) -> Option<BucketPlan> {
+    fn plan(
+        &self,
+        nnz: usize,
+        ncols: usize,
+        two_slot: bool,
+        canonical: bool,
+    ) -> Option<BucketPlan> {
         let g = self.grid as usize;
         let target = (self.cap as usize * 3 / 5).max(1);
         let rounds = nnz.div_ceil(g * target).max(1);
+        // canonical pairs: at least two rounds (the dragon's δ1 in file order with one bucket a
+        // block: 0.101 ms of phases, the blocks waiting on the largest; with two: 0.058)
+        let rounds = if canonical { rounds.max(2) } else { rounds };
         let wmax = if two_slot {
             self.two_slot_wmax()
+        } else if canonical {
+            // the columns' out-edge starts take the upper half of the offsets' room
+            BT_WMAX / 2 - BT_W_ALIGN as usize
         } else {
             BT_WMAX
         };
@@ -356,7 +375,8 @@ struct TransposeInput<'a> {
     columns: &'a dyn tessera_gpu::KernelArg,
     nrows: usize,
     nnz: usize,
-    /// 0: rows by offsets, 1: rows of `k` entries, 2: ∂1 as vertex pairs.
+    /// 0: rows by offsets, 1: rows of `k` entries, 2: ∂1 as vertex pairs, 3: ∂1 as
+    /// canonical vertex pairs (`transpose_bucketed` only; `nnz` counts the edges).
     mode: u32,
     k: u32,
 }
@@ -552,15 +572,22 @@ impl<'g> MeshKernels<'g> {
     ) -> Result<DeviceTcsr, MeshError> {
         let (mut t, raised) = self.with_flag(deferred)?;
         if raised {
-            let longest = self.prims.max_row_len(&t.offsets)?;
-            self.prims.segmented_sort_known(
-                &mut t.columns,
-                &t.offsets,
-                SegOrder::TcsrColumn,
-                longest,
-            )?;
+            self.sort_all_rows(&mut t)?;
         }
         Ok(t)
+    }
+
+    /// Every row of `t` sorted by the general segmented sort (radix for long rows): what a
+    /// deferred transpose that raised its flag leaves to the host.
+    fn sort_all_rows(&self, t: &mut DeviceTcsr) -> Result<(), MeshError> {
+        let longest = self.prims.max_row_len(&t.offsets)?;
+        self.prims.segmented_sort_known(
+            &mut t.columns,
+            &t.offsets,
+            SegOrder::TcsrColumn,
+            longest,
+        )?;
+        Ok(())
     }
 
     /// δ3 = ∂3ᵀ (face -> cells) with no host synchronisation: a face of a 3-manifold mesh
@@ -674,8 +701,13 @@ impl<'g> MeshKernels<'g> {
             return Ok(None);
         };
         // keys 2 row + 1 must fit 32 bits
+        // mode 3 reports pairs found not canonical in the flag's second word
+        let canonical = input.mode == 3;
+        if canonical && flag.is_none() {
+            return Ok(None);
+        }
         let Some(plan) = b
-            .plan(input.nnz, ncols, two_slot)
+            .plan(input.nnz, ncols, two_slot, canonical)
             .filter(|_| input.nrows < i32::MAX as usize)
         else {
             return Ok(None);
@@ -686,7 +718,14 @@ impl<'g> MeshKernels<'g> {
         let st = g.alloc::<u32>(2 * plan.nb as usize * plan.nt as usize)?;
         let packed = g.alloc::<u32>(input.nnz)?;
         let offsets = g.alloc::<u32>(ncols + 1)?;
-        let out = g.alloc::<i32>(input.nnz)?;
+        // mode 3 partitions the `to` ends only; the result holds both ends
+        let out = g.alloc::<i32>(if canonical { 2 * input.nnz } else { input.nnz })?;
+        // mode 3: where each vertex's out-edges start
+        let e0 = if canonical {
+            Some(g.alloc::<u32>(ncols + 1)?)
+        } else {
+            None
+        };
         let (nnz, nc) = (input.nnz as u32, ncols as u32);
         // n / d on the device as the high word of n * (2^64 / d rounded up); 0 for d = 1
         let inv = |d: u32| if d > 1 { u64::MAX / d as u64 + 1 } else { 0 };
@@ -719,6 +758,10 @@ impl<'g> MeshKernels<'g> {
         .arg(&offsets)
         .arg(&out)
         .arg(flag.unwrap_or(&c.unused_flag as &dyn KernelArg))
+        .arg(
+            e0.as_ref()
+                .map_or(&c.unused_flag as &dyn KernelArg, |e| e as &dyn KernelArg),
+        )
         .run_cooperative()?;
         Ok(Some(DeviceTcsr::ragged(offsets, out, input.nrows)))
     }
@@ -771,12 +814,74 @@ impl<'g> MeshKernels<'g> {
     /// δ1 from ∂1 stored as `(from, to)` pairs (the edge-pair variant of the transpose,
     /// dissertation §3.4.1): vertex -> signed edges, +1 where the edge ends at the vertex.
     /// One host synchronisation, at the end (see [`MeshKernels::transpose`]).
+    ///
+    /// Canonical pairs (`from < to` for every edge, `from` non-decreasing: the edges of
+    /// Tessera's simplex derivation, §3.4.4) take `transpose_bucketed`'s mode 3: vertex v's
+    /// row is its in-edges (sorted) followed by its out-edges, a run of consecutive edges, so
+    /// only the `to` ends are transposed. The kernel checks the order; other pairs (nothing
+    /// written then) take the general transpose after it, which costs them one partition
+    /// pass and one host synchronisation more than
+    /// [`MeshKernels::transpose_edge_pairs_general`].
     pub fn transpose_edge_pairs(
         &self,
         edge_vertices: &DeviceBuffer<u32>,
         nvertices: usize,
     ) -> Result<DeviceTcsr, MeshError> {
+        if let Some(t) = self.transpose_canonical_pairs(edge_vertices, nvertices)? {
+            return Ok(t);
+        }
+        self.transpose_edge_pairs_general(edge_vertices, nvertices)
+    }
+
+    /// [`MeshKernels::transpose_edge_pairs`] without trying the canonical transpose first
+    /// (for pairs known not to be canonical: no partition pass spent on finding out).
+    pub fn transpose_edge_pairs_general(
+        &self,
+        edge_vertices: &DeviceBuffer<u32>,
+        nvertices: usize,
+    ) -> Result<DeviceTcsr, MeshError> {
         self.sorted_now(|flag| self.transpose_edge_pairs_deferred(edge_vertices, nvertices, flag))
+    }
+
+    /// δ1 of canonical pairs by `transpose_bucketed` (mode 3; see
+    /// [`MeshKernels::transpose_edge_pairs`]), with one host synchronisation for its two
+    /// flags: rows left unsorted (sorted again here) and pairs found not canonical (`None`,
+    /// nothing written). `None` too without the kernel (no cooperative launch, too little
+    /// shared memory) or past its limits.
+    pub fn transpose_canonical_pairs(
+        &self,
+        edge_vertices: &DeviceBuffer<u32>,
+        nvertices: usize,
+    ) -> Result<Option<DeviceTcsr>, MeshError> {
+        let Some(c) = self.coop.as_deref() else {
+            return Ok(None);
+        };
+        let ne = edge_vertices.len() / 2;
+        if ne == 0
+            || nvertices == 0
+            || 2 * ne >= u32::MAX as usize
+            || 2 * nvertices >= u32::MAX as usize
+        {
+            return Ok(None);
+        }
+        let input = TransposeInput {
+            offsets: edge_vertices,
+            columns: edge_vertices,
+            nrows: ne,
+            nnz: ne,
+            mode: 3,
+            k: 2,
+        };
+        let (t, w) = self.with_words(|words| {
+            self.transpose_bucketed(c, &input, nvertices, false, Some(words))
+        })?;
+        let Some(mut t) = t.filter(|_| w[1] == 0) else {
+            return Ok(None);
+        };
+        if w[0] != 0 {
+            self.sort_all_rows(&mut t)?;
+        }
+        Ok(Some(t))
     }
 
     /// [`MeshKernels::transpose_edge_pairs`] with no host synchronisation (rows of more than
@@ -1476,6 +1581,9 @@ pub struct DeviceMesh<'g> {
     cache: DeviceRelations,
     /// The host mesh's cells were known closed at upload ([`PolyMesh::cells_known_closed`]).
     cells_closed: bool,
+    /// Whether δ1 tries the canonical transpose first ([`MeshKernels::transpose_edge_pairs`]):
+    /// false when the host found the edges not canonical at upload.
+    try_canonical_edges: bool,
 }
 
 macro_rules! require {
@@ -1512,6 +1620,7 @@ impl<'g> DeviceMesh<'g> {
             positions: gpu.upload(&pos)?,
             cache: DeviceRelations::default(),
             cells_closed: mesh.cells_known_closed(),
+            try_canonical_edges: canonical_pairs(mesh.edge_vertices()),
             kernels,
         })
     }
@@ -1576,7 +1685,11 @@ impl<'g> DeviceMesh<'g> {
 
     require!(
         /// δ1 = ∂1ᵀ: vertex -> signed edges (+1 where the edge ends at the vertex).
-        vertex_edges, require_vertex_edges, |s| s.kernels.transpose_edge_pairs(&s.edge_vertices, s.nvertices)?
+        vertex_edges, require_vertex_edges, |s| if s.try_canonical_edges {
+            s.kernels.transpose_edge_pairs(&s.edge_vertices, s.nvertices)?
+        } else {
+            s.kernels.transpose_edge_pairs_general(&s.edge_vertices, s.nvertices)?
+        }
     );
     require!(
         /// δ2 = ∂2ᵀ: edge -> signed faces.

@@ -319,6 +319,7 @@ pub fn catmull_clark_levels_gpu<'g>(
             positions: g.duplicate(&dm.positions)?,
             cache: DeviceRelations::default(),
             cells_closed: dm.cells_closed,
+            try_canonical_edges: dm.try_canonical_edges,
         });
     }
     let mut cur = catmull_clark_gpu(dm)?;
@@ -399,6 +400,7 @@ fn loop_ordered<'g>(dm: &DeviceMesh<'g>, m: &Module) -> Result<Option<DeviceMesh
         cache: DeviceRelations::default(),
         // the same edge sets in loop order: as closed as before
         cells_closed: dm.cells_closed,
+        try_canonical_edges: dm.try_canonical_edges,
     }))
 }
 
@@ -673,6 +675,8 @@ fn subdivide<'g>(
         positions: out,
         cache: DeviceRelations::default(),
         cells_closed: false,
+        // the subdivided edges' order is not known on the host: the kernel checks it
+        try_canonical_edges: true,
     }))
 }
 

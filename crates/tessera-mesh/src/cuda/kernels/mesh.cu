@@ -972,10 +972,10 @@ extern "C" __global__ void __launch_bounds__(256, 4) transpose_coop(const u32* o
 
 // ---------------------------------------------------------------- bucketed transpose (session 16)
 // The transpose of a TCSR operator whose rows have one length k (mode 1: ∂3, ∂2 of
-// simplices) or of ∂1 as vertex pairs (mode 2) in one cooperative launch of one 1024-thread
-// block per multiprocessor with most of its shared memory, without one scattered store or
-// atomic per entry in global memory (what bounds transpose_coop: session 15's request
-// count). The result is identical to transpose_coop's (rows sorted by tkey).
+// simplices) or of ∂1 as vertex pairs (mode 2; mode 3 below) in one cooperative launch of
+// one 1024-thread block per multiprocessor with most of its shared memory, without one
+// scattered store or atomic per entry in global memory (what bounds transpose_coop: session
+// 15's request count). The result is identical to transpose_coop's (rows sorted by tkey).
 // Columns are cut into `nb` buckets of `w` consecutive columns.
 // Phase 1 (tiles): block b takes tiles t = b, b + grid, ... (entries [t tile, (t + 1) tile)):
 //   it reads the tile once into shared memory, counting its entries per bucket (each
@@ -1001,11 +1001,22 @@ extern "C" __global__ void __launch_bounds__(256, 4) transpose_coop(const u32* o
 //   ranges of at most `cap` entries; a single column of more than `cap` entries goes to
 //   global memory directly. Rows longer than TS_MID are left unsorted and set *flag, or are
 //   sorted by one thread when `long_by_thread` (as transpose_coop).
-// `gcount` holds 2 x BT_NBMAX words: this launch sums into half `parity` (left zero by the
+// Mode 3 (session 22), δ1 of canonical ∂1 pairs (`from` < `to`, `from` non-decreasing: the
+//   edges of Tessera's simplex derivation): vertex v's row is its in-edges (tenc(e, +1), in
+//   edge order) followed by its out-edges, the run of edges e0[v] .. e0[v + 1] (tenc(e, -1)),
+//   since every in-edge's `from` is below v. The entries are the edges (nnz = ne), and only
+//   their `to` ends are bucketed; phase 1 also writes e0 and checks the order (not canonical:
+//   flag[1] = 1 and nothing else is written). Phase 2 moves each column's offset and row by
+//   the out-edges of the columns before it in the bucket, and writes the bucket's out-edges
+//   after the scan of its columns.
+// `gcount` holds 2 x BT_GCOUNT words: this launch sums into half `parity` (left zero by the
 // launch before) and zeroes the other half (read by the launch before, which has ended).
 #define BT_THREADS 1024
 #define BT_WARPS 32
 #define BT_NBMAX 2048
+// words of each half of `gcount`: the bucket totals, then (mode 3) whether the pairs were
+// found not canonical
+#define BT_GCOUNT (BT_NBMAX + 1)
 #define BT_NTMAX 1024
 #define BT_WMAX 8192
 #define BT_LONG 32
@@ -1019,15 +1030,16 @@ typedef unsigned short u16;
 __device__ __forceinline__ u32 bt_div(u32 n, u64 m) { return m ? (u32)__umul64hi(m, (u64)n) : n; }
 
 // Input entry j (v = cols[j]): its column c, and s, the low bit of its transpose entry's
-// sort key (mode 1: 1 for +1, 0 for -1; mode 2, ∂1 pairs: j & 1, 0 at `from`).
+// sort key (mode 1: 1 for +1, 0 for -1; mode 2, ∂1 pairs: j & 1, 0 at `from`; mode 3, the
+// `to` ends of canonical pairs, entry j = edge j: 1).
 __device__ __forceinline__ u32 bt_column(i32 v, u32 mode, u32 j, u32& s) {
-    s = mode == 1 ? (v < 0 ? 0u : 1u) : (j & 1u);
+    s = mode == 1 ? (v < 0 ? 0u : 1u) : mode == 2 ? (j & 1u) : 1u;
     return mode == 1 ? tcol(v) : (u32)v;
 }
 // The sort key (tkey) of the transpose entry of input entry j: mode 1 tenc(row j / k, sign),
-// mode 2 tenc(edge j / 2, j odd), which is j itself.
+// mode 2 tenc(edge j / 2, j odd), which is j itself; mode 3 tenc(edge j, +1) = 2 j + 1.
 __device__ __forceinline__ u32 bt_key(u32 j, u32 s, u32 mode, u64 kinv) {
-    return mode == 1 ? (bt_div(j, kinv) << 1) | s : j;
+    return mode == 1 ? (bt_div(j, kinv) << 1) | s : mode == 2 ? j : (j << 1) | 1u;
 }
 // What phase 1 writes per entry, one word: its index in its tile (15 bits: tiles hold at
 // most BT_TILEMAX entries), the key's low bit, its column within the bucket (14 bits: at
@@ -1042,25 +1054,34 @@ __device__ __forceinline__ u32 bt_pack(u32 i, u32 s, u32 l) { return (i << 15) |
 // counter[x] += 1 where ok; returns the old value (the lane's slot).
 __device__ __forceinline__ u32 bt_add(u32* counter, u32 x, bool ok) { return ok ? atomicAdd(counter + x, 1u) : 0u; }
 
-// f(ok, i, cols[lo + i], k) for i in [0, n), n <= BT_TILEMAX, called by every lane of a
+// f(ok, i, cols[lo + i], k, 0) for i in [0, n), n <= BT_TILEMAX, called by every lane of a
 // warp together (ok false past the end); i is the thread's k-th entry, threadIdx.x + k
-// BT_THREADS. BT_ILP loads a thread in flight.
+// BT_THREADS. BT_ILP loads a thread in flight. `pairs` (mode 3): entry i is edge lo + i,
+// loaded as one pair: f(ok, i, its `to`, k, its `from`).
 template <class F>
-__device__ __forceinline__ void bt_tile_entries(const i32* cols, u32 lo, u32 n, F f) {
+__device__ __forceinline__ void bt_tile_entries(const i32* cols, u32 lo, u32 n, bool pairs, F f) {
 #pragma unroll
     for (u32 o = 0; o < BT_TILEMAX / (BT_ILP * BT_THREADS); o++) {
         const u32 i0 = threadIdx.x + o * BT_ILP * BT_THREADS;
         if (i0 - (threadIdx.x & 31) >= n) break;
         i32 v[BT_ILP];
+        u32 fr[BT_ILP];
 #pragma unroll
         for (int u = 0; u < BT_ILP; u++) {
             u32 i = i0 + u * BT_THREADS;
-            v[u] = i < n ? cols[lo + i] : 0;
+            if (pairs) {
+                const uint2 pr = i < n ? ((const uint2*)cols)[lo + i] : make_uint2(0u, 0u);
+                v[u] = (i32)pr.y;
+                fr[u] = pr.x;
+            } else {
+                v[u] = i < n ? cols[lo + i] : 0;
+                fr[u] = 0u;
+            }
         }
 #pragma unroll
         for (int u = 0; u < BT_ILP; u++) {
             u32 i = i0 + u * BT_THREADS;
-            f(i < n, i, v[u], o * BT_ILP + u);
+            f(i < n, i, v[u], o * BT_ILP + u, fr[u]);
         }
     }
 }
@@ -1263,18 +1284,38 @@ __device__ __forceinline__ bool bt_slot_bucket(u32 t0, u32 nq, u32 B, u32 ncq, c
     return true;
 }
 
+// Mode 3 (δ1 of canonical ∂1 pairs: `from` < `to` for every edge, `from` non-decreasing,
+// as Tessera's simplex derivation numbers edges), edge e = (f, t), called by every lane of a
+// warp together for consecutive edges (ok false past the end): e0[v], the first edge whose
+// `from` is >= v (e0[nv] = ne), is written for v in (from(e - 1), f] by edge e, every v
+// once. Where the pairs are not canonical, *bad = 1 (and e0 is incomplete: the launch
+// writes nothing more).
+__device__ __forceinline__ void bt_canonical_entry(bool ok, u32 e, u32 f, u32 t, const i32* cols, u32 ne, u32 nv,
+                                                   u32* e0, u32* bad) {
+    u32 fp = __shfl_up_sync(0xffffffffu, f, 1);  // from(e - 1)
+    if ((threadIdx.x & 31) == 0 && ok) fp = e ? (u32)cols[2 * e - 2] : 0xffffffffu;  // "-1" before edge 0
+    if (!ok) return;
+    if (f >= t || (e && f < fp)) {
+        *bad = 1u;
+        return;
+    }
+    for (u32 v = fp + 1; v <= f; v++) e0[v] = e;  // fp + 1 is 0 for edge 0
+    if (e == ne - 1)
+        for (u32 v = f + 1; v <= nv; v++) e0[v] = ne;
+}
+
 extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
     transpose_bucketed(const i32* cols, u32 nnz, u32 mode, u64 kinv, u32 ncols, u32 w, u64 winv, u32 nb, u32 tile, u32 nt,
                        u32 cap, u32 two_slot, u32 parity, u32 long_by_thread, u32* sync, u32* gcount, uint2* st,
-                       u32* packed, u32* toffs, i32* out, u32* flag) {
+                       u32* packed, u32* toffs, i32* out, u32* flag, u32* e0) {
     extern __shared__ u32 smem[];
     __shared__ u32 ws[BT_WARPS + 1];
     __shared__ u32 nlong, long_at[BT_LONG], long_len[BT_LONG];
     const u32 tid = threadIdx.x, G = gridDim.x;
-    u32* cnt = gcount + parity * BT_NBMAX;
-    u32* other = gcount + (1u - parity) * BT_NBMAX;
+    u32* cnt = gcount + parity * BT_GCOUNT;
+    u32* other = gcount + (1u - parity) * BT_GCOUNT;
     coop_start(sync);
-    for (u32 q = blockIdx.x * BT_THREADS + tid; q < BT_NBMAX; q += G * BT_THREADS) other[q] = 0u;
+    for (u32 q = blockIdx.x * BT_THREADS + tid; q < BT_GCOUNT; q += G * BT_THREADS) other[q] = 0u;
     if (tid == 0) nlong = 0u;
 
     // phase 1: tiles sorted by bucket
@@ -1288,7 +1329,8 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
         // each entry's rank among the tile's entries of its bucket (the count's atomic
         // returns it), kept for the placement: entry k of this thread is tid + k BT_THREADS
         u32 rk[BT_TILEMAX / BT_THREADS / 2];  // two 16-bit ranks a word
-        bt_tile_entries(cols, lo, n, [&](bool ok, u32 i, i32 v, u32 k) {
+        bt_tile_entries(cols, lo, n, mode == 3, [&](bool ok, u32 i, i32 v, u32 k, u32 from) {
+            if (mode == 3) bt_canonical_entry(ok, lo + i, from, (u32)v, cols, nnz, ncols, e0, cnt + BT_NBMAX);
             u32 s, c = bt_column(v, mode, lo + i, s);
             if (ok) sin[i] = v;
             const u32 r = bt_add(hist, bt_div(c, winv), ok);
@@ -1326,6 +1368,12 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
         __syncthreads();
     }
     grid_sync(sync);
+    if (mode == 3 && __ldcg(cnt + BT_NBMAX) != 0u) {
+        // not canonical pairs: nothing written; the host takes the general transpose
+        if (blockIdx.x == 0 && tid == 0) flag[1] = 1u;  // a plain store: mapped host memory
+        coop_end(sync);
+        return;
+    }
 
     // phase 2: buckets
     u32* gbase = smem;                       // nb + 1: where each bucket starts in the result
@@ -1382,7 +1430,7 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
             if (q1 < nb) order[class_start(k1) + field(pre64, k1) + (k1 == k0 ? 1u : 0u)] = q1;
         }
     }
-    if (blockIdx.x == 0 && tid == 0) toffs[ncols] = nnz;
+    if (blockIdx.x == 0 && tid == 0) toffs[ncols] = mode == 3 ? 2 * nnz : nnz;
     __syncthreads();
     // buckets are taken from a counter (sync[2], zeroed by coop_start), larger ones first: a
     // block that drew smaller ones takes more
@@ -1390,7 +1438,12 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
     // Bucket q with the whole block: the two-slot way first when `slots`, else (or when two
     // entries met in one slot) the general way.
     auto bucket = [&](const u32 q, const bool slots) {
-        const u32 B = gbase[q], nq = gbase[q + 1] - B, c0 = q * w, ncq = min(w, ncols - c0), csh = bt_dir_shift(nq);
+        const u32 nq = gbase[q + 1] - gbase[q], c0 = q * w, ncq = min(w, ncols - c0), csh = bt_dir_shift(nq);
+        // mode 3: the result holds each column's `from` ends after its `to` ends, the edges
+        // e0[c] .. e0[c + 1] (canonical pairs); se[l] is where column l's start moves by
+        // them within the bucket (w < BT_WMAX / 2: one window)
+        const u32 e0c0 = mode == 3 ? __ldcg(e0 + c0) : 0u, B = gbase[q] + e0c0;
+        u32* const se = start + BT_WMAX / 2;
         auto bsync = [] { __syncthreads(); };
         auto bscan = [&](u32 x, u32* total) { return block_exclusive_scan<u32, BT_WARPS>(x, total, ws); };
         bt_bucket_runs<BT_THREADS>(st, q, nt, tile, nq, csh, tid, tpre, tsrc, dir, slots ? (uint2*)start : nullptr, ncq,
@@ -1411,13 +1464,24 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
         for (u32 wl = 0; wl < ncq; wl += BT_WMAX) {
             const u32 nw = min((u32)BT_WMAX, ncq - wl);
             for (u32 l = tid; l < nw; l += BT_THREADS) start[l] = 0u;
+            if (mode == 3)
+                for (u32 l = tid; l <= nw; l += BT_THREADS) se[l] = __ldcg(e0 + c0 + l) - e0c0;
             __syncthreads();
             bt_gather<BT_THREADS>(tid, nq, tpre, tsrc, dir, csh, packed, mode, kinv, tile,
                                   [&](bool ok, u32, u32 l) { bt_add(start, l - wl, ok && l - wl < nw); });
             __syncthreads();
             const u32 tw = bt_scan_columns<BT_WMAX / BT_THREADS>(start, nw, ws, [&](u32 l) { return start[l]; });
             __syncthreads();
-            for (u32 l = tid; l < nw; l += BT_THREADS) toffs[c0 + wl + l] = Bw + start[l];  // coalesced
+            auto eoff = [&](u32 l) { return mode == 3 ? se[l] : 0u; };
+            for (u32 l = tid; l < nw; l += BT_THREADS) toffs[c0 + wl + l] = Bw + start[l] + eoff(l);  // coalesced
+            if (mode == 3) {
+                // the `from` ends, -1 entries: edge e of vertex c0 + l after the column's `to`
+                // ends (in-prefix of l + 1), in edge order
+                for (u32 e = e0c0 + tid; e < e0c0 + se[nw]; e += BT_THREADS) {
+                    const u32 l = (u32)cols[2 * e] - c0;
+                    out[B + (l + 1 < nw ? start[l + 1] : tw) + (e - e0c0)] = tunkey(2 * e);
+                }
+            }
             // column ranges of at most cap entries (one range when the window fits)
             u32 l0 = 0;
             while (l0 < nw) {
@@ -1435,11 +1499,11 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
                     bt_gather<BT_THREADS>(tid, nq, tpre, tsrc, dir, csh, packed, mode, kinv, tile, [&](bool ok, u32 key, u32 l) {
                         ok = ok && l - wl == l0;
                         u32 s = bt_add(start, l0, ok);
-                        if (ok) out[Bw + s] = tunkey(key);
+                        if (ok) out[Bw + s + eoff(l0)] = tunkey(key);
                     });
                     if (tid == 0) {
                         if (long_by_thread) {
-                            long_at[0] = Bw + s0;
+                            long_at[0] = Bw + s0 + eoff(l0);
                             long_len[0] = s1 - s0;
                             nlong = 1u;
                         } else {
@@ -1469,13 +1533,13 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
                                 u32 y = pk[x];
                                 rank += y < e || (y == e && x < s);
                             }
-                            out[Bw + s0 + a + rank] = tunkey(e);
+                            out[Bw + s0 + a + rank + eoff(l)] = tunkey(e);
                         } else {
-                            out[Bw + s0 + s] = tunkey(e);
+                            out[Bw + s0 + s + eoff(l)] = tunkey(e);
                             if (s == a) {
                                 if (long_by_thread) {
                                     u32 i = atomicAdd(&nlong, 1u);
-                                    long_at[i] = Bw + s0 + a;  // at most cap / TS_MID <= BT_LONG rows
+                                    long_at[i] = Bw + s0 + a + eoff(l);  // at most cap / TS_MID <= BT_LONG rows
                                     long_len[i] = b - a;
                                 } else {
                                     *flag = 1u;
