@@ -700,12 +700,12 @@ impl<'g> MeshKernels<'g> {
         let Some(b) = c.bucketed.as_ref() else {
             return Ok(None);
         };
-        // keys 2 row + 1 must fit 32 bits
         // mode 3 reports pairs found not canonical in the flag's second word
         let canonical = input.mode == 3;
         if canonical && flag.is_none() {
             return Ok(None);
         }
+        // keys 2 row + 1 must fit 32 bits
         let Some(plan) = b
             .plan(input.nnz, ncols, two_slot, canonical)
             .filter(|_| input.nrows < i32::MAX as usize)
