@@ -201,11 +201,15 @@ struct CoopChains {
 /// its second. The constants below are the kernel's `BT_*`.
 struct Bucketed {
     kernel: Kernel,
+    /// Mode 3 (δ1 of canonical pairs), compiled apart so that the other modes carry none of
+    /// its code.
+    kernel_pairs: Kernel,
     grid: u32,
     shared: u32,
     tile_max: u32,
     cap: u32,
-    /// 2 x BT_NBMAX bucket totals: a launch sums into half `parity` and zeroes the other.
+    /// 2 x (BT_NBMAX + 1) words (bucket totals, and mode 3's order check): a launch sums into
+    /// half `parity` and zeroes the other.
     gcount: DeviceBuffer<u32>,
     parity: std::sync::atomic::AtomicU32,
 }
@@ -250,13 +254,18 @@ impl Bucketed {
             return Ok(None);
         }
         let kernel = module.function("transpose_bucketed")?;
-        kernel.set_max_dynamic_shared(shared)?;
-        let per_sm = kernel.max_active_blocks_per_sm_with_shared(BT_THREADS, shared)?;
+        let kernel_pairs = module.function("transpose_bucketed_pairs")?;
+        let mut per_sm = u32::MAX;
+        for k in [&kernel, &kernel_pairs] {
+            k.set_max_dynamic_shared(shared)?;
+            per_sm = per_sm.min(k.max_active_blocks_per_sm_with_shared(BT_THREADS, shared)?);
+        }
         if per_sm == 0 {
             return Ok(None);
         }
         Ok(Some(Bucketed {
             kernel,
+            kernel_pairs,
             grid: per_sm * gpu.sm_count(),
             shared,
             // phase 1: bucket counts, then the tile as read and as placed (one word each); a
@@ -734,7 +743,11 @@ impl<'g> MeshKernels<'g> {
         let parity = b.parity.fetch_xor(1, Relaxed) & 1;
         c.last_grid.store(b.grid, Relaxed);
         g.launch(
-            &b.kernel,
+            if canonical {
+                &b.kernel_pairs
+            } else {
+                &b.kernel
+            },
             LaunchConfig::blocks(b.grid, BT_THREADS).with_shared(b.shared),
         )
         .arg(input.columns)

@@ -1001,14 +1001,15 @@ extern "C" __global__ void __launch_bounds__(256, 4) transpose_coop(const u32* o
 //   ranges of at most `cap` entries; a single column of more than `cap` entries goes to
 //   global memory directly. Rows longer than TS_MID are left unsorted and set *flag, or are
 //   sorted by one thread when `long_by_thread` (as transpose_coop).
-// Mode 3 (session 22), δ1 of canonical ∂1 pairs (`from` < `to`, `from` non-decreasing: the
-//   edges of Tessera's simplex derivation): vertex v's row is its in-edges (tenc(e, +1), in
-//   edge order) followed by its out-edges, the run of edges e0[v] .. e0[v + 1] (tenc(e, -1)),
-//   since every in-edge's `from` is below v. The entries are the edges (nnz = ne), and only
-//   their `to` ends are bucketed; phase 1 also writes e0 and checks the order (not canonical:
-//   flag[1] = 1 and nothing else is written). Phase 2 moves each column's offset and row by
-//   the out-edges of the columns before it in the bucket, and writes the bucket's out-edges
-//   after the scan of its columns.
+// Mode 3 (session 22; kernel transpose_bucketed_pairs, the same body compiled for it alone),
+//   δ1 of canonical ∂1 pairs (`from` < `to`, `from` non-decreasing: the edges of Tessera's
+//   simplex derivation): vertex v's row is its in-edges (tenc(e, +1), in edge order)
+//   followed by its out-edges, the run of edges e0[v] .. e0[v + 1] (tenc(e, -1)), since every
+//   in-edge's `from` is below v. The entries are the edges (nnz = ne), and only their `to`
+//   ends are bucketed; phase 1 also writes e0 and checks the order (not canonical: flag[1] =
+//   1 and nothing else is written). Phase 2 moves each column's offset and row by the
+//   out-edges of the columns before it in the bucket, and writes the bucket's out-edges after
+//   the scan of its columns.
 // `gcount` holds 2 x BT_GCOUNT words: this launch sums into half `parity` (left zero by the
 // launch before) and zeroes the other half (read by the launch before, which has ended).
 #define BT_THREADS 1024
@@ -1056,10 +1057,10 @@ __device__ __forceinline__ u32 bt_add(u32* counter, u32 x, bool ok) { return ok 
 
 // f(ok, i, cols[lo + i], k, 0) for i in [0, n), n <= BT_TILEMAX, called by every lane of a
 // warp together (ok false past the end); i is the thread's k-th entry, threadIdx.x + k
-// BT_THREADS. BT_ILP loads a thread in flight. `pairs` (mode 3): entry i is edge lo + i,
+// BT_THREADS. BT_ILP loads a thread in flight. PAIRS (mode 3): entry i is edge lo + i,
 // loaded as one pair: f(ok, i, its `to`, k, its `from`).
-template <class F>
-__device__ __forceinline__ void bt_tile_entries(const i32* cols, u32 lo, u32 n, bool pairs, F f) {
+template <bool PAIRS, class F>
+__device__ __forceinline__ void bt_tile_entries(const i32* cols, u32 lo, u32 n, F f) {
 #pragma unroll
     for (u32 o = 0; o < BT_TILEMAX / (BT_ILP * BT_THREADS); o++) {
         const u32 i0 = threadIdx.x + o * BT_ILP * BT_THREADS;
@@ -1069,7 +1070,7 @@ __device__ __forceinline__ void bt_tile_entries(const i32* cols, u32 lo, u32 n, 
 #pragma unroll
         for (int u = 0; u < BT_ILP; u++) {
             u32 i = i0 + u * BT_THREADS;
-            if (pairs) {
+            if (PAIRS) {
                 const uint2 pr = i < n ? ((const uint2*)cols)[lo + i] : make_uint2(0u, 0u);
                 v[u] = (i32)pr.y;
                 fr[u] = pr.x;
@@ -1304,10 +1305,13 @@ __device__ __forceinline__ void bt_canonical_entry(bool ok, u32 e, u32 f, u32 t,
         for (u32 v = f + 1; v <= nv; v++) e0[v] = ne;
 }
 
-extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
-    transpose_bucketed(const i32* cols, u32 nnz, u32 mode, u64 kinv, u32 ncols, u32 w, u64 winv, u32 nb, u32 tile, u32 nt,
-                       u32 cap, u32 two_slot, u32 parity, u32 long_by_thread, u32* sync, u32* gcount, uint2* st,
-                       u32* packed, u32* toffs, i32* out, u32* flag, u32* e0) {
+// The kernel's body; PAIRS (mode 3) is a compile-time case, so that the other modes' code
+// carries none of it (kernels transpose_bucketed and transpose_bucketed_pairs below).
+template <bool PAIRS>
+__device__ __forceinline__ void bt_transpose(const i32* cols, u32 nnz, u32 mode, u64 kinv, u32 ncols, u32 w, u64 winv,
+                                             u32 nb, u32 tile, u32 nt, u32 cap, u32 two_slot, u32 parity,
+                                             u32 long_by_thread, u32* sync, u32* gcount, uint2* st, u32* packed,
+                                             u32* toffs, i32* out, u32* flag, u32* e0) {
     extern __shared__ u32 smem[];
     __shared__ u32 ws[BT_WARPS + 1];
     __shared__ u32 nlong, long_at[BT_LONG], long_len[BT_LONG];
@@ -1329,8 +1333,8 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
         // each entry's rank among the tile's entries of its bucket (the count's atomic
         // returns it), kept for the placement: entry k of this thread is tid + k BT_THREADS
         u32 rk[BT_TILEMAX / BT_THREADS / 2];  // two 16-bit ranks a word
-        bt_tile_entries(cols, lo, n, mode == 3, [&](bool ok, u32 i, i32 v, u32 k, u32 from) {
-            if (mode == 3) bt_canonical_entry(ok, lo + i, from, (u32)v, cols, nnz, ncols, e0, cnt + BT_NBMAX);
+        bt_tile_entries<PAIRS>(cols, lo, n, [&](bool ok, u32 i, i32 v, u32 k, u32 from) {
+            if (PAIRS) bt_canonical_entry(ok, lo + i, from, (u32)v, cols, nnz, ncols, e0, cnt + BT_NBMAX);
             u32 s, c = bt_column(v, mode, lo + i, s);
             if (ok) sin[i] = v;
             const u32 r = bt_add(hist, bt_div(c, winv), ok);
@@ -1368,7 +1372,7 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
         __syncthreads();
     }
     grid_sync(sync);
-    if (mode == 3 && __ldcg(cnt + BT_NBMAX) != 0u) {
+    if (PAIRS && __ldcg(cnt + BT_NBMAX) != 0u) {
         // not canonical pairs: nothing written; the host takes the general transpose
         if (blockIdx.x == 0 && tid == 0) flag[1] = 1u;  // a plain store: mapped host memory
         coop_end(sync);
@@ -1430,7 +1434,7 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
             if (q1 < nb) order[class_start(k1) + field(pre64, k1) + (k1 == k0 ? 1u : 0u)] = q1;
         }
     }
-    if (blockIdx.x == 0 && tid == 0) toffs[ncols] = mode == 3 ? 2 * nnz : nnz;
+    if (blockIdx.x == 0 && tid == 0) toffs[ncols] = PAIRS ? 2 * nnz : nnz;
     __syncthreads();
     // buckets are taken from a counter (sync[2], zeroed by coop_start), larger ones first: a
     // block that drew smaller ones takes more
@@ -1442,7 +1446,7 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
         // mode 3: the result holds each column's `from` ends after its `to` ends, the edges
         // e0[c] .. e0[c + 1] (canonical pairs); se[l] is where column l's start moves by
         // them within the bucket (w < BT_WMAX / 2: one window)
-        const u32 e0c0 = mode == 3 ? __ldcg(e0 + c0) : 0u, B = gbase[q] + e0c0;
+        const u32 e0c0 = PAIRS ? __ldcg(e0 + c0) : 0u, B = gbase[q] + e0c0;
         u32* const se = start + BT_WMAX / 2;
         auto bsync = [] { __syncthreads(); };
         auto bscan = [&](u32 x, u32* total) { return block_exclusive_scan<u32, BT_WARPS>(x, total, ws); };
@@ -1464,7 +1468,7 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
         for (u32 wl = 0; wl < ncq; wl += BT_WMAX) {
             const u32 nw = min((u32)BT_WMAX, ncq - wl);
             for (u32 l = tid; l < nw; l += BT_THREADS) start[l] = 0u;
-            if (mode == 3)
+            if (PAIRS)
                 for (u32 l = tid; l <= nw; l += BT_THREADS) se[l] = __ldcg(e0 + c0 + l) - e0c0;
             __syncthreads();
             bt_gather<BT_THREADS>(tid, nq, tpre, tsrc, dir, csh, packed, mode, kinv, tile,
@@ -1472,9 +1476,9 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
             __syncthreads();
             const u32 tw = bt_scan_columns<BT_WMAX / BT_THREADS>(start, nw, ws, [&](u32 l) { return start[l]; });
             __syncthreads();
-            auto eoff = [&](u32 l) { return mode == 3 ? se[l] : 0u; };
+            auto eoff = [&](u32 l) { return PAIRS ? se[l] : 0u; };
             for (u32 l = tid; l < nw; l += BT_THREADS) toffs[c0 + wl + l] = Bw + start[l] + eoff(l);  // coalesced
-            if (mode == 3) {
+            if (PAIRS) {
                 // the `from` ends, -1 entries: edge e of vertex c0 + l after the column's `to`
                 // ends (in-prefix of l + 1), in edge order
                 for (u32 e = e0c0 + tid; e < e0c0 + se[nw]; e += BT_THREADS) {
@@ -1623,6 +1627,20 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1)
         bucket(q, two_slot != 0u);
     }
     coop_end(sync);
+}
+
+#define BT_PARAMS                                                                                                     \
+    const i32 *cols, u32 nnz, u32 mode, u64 kinv, u32 ncols, u32 w, u64 winv, u32 nb, u32 tile, u32 nt, u32 cap,       \
+        u32 two_slot, u32 parity, u32 long_by_thread, u32 *sync, u32 *gcount, uint2 *st, u32 *packed, u32 *toffs,      \
+        i32 *out, u32 *flag, u32 *e0
+#define BT_ARGS                                                                                                       \
+    cols, nnz, mode, kinv, ncols, w, winv, nb, tile, nt, cap, two_slot, parity, long_by_thread, sync, gcount, st, packed, \
+        toffs, out, flag, e0
+// Modes 1 and 2 (e0 unused).
+extern "C" __global__ void __launch_bounds__(BT_THREADS, 1) transpose_bucketed(BT_PARAMS) { bt_transpose<false>(BT_ARGS); }
+// Mode 3: δ1 of canonical pairs (mode is 3, two_slot 0).
+extern "C" __global__ void __launch_bounds__(BT_THREADS, 1) transpose_bucketed_pairs(BT_PARAMS) {
+    bt_transpose<true>(BT_ARGS);
 }
 
 // The marks of the edges and vertices of the `n` boundary faces in `list`, one face a lane
