@@ -646,11 +646,7 @@ impl<'g> MeshKernels<'g> {
         let Some(c) = self.coop.as_deref() else {
             return Ok(None);
         };
-        if input.nnz == 0
-            || ncols == 0
-            || input.nnz >= u32::MAX as usize
-            || 2 * ncols >= u32::MAX as usize
-        {
+        if !Self::one_launch_fits(input.nnz, ncols) {
             return Ok(None);
         }
         let g = self.gpu;
@@ -689,6 +685,12 @@ impl<'g> MeshKernels<'g> {
             .arg(flag.unwrap_or(&c.unused_flag as &dyn KernelArg))
             .run_cooperative()?;
         Ok(Some(DeviceTcsr::ragged(offsets, out, input.nrows)))
+    }
+
+    /// Whether a transpose of `nnz` entries over `ncols` columns fits the one-launch kernels'
+    /// 32-bit positions (and is not empty).
+    fn one_launch_fits(nnz: usize, ncols: usize) -> bool {
+        nnz > 0 && ncols > 0 && nnz < u32::MAX as usize && 2 * ncols < u32::MAX as usize
     }
 
     /// The bucketed transpose (`transpose_bucketed`, one cooperative launch): tiles sorted
@@ -870,11 +872,8 @@ impl<'g> MeshKernels<'g> {
             return Ok(None);
         };
         let ne = edge_vertices.len() / 2;
-        if ne == 0
-            || nvertices == 0
-            || 2 * ne >= u32::MAX as usize
-            || 2 * nvertices >= u32::MAX as usize
-        {
+        // the result holds both ends of every edge
+        if !Self::one_launch_fits(2 * ne, nvertices) {
             return Ok(None);
         }
         let input = TransposeInput {
@@ -1877,6 +1876,21 @@ impl<'g> DeviceMesh<'g> {
 
 #[cfg(test)]
 mod tests {
+    /// Runs without a GPU: the edges of a derived tetrahedral mesh are canonical pairs (what
+    /// `transpose_bucketed`'s mode 3 relies on), and two edges out of order are not.
+    #[test]
+    fn derived_edges_are_canonical() {
+        use crate::generate::{box_mesh, BoxKind};
+        let m = box_mesh(BoxKind::Tet, [7, 5, 4], [1.0, 1.0, 1.0]);
+        let mut ev = m.edge_vertices().to_vec();
+        assert!(super::canonical_pairs(&ev));
+        ev.swap(10, 200);
+        assert!(!super::canonical_pairs(&ev));
+        ev.swap(10, 200);
+        ev[3].reverse();
+        assert!(!super::canonical_pairs(&ev));
+    }
+
     /// Runs without a GPU: every kernel the Rust side launches is defined in the sources.
     #[test]
     fn every_launched_kernel_is_defined() {
@@ -1913,6 +1927,8 @@ mod tests {
                     "vertex_neighbours",
                     "laplace_step",
                     "transpose_coop",
+                    "transpose_bucketed",
+                    "transpose_bucketed_pairs",
                     "boundary_coop",
                 ][..],
             ),

@@ -1032,15 +1032,23 @@ __device__ __forceinline__ u32 bt_div(u32 n, u64 m) { return m ? (u32)__umul64hi
 
 // Input entry j (v = cols[j]): its column c, and s, the low bit of its transpose entry's
 // sort key (mode 1: 1 for +1, 0 for -1; mode 2, ∂1 pairs: j & 1, 0 at `from`; mode 3, the
-// `to` ends of canonical pairs, entry j = edge j: 1).
+// `to` ends of canonical pairs, entry j = edge j: 1). PAIRS: mode 3, known at compile time.
+template <bool PAIRS>
 __device__ __forceinline__ u32 bt_column(i32 v, u32 mode, u32 j, u32& s) {
-    s = mode == 1 ? (v < 0 ? 0u : 1u) : mode == 2 ? (j & 1u) : 1u;
-    return mode == 1 ? tcol(v) : (u32)v;
+    if constexpr (PAIRS) {
+        s = 1u;
+        return (u32)v;
+    } else {
+        s = mode == 1 ? (v < 0 ? 0u : 1u) : (j & 1u);
+        return mode == 1 ? tcol(v) : (u32)v;
+    }
 }
 // The sort key (tkey) of the transpose entry of input entry j: mode 1 tenc(row j / k, sign),
 // mode 2 tenc(edge j / 2, j odd), which is j itself; mode 3 tenc(edge j, +1) = 2 j + 1.
+template <bool PAIRS>
 __device__ __forceinline__ u32 bt_key(u32 j, u32 s, u32 mode, u64 kinv) {
-    return mode == 1 ? (bt_div(j, kinv) << 1) | s : mode == 2 ? j : (j << 1) | 1u;
+    if constexpr (PAIRS) return (j << 1) | 1u;
+    else return mode == 1 ? (bt_div(j, kinv) << 1) | s : j;
 }
 // What phase 1 writes per entry, one word: its index in its tile (15 bits: tiles hold at
 // most BT_TILEMAX entries), the key's low bit, its column within the bucket (14 bits: at
@@ -1093,7 +1101,7 @@ __device__ __forceinline__ void bt_tile_entries(const i32* cols, u32 lo, u32 n, 
 // an entry's run is found by a step or two from there. First every position of a batch,
 // then its loads, then the calls, by every lane of a warp together (ok false past the end).
 // THREADS threads take part, `t0` is this one's index among them.
-template <u32 THREADS, class F>
+template <u32 THREADS, bool PAIRS, class F>
 __device__ __forceinline__ void bt_gather(u32 t0, u32 nq, const u32* tpre, const u32* tsrc, const u32* dir, u32 csh,
                                           const u32* packed, u32 mode, u64 kinv, u32 tile, F f) {
     for (u32 i0 = t0; i0 - (t0 & 31) < nq; i0 += BT_ILP * THREADS) {
@@ -1115,7 +1123,7 @@ __device__ __forceinline__ void bt_gather(u32 t0, u32 nq, const u32* tpre, const
 #pragma unroll
         for (int u = 0; u < BT_ILP; u++) {
             const u32 j = run[u] * tile + (p[u] >> 15);
-            f(idx[u] != 0xffffffffu, bt_key(j, (p[u] >> 14) & 1u, mode, kinv), p[u] & 0x3fffu);
+            f(idx[u] != 0xffffffffu, bt_key<PAIRS>(j, (p[u] >> 14) & 1u, mode, kinv), p[u] & 0x3fffu);
         }
     }
 }
@@ -1268,11 +1276,11 @@ __device__ __forceinline__ void bt_bucket_runs(const uint2* st, u32 q, u32 nt, u
 // warp's start and the total). `rb`: BT_RING words a warp of the block for the rows (see
 // bt_slot_rows), or null. Returns whether it wrote them (else nothing was written); no
 // barrier after the writes.
-template <u32 THREADS, class Sync, class Scan>
+template <u32 THREADS, bool PAIRS, class Sync, class Scan>
 __device__ __forceinline__ bool bt_slot_bucket(u32 t0, u32 nq, u32 B, u32 ncq, const u32* tpre, const u32* tsrc,
                                                const u32* dir, u32 csh, const u32* packed, u32 mode, u64 kinv, u32 tile,
                                                u32* slot, u32* toffs, i32* out, u32* rb, Sync sync, Scan scan) {
-    bt_gather<THREADS>(t0, nq, tpre, tsrc, dir, csh, packed, mode, kinv, tile, [&](bool ok, u32 key, u32 l) {
+    bt_gather<THREADS, PAIRS>(t0, nq, tpre, tsrc, dir, csh, packed, mode, kinv, tile, [&](bool ok, u32 key, u32 l) {
         if (ok) slot[2 * l + (key & 1u)] = key;
     });
     sync();
@@ -1335,7 +1343,7 @@ __device__ __forceinline__ void bt_transpose(const i32* cols, u32 nnz, u32 mode,
         u32 rk[BT_TILEMAX / BT_THREADS / 2];  // two 16-bit ranks a word
         bt_tile_entries<PAIRS>(cols, lo, n, [&](bool ok, u32 i, i32 v, u32 k, u32 from) {
             if (PAIRS) bt_canonical_entry(ok, lo + i, from, (u32)v, cols, nnz, ncols, e0, cnt + BT_NBMAX);
-            u32 s, c = bt_column(v, mode, lo + i, s);
+            u32 s, c = bt_column<PAIRS>(v, mode, lo + i, s);
             if (ok) sin[i] = v;
             const u32 r = bt_add(hist, bt_div(c, winv), ok);
             if (k & 1u) rk[k >> 1] |= r << 16; else rk[k >> 1] = r;
@@ -1362,7 +1370,7 @@ __device__ __forceinline__ void bt_transpose(const i32* cols, u32 nnz, u32 mode,
         for (u32 k = 0; k < BT_TILEMAX / BT_THREADS; k++) {
             const u32 i = tid + k * BT_THREADS;
             if (i < n) {
-                u32 s, c = bt_column(sin[i], mode, lo + i, s);
+                u32 s, c = bt_column<PAIRS>(sin[i], mode, lo + i, s);
                 const u32 b = bt_div(c, winv);
                 sout[hist[b] + ((rk[k >> 1] >> (16 * (k & 1u))) & 0xffffu)] = bt_pack(i, s, c - b * w);
             }
@@ -1457,7 +1465,7 @@ __device__ __forceinline__ void bt_transpose(const i32* cols, u32 nnz, u32 mode,
             // bucket goes the general way below when two entries met in one slot. The slots
             // (2 ncq words, 8-byte aligned) take the room of start[] and the placed entries
             // (the host checked that they fit), emptied above with the directory.
-            const bool done = bt_slot_bucket<BT_THREADS>(tid, nq, B, ncq, tpre, tsrc, dir, csh, packed, mode, kinv, tile,
+            const bool done = bt_slot_bucket<BT_THREADS, PAIRS>(tid, nq, B, ncq, tpre, tsrc, dir, csh, packed, mode, kinv, tile,
                                                          start, toffs + c0, out, rb, bsync, bscan);
             __syncthreads();
             if (done) return;
@@ -1471,7 +1479,7 @@ __device__ __forceinline__ void bt_transpose(const i32* cols, u32 nnz, u32 mode,
             if (PAIRS)
                 for (u32 l = tid; l <= nw; l += BT_THREADS) se[l] = __ldcg(e0 + c0 + l) - e0c0;
             __syncthreads();
-            bt_gather<BT_THREADS>(tid, nq, tpre, tsrc, dir, csh, packed, mode, kinv, tile,
+            bt_gather<BT_THREADS, PAIRS>(tid, nq, tpre, tsrc, dir, csh, packed, mode, kinv, tile,
                                   [&](bool ok, u32, u32 l) { bt_add(start, l - wl, ok && l - wl < nw); });
             __syncthreads();
             const u32 tw = bt_scan_columns<BT_WMAX / BT_THREADS>(start, nw, ws, [&](u32 l) { return start[l]; });
@@ -1500,7 +1508,7 @@ __device__ __forceinline__ void bt_transpose(const i32* cols, u32 nnz, u32 mode,
                 const u32 l1 = single ? l0 + 1 : lo, s1 = l1 == nw ? tw : start[l1];
                 __syncthreads();  // every thread has read start[] before the placement moves it
                 if (single) {
-                    bt_gather<BT_THREADS>(tid, nq, tpre, tsrc, dir, csh, packed, mode, kinv, tile, [&](bool ok, u32 key, u32 l) {
+                    bt_gather<BT_THREADS, PAIRS>(tid, nq, tpre, tsrc, dir, csh, packed, mode, kinv, tile, [&](bool ok, u32 key, u32 l) {
                         ok = ok && l - wl == l0;
                         u32 s = bt_add(start, l0, ok);
                         if (ok) out[Bw + s + eoff(l0)] = tunkey(key);
@@ -1515,7 +1523,7 @@ __device__ __forceinline__ void bt_transpose(const i32* cols, u32 nnz, u32 mode,
                         }
                     }
                 } else {
-                    bt_gather<BT_THREADS>(tid, nq, tpre, tsrc, dir, csh, packed, mode, kinv, tile, [&](bool ok, u32 key, u32 l) {
+                    bt_gather<BT_THREADS, PAIRS>(tid, nq, tpre, tsrc, dir, csh, packed, mode, kinv, tile, [&](bool ok, u32 key, u32 l) {
                         l -= wl;
                         ok = ok && l >= l0 && l < l1;
                         u32 s = bt_add(start, l, ok) - s0;
@@ -1610,7 +1618,7 @@ __device__ __forceinline__ void bt_transpose(const i32* cols, u32 nnz, u32 mode,
             auto hscan = [&](u32 x, u32* total) { return bt_half_scan(x, total, hws[h], h); };
             bt_bucket_runs<BT_THREADS / 2>(st, q, nt, tile, nq, csh, ht, htpre, htsrc, hdir, (uint2*)slot, ncq, hsync,
                                            hscan);
-            const bool done = bt_slot_bucket<BT_THREADS / 2>(ht, nq, B, ncq, htpre, htsrc, hdir, csh, packed, mode, kinv,
+            const bool done = bt_slot_bucket<BT_THREADS / 2, PAIRS>(ht, nq, B, ncq, htpre, htsrc, hdir, csh, packed, mode, kinv,
                                                              tile, slot, toffs + c0, out, rb, hsync, hscan);
             if (!done && ht == 0) fail_at[atomicAdd(&nfail, 1u)] = q;
             first = false;
@@ -1638,7 +1646,7 @@ __device__ __forceinline__ void bt_transpose(const i32* cols, u32 nnz, u32 mode,
         toffs, out, flag, e0
 // Modes 1 and 2 (e0 unused).
 extern "C" __global__ void __launch_bounds__(BT_THREADS, 1) transpose_bucketed(BT_PARAMS) { bt_transpose<false>(BT_ARGS); }
-// Mode 3: δ1 of canonical pairs (mode is 3, two_slot 0).
+// Mode 3: δ1 of canonical pairs (two_slot 0; mode and kinv unused).
 extern "C" __global__ void __launch_bounds__(BT_THREADS, 1) transpose_bucketed_pairs(BT_PARAMS) {
     bt_transpose<true>(BT_ARGS);
 }
