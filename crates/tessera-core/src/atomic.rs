@@ -19,6 +19,16 @@
 //! directory, so concurrent writers into one directory publish whole sets one after the
 //! other and never interleave.
 //!
+//! No file system renames two files at once, so a process killed outright between the
+//! renames of a set leaves it half published (the first file new, the second old). Before
+//! its first rename, [`publish`] therefore writes a journal of the set's renames beside the
+//! files (`.tessera-publish.PID.N`, synced), and removes it after the last. A journal whose
+//! process is gone marks an interrupted set: the next [`stage`] into that directory (every
+//! Tessera write) first completes it from the temporary files the journal names, which were
+//! complete and synced before it was written ([`complete_interrupted`]). A set is whole
+//! again when the next Tessera output is written into its directory. `SIGINT`, `SIGTERM`
+//! and `SIGHUP` never interrupt a set: their cleanup waits for the renames to finish.
+//!
 //! ```
 //! let dir = std::env::temp_dir().join(format!("tessera-atomic-doc-{}", std::process::id()));
 //! std::fs::create_dir_all(&dir).unwrap();
@@ -44,6 +54,12 @@ use std::sync::{Mutex, Once};
 
 /// The marker in every temporary name: `.NAME` + `TEMP_MARK` + `PID.N`.
 pub const TEMP_MARK: &str = ".tessera-tmp.";
+
+/// The name of a publish journal: `JOURNAL_MARK` + `PID.N`.
+pub const JOURNAL_MARK: &str = ".tessera-publish.";
+
+/// The longest journal read back (a set of a few files needs under 1 KiB).
+const JOURNAL_MAX: u64 = 1 << 20;
 
 /// Longest part of the destination name kept in a temporary name (names stay < 255 bytes).
 const NAME_KEEP: usize = 120;
@@ -107,7 +123,7 @@ where
         }
     }
     let dir = parent_dir(dest);
-    remove_stale(&dir, name);
+    tidy(&dir, Some(name));
     // the mode a plain create would give, or the mode of the file being replaced
     let mode = match std::fs::metadata(dest) {
         Ok(m) if m.is_file() => m.permissions().mode() & 0o7777,
@@ -140,28 +156,203 @@ where
 
 /// Rename staged files over their destinations, in the given order, under an exclusive
 /// lock on each directory involved (concurrent publishers into one directory take turns,
-/// so a set of files always comes from one publisher). On a failed rename the remaining
-/// temporary files are removed and the error names the destination.
+/// so a set of files always comes from one publisher). A set of more than one file is
+/// journaled first (see the module docs), so that a process killed between the renames
+/// leaves a set that the next write into the directory completes. On a failed rename the
+/// remaining temporary files are removed and the error names the destination.
 pub fn publish(mut files: Vec<Staged>) -> Result<(), CoreError> {
     let mut dirs: Vec<PathBuf> = files.iter().map(|s| parent_dir(&s.dest)).collect();
     dirs.sort();
     dirs.dedup();
     // held until the end of this function (closing the descriptors releases the locks)
     let _locks: Vec<Option<File>> = dirs.iter().map(|d| lock_dir(d)).collect();
+    // The signal cleanup waits for this lock, so a SIGTERM never removes the temporary
+    // files of a set whose renames have begun: the set is published whole, then the
+    // process ends by the signal.
+    let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let journals: Vec<PathBuf> = if files.len() > 1 {
+        dirs.iter()
+            .filter_map(|d| write_journal(d, &files))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut result = Ok(());
     for s in files.iter_mut() {
         if let Err(e) = std::fs::rename(&s.tmp, &s.dest) {
-            return Err(CoreError::io(&s.dest, "replacing", e));
-            // `files` drops here: the unpublished temporary files are removed
+            result = Err(CoreError::io(&s.dest, "replacing", e));
+            break;
         }
         s.done = true;
-        unregister(s.id);
+        live.unregister(s.id);
     }
     for d in &dirs {
         if let Ok(f) = File::open(d) {
             let _ = f.sync_all();
         }
     }
-    Ok(())
+    for j in &journals {
+        let _ = std::fs::remove_file(j);
+    }
+    drop(live);
+    // on an error, `files` drops here: the unpublished temporary files are removed
+    result
+}
+
+/// Write and sync the journal of the renames of `files` that fall in `dir` (one line each,
+/// the temporary's and the destination's names in hex, then `end`); its path, or `None`
+/// when `dir` holds none of them or the journal cannot be written (the renames then run
+/// without one, each still atomic).
+fn write_journal(dir: &Path, files: &[Staged]) -> Option<PathBuf> {
+    let mut body = Vec::new();
+    for s in files.iter().filter(|s| parent_dir(&s.dest) == dir) {
+        let (t, d) = (s.tmp.file_name()?, s.dest.file_name()?);
+        body.extend_from_slice(hex(t.as_bytes()).as_bytes());
+        body.push(b'\t');
+        body.extend_from_slice(hex(d.as_bytes()).as_bytes());
+        body.push(b'\n');
+    }
+    if body.is_empty() {
+        return None;
+    }
+    body.extend_from_slice(b"end\n");
+    let n = SEQ.fetch_add(1, Ordering::Relaxed);
+    let path = dir.join(format!("{JOURNAL_MARK}{}.{n}", std::process::id()));
+    let written = (|| -> std::io::Result<()> {
+        let mut f = open_private_new(&path)?;
+        f.write_all(&body)?;
+        f.sync_all()?;
+        File::open(dir)?.sync_all()
+    })();
+    match written {
+        Ok(()) => Some(path),
+        Err(_) => {
+            let _ = std::fs::remove_file(&path);
+            None
+        }
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &[u8]) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    s.chunks(2)
+        .map(|c| u8::from_str_radix(std::str::from_utf8(c).ok()?, 16).ok())
+        .collect()
+}
+
+/// Complete the sets in `dir` whose publishing process was killed between its renames:
+/// for every journal of a process that no longer exists, rename each temporary file it
+/// names that is still there over its destination, unless the destination was written
+/// after the journal (then the temporary is left to [`stage`]'s cleanup), and remove the
+/// journal. A journal without its last line was cut off before any rename: it is removed.
+/// [`stage`] calls this first; a reader that wants the directory whole may call it too.
+pub fn complete_interrupted(dir: &Path) {
+    tidy(dir, None);
+}
+
+/// One pass over `dir` for what processes killed outright left there: the journals of their
+/// interrupted sets are replayed ([`complete_interrupted`]), then their temporary files of
+/// `name` are removed. Files of live processes and anything that is not a regular file are
+/// left alone.
+fn tidy(dir: &Path, name: Option<&OsStr>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let prefix = name.map(temp_prefix);
+    let (mut journals, mut stale) = (Vec::new(), Vec::new());
+    for ent in rd.flatten() {
+        let fname = ent.file_name();
+        let b = fname.as_bytes();
+        let (rest, journal) = if let Some(r) = b.strip_prefix(JOURNAL_MARK.as_bytes()) {
+            (r, true)
+        } else if let Some(r) = prefix.as_ref().and_then(|p| b.strip_prefix(p.as_slice())) {
+            (r, false)
+        } else {
+            continue;
+        };
+        let pid: Option<u32> = rest
+            .split(|&c| c == b'.')
+            .next()
+            .and_then(|p| std::str::from_utf8(p).ok())
+            .and_then(|p| p.parse().ok());
+        let dead = matches!(pid, Some(pid) if pid != std::process::id() && !process_alive(pid));
+        if dead && ent.file_type().map(|t| t.is_file()).unwrap_or(false) {
+            if journal {
+                journals.push(ent.path());
+            } else {
+                stale.push(ent.path());
+            }
+        }
+    }
+    if !journals.is_empty() {
+        let _lock = lock_dir(dir);
+        for j in journals {
+            let Ok(meta) = std::fs::symlink_metadata(&j) else {
+                continue; // completed by another process meanwhile
+            };
+            if meta.len() <= JOURNAL_MAX {
+                if let Ok(body) = std::fs::read(&j) {
+                    replay_journal(dir, &body, meta.modified().ok());
+                }
+            }
+            let _ = std::fs::remove_file(&j);
+        }
+        if let Ok(f) = File::open(dir) {
+            let _ = f.sync_all();
+        }
+    }
+    // a temporary that a journal put in place is gone already
+    for t in stale {
+        let _ = std::fs::remove_file(t);
+    }
+}
+
+fn replay_journal(dir: &Path, body: &[u8], written: Option<std::time::SystemTime>) {
+    let lines: Vec<&[u8]> = body.split(|&c| c == b'\n').collect();
+    // complete journals end with "end\n" (the split leaves an empty last piece)
+    if lines.len() < 3 || lines[lines.len() - 2] != b"end" || !lines[lines.len() - 1].is_empty() {
+        return;
+    }
+    for line in &lines[..lines.len() - 2] {
+        let mut parts = line.split(|&c| c == b'\t');
+        let (Some(t), Some(d), None) = (parts.next(), parts.next(), parts.next()) else {
+            return;
+        };
+        let (Some(t), Some(d)) = (unhex(t), unhex(d)) else {
+            return;
+        };
+        // plain names only: a journal never moves files out of its directory
+        let plain = |n: &[u8]| !n.is_empty() && !n.contains(&b'/') && n != b"." && n != b"..";
+        let temporary = t.starts_with(b".")
+            && t.windows(TEMP_MARK.len())
+                .any(|w| w == TEMP_MARK.as_bytes());
+        if !plain(&t) || !plain(&d) || !temporary {
+            return;
+        }
+        let (tmp, dest) = (
+            dir.join(OsStr::from_bytes(&t)),
+            dir.join(OsStr::from_bytes(&d)),
+        );
+        let tmp_is_file = std::fs::symlink_metadata(&tmp)
+            .map(|m| m.file_type().is_file())
+            .unwrap_or(false);
+        let dest_newer = match (
+            std::fs::symlink_metadata(&dest).and_then(|m| m.modified()),
+            written,
+        ) {
+            (Ok(m), Some(w)) => m > w,
+            _ => false,
+        };
+        if tmp_is_file && !dest_newer {
+            let _ = std::fs::rename(&tmp, &dest);
+        }
+    }
 }
 
 fn parent_dir(p: &Path) -> PathBuf {
@@ -233,35 +424,6 @@ fn open_private_new(path: &Path) -> std::io::Result<File> {
         .open(path)
 }
 
-/// Remove temporary files of `name` in `dir` whose writing process no longer exists
-/// (left by a process that was killed with `SIGKILL`). Files of live processes and
-/// anything that is not a regular file are left alone.
-fn remove_stale(dir: &Path, name: &OsStr) {
-    let prefix = temp_prefix(name);
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for ent in rd.flatten() {
-        let fname = ent.file_name();
-        let b = fname.as_bytes();
-        let Some(rest) = b.strip_prefix(prefix.as_slice()) else {
-            continue;
-        };
-        let pid: Option<u32> = rest
-            .split(|&c| c == b'.')
-            .next()
-            .and_then(|p| std::str::from_utf8(p).ok())
-            .and_then(|p| p.parse().ok());
-        let Some(pid) = pid else { continue };
-        if pid == std::process::id() || process_alive(pid) {
-            continue;
-        }
-        if ent.file_type().map(|t| t.is_file()).unwrap_or(false) {
-            let _ = std::fs::remove_file(ent.path());
-        }
-    }
-}
-
 fn process_alive(pid: u32) -> bool {
     // SAFETY: kill with signal 0 only checks whether the process exists; no signal is sent.
     let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
@@ -318,11 +480,18 @@ fn create_registered(p: &Path) -> std::io::Result<(File, u64)> {
     Ok((f, id))
 }
 
-fn unregister(id: u64) {
-    let mut l = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(i) = l.paths.iter().position(|(k, _)| *k == id) {
-        l.paths.swap_remove(i);
+impl Live {
+    fn unregister(&mut self, id: u64) {
+        if let Some(i) = self.paths.iter().position(|(k, _)| *k == id) {
+            self.paths.swap_remove(i);
+        }
     }
+}
+
+fn unregister(id: u64) {
+    LIVE.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .unregister(id);
 }
 
 /// The temporary files being written right now (for tests and diagnostics).
@@ -547,6 +716,107 @@ mod tests {
         assert_eq!(names(&d), ["m.ele", "m.node"]);
         let c = stage(&d.join("x"), |w| w.write_all(b"x")).unwrap();
         drop(c);
+        assert_eq!(names(&d), ["m.ele", "m.node"]);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// What a process killed between the renames of a set leaves (its pid is a dead
+    /// one): the first file published, the second's temporary, and the journal.
+    fn interrupted_set(d: &Path, journal_end: &str) -> PathBuf {
+        let pid = 9_999_999; // above the kernel's pid_max limit of 2^22: never alive
+        std::fs::write(d.join("r.vtu"), b"old vtu").unwrap();
+        std::fs::write(d.join("summary.json"), b"old summary").unwrap();
+        let tv = format!(".r.vtu{TEMP_MARK}{pid}.0");
+        let ts = format!(".summary.json{TEMP_MARK}{pid}.1");
+        std::fs::write(d.join(&tv), b"new vtu").unwrap();
+        std::fs::write(d.join(&ts), b"new summary").unwrap();
+        let journal = d.join(format!("{JOURNAL_MARK}{pid}.2"));
+        let line = |t: &str, n: &str| format!("{}\t{}\n", hex(t.as_bytes()), hex(n.as_bytes()));
+        std::fs::write(
+            &journal,
+            format!(
+                "{}{}{journal_end}",
+                line(&tv, "r.vtu"),
+                line(&ts, "summary.json")
+            ),
+        )
+        .unwrap();
+        // the kill came after the first rename
+        std::fs::rename(d.join(&tv), d.join("r.vtu")).unwrap();
+        journal
+    }
+
+    #[test]
+    fn a_set_cut_off_between_its_renames_is_completed_by_the_next_write() {
+        let d = tmpdir("interrupted");
+        interrupted_set(&d, "end\n");
+        assert_eq!(
+            std::fs::read(d.join("summary.json")).unwrap(),
+            b"old summary"
+        );
+        // any write into the directory completes the set first
+        write_bytes(&d.join("other.txt"), b"x").unwrap();
+        assert_eq!(std::fs::read(d.join("r.vtu")).unwrap(), b"new vtu");
+        assert_eq!(
+            std::fs::read(d.join("summary.json")).unwrap(),
+            b"new summary"
+        );
+        assert_eq!(names(&d), ["other.txt", "r.vtu", "summary.json"]);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_cut_off_journal_or_a_newer_destination_is_not_replayed() {
+        // a journal without its last line was cut off before any rename
+        let d = tmpdir("cutjournal");
+        interrupted_set(&d, "");
+        complete_interrupted(&d);
+        assert_eq!(
+            std::fs::read(d.join("summary.json")).unwrap(),
+            b"old summary"
+        );
+        assert!(names(&d).iter().all(|n| !n.starts_with(JOURNAL_MARK)));
+        std::fs::remove_dir_all(&d).unwrap();
+        // a destination written after the journal is not overwritten
+        let d = tmpdir("newerdest");
+        let j = interrupted_set(&d, "end\n");
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        File::options()
+            .write(true)
+            .open(&j)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        std::fs::write(d.join("summary.json"), b"written since").unwrap();
+        complete_interrupted(&d);
+        assert_eq!(
+            std::fs::read(d.join("summary.json")).unwrap(),
+            b"written since"
+        );
+        assert!(!j.exists());
+        std::fs::remove_dir_all(&d).unwrap();
+        // a journal naming a path outside its directory is ignored
+        let d = tmpdir("badjournal");
+        std::fs::create_dir_all(d.join("sub")).unwrap();
+        std::fs::write(d.join("sub/keep"), b"keep").unwrap();
+        let j = d.join(format!("{JOURNAL_MARK}9999999.0"));
+        std::fs::write(
+            &j,
+            format!("{}\t{}\nend\n", hex(b"sub/keep"), hex(b"stolen")),
+        )
+        .unwrap();
+        complete_interrupted(&d);
+        assert_eq!(std::fs::read(d.join("sub/keep")).unwrap(), b"keep");
+        assert_eq!(names(&d), ["sub"]);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn publish_of_a_set_leaves_no_journal() {
+        let d = tmpdir("nojournal");
+        let a = stage(&d.join("m.node"), |w| w.write_all(b"n")).unwrap();
+        let b = stage(&d.join("m.ele"), |w| w.write_all(b"e")).unwrap();
+        publish(vec![a, b]).unwrap();
         assert_eq!(names(&d), ["m.ele", "m.node"]);
         std::fs::remove_dir_all(&d).unwrap();
     }
