@@ -166,44 +166,49 @@ pub fn publish(mut files: Vec<Staged>) -> Result<(), CoreError> {
     dirs.dedup();
     // held until the end of this function (closing the descriptors releases the locks)
     let _locks: Vec<Option<File>> = dirs.iter().map(|d| lock_dir(d)).collect();
-    // The signal cleanup waits for this lock, so a SIGTERM never removes the temporary
-    // files of a set whose renames have begun: the set is published whole, then the
-    // process ends by the signal.
-    let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-    let journals: Vec<PathBuf> = if files.len() > 1 {
+    let journals: Vec<(PathBuf, u64)> = if files.len() > 1 {
         dirs.iter()
             .filter_map(|d| write_journal(d, &files))
             .collect()
     } else {
         Vec::new()
     };
+    // Only the renames run under the live-temporaries lock, which the signal cleanup waits
+    // for: a SIGTERM never removes the temporary files of a set whose renames have begun
+    // (the set is published whole, then the process ends by the signal), and the journal's
+    // and the directories' syncs do not hold up other threads' writes. A SIGTERM before the
+    // renames removes the journal with the temporaries.
     let mut result = Ok(());
-    for s in files.iter_mut() {
-        if let Err(e) = std::fs::rename(&s.tmp, &s.dest) {
-            result = Err(CoreError::io(&s.dest, "replacing", e));
-            break;
+    {
+        let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        for s in files.iter_mut() {
+            if let Err(e) = std::fs::rename(&s.tmp, &s.dest) {
+                result = Err(CoreError::io(&s.dest, "replacing", e));
+                break;
+            }
+            s.done = true;
+            live.unregister(s.id);
         }
-        s.done = true;
-        live.unregister(s.id);
     }
     for d in &dirs {
         if let Ok(f) = File::open(d) {
             let _ = f.sync_all();
         }
     }
-    for j in &journals {
+    for (j, id) in journals {
         let _ = std::fs::remove_file(j);
+        unregister(id);
     }
-    drop(live);
     // on an error, `files` drops here: the unpublished temporary files are removed
     result
 }
 
 /// Write and sync the journal of the renames of `files` that fall in `dir` (one line each,
-/// the temporary's and the destination's names in hex, then `end`); its path, or `None`
-/// when `dir` holds none of them or the journal cannot be written (the renames then run
-/// without one, each still atomic).
-fn write_journal(dir: &Path, files: &[Staged]) -> Option<PathBuf> {
+/// the temporary's and the destination's names in hex, then `end`); its path and its id
+/// among the live temporaries (so that the signal cleanup removes it too), or `None` when
+/// `dir` holds none of them or the journal cannot be written (the renames then run without
+/// one, each still atomic).
+fn write_journal(dir: &Path, files: &[Staged]) -> Option<(PathBuf, u64)> {
     let mut body = Vec::new();
     for s in files.iter().filter(|s| parent_dir(&s.dest) == dir) {
         let (t, d) = (s.tmp.file_name()?, s.dest.file_name()?);
@@ -218,19 +223,19 @@ fn write_journal(dir: &Path, files: &[Staged]) -> Option<PathBuf> {
     body.extend_from_slice(b"end\n");
     let n = SEQ.fetch_add(1, Ordering::Relaxed);
     let path = dir.join(format!("{JOURNAL_MARK}{}.{n}", std::process::id()));
+    // nothing is removed when the name is taken: the file there is not ours
+    let (mut f, id) = create_registered(&path).ok()?;
     let written = (|| -> std::io::Result<()> {
-        let mut f = open_private_new(&path)?;
         f.write_all(&body)?;
         f.sync_all()?;
         File::open(dir)?.sync_all()
     })();
-    match written {
-        Ok(()) => Some(path),
-        Err(_) => {
-            let _ = std::fs::remove_file(&path);
-            None
-        }
+    if written.is_ok() {
+        return Some((path, id));
     }
+    let _ = std::fs::remove_file(&path);
+    unregister(id);
+    None
 }
 
 fn hex(b: &[u8]) -> String {
