@@ -860,6 +860,29 @@ fn boundary_of_a_large_mesh_matches_reference() {
     }
 }
 
+/// The boundary of a mesh with more faces than the one-launch kernel keeps the flags of in
+/// registers (32 faces a lane of every warp of the grid): the flags go through global memory
+/// there, and the lists still equal the CPU reference.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn boundary_with_face_flags_in_memory_matches_reference() {
+    let Some(g) = gpu() else { return };
+    let m = box_mesh(BoxKind::Tet, [80, 80, 80], [1.0, 1.0, 1.0]);
+    let want = extract_boundary(&m);
+    let mut dm = DeviceMesh::upload(&g, &m).unwrap();
+    let (_, grid) = dm.kernels().one_launch_grids().expect("one-launch chains");
+    assert!(
+        m.num_faces() > grid as usize * 8 * 32 * 32,
+        "{} faces fit the registers of {grid} blocks",
+        m.num_faces()
+    );
+    let got = dm.boundary().unwrap().download(&g).unwrap();
+    assert_eq!(got.manifold, want.manifold);
+    assert_eq!(got.faces, want.faces, "boundary faces");
+    assert_eq!(got.edges, want.edges, "boundary edges");
+    assert_eq!(got.vertices, want.vertices, "boundary vertices");
+}
+
 /// Two threads on one set of mesh kernels, one transposing (mapped flag, then the chains'
 /// scratch) and one extracting boundaries (the same two locks): both finish with the
 /// reference results (the locks are taken in one order).

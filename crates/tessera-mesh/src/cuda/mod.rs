@@ -1380,13 +1380,18 @@ impl<'g> MeshKernels<'g> {
         let g = self.gpu;
         let (nf, ne) = (fc.nrows(), fe.ncols);
         half_faces_fit(nf)?;
-        let flags = g.alloc::<u32>(nf)?;
+        let grid = CoopChains::grid(c.grid_boundary, nf.max(ne).max(nvertices));
+        // the kernel keeps the faces' flags in registers where each warp's run of faces (a
+        // block's share cut into one run per warp, as its scan cuts them) is at most 32 faces
+        // a lane, and needs the flags' scratch only otherwise
+        let warps = (BLOCK / 32) as usize;
+        let flags_in_regs = nf.div_ceil(grid as usize).div_ceil(warps) <= 32 * 32;
+        let flags = g.alloc::<u32>(if flags_in_regs { 1 } else { nf })?;
         let emark = g.alloc::<u32>(ne)?;
         let vmark = g.alloc::<u32>(nvertices)?;
         let faces = g.alloc::<i32>(2 * nf)?;
         let edges = g.alloc::<u32>(ne)?;
         let vertices = g.alloc::<u32>(nvertices)?;
-        let grid = CoopChains::grid(c.grid_boundary, nf.max(ne).max(nvertices));
         let (nf64, ne64, nv64) = (nf as u64, ne as u64, nvertices as u64);
         // faces of 3 or 4 edges each: their ∂2 rows are read without their offsets
         let fe_k = fe

@@ -1701,7 +1701,8 @@ __device__ __forceinline__ void boundary_mark_list(const u32* list, u32 n, u32 l
 // arrays that writes the three lists directly. `faces` holds 2 nf, `edges` ne, `vertices`
 // nv words (the lists are prefixes; totals[0..3] their lengths, totals[3] the non-manifold
 // word, which the caller clears: all written with plain stores, the totals may be mapped
-// host memory). `flags` nf, `emark` ne, `vmark` nv words of scratch. `fe_k`: the length of
+// host memory). `emark` ne, `vmark` nv words of scratch; `flags` nf words of scratch where a
+// warp's run of faces is longer than 32 faces a lane (else unused: see below). `fe_k`: the length of
 // every row of ∂2 when they are all 3 or all 4 entries long, else 0. Blocks of 256
 // (SCAN_WARPS warps).
 extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc_offs, const i32* fc_cols, u64 nf, const u32* fe_offs,
@@ -1716,17 +1717,26 @@ extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc
     for (u64 i = t0; i < ne; i += stride) emark[i] = 0u;
     for (u64 i = t0; i < nv; i += stride) vmark[i] = 0u;
     grid_sync(sync);
-    // faces in batches of CB_ILP per thread (the warp's lanes on consecutive faces), their
+    // Each warp takes the run of faces that grid_scan gives it below (block b's share of the
+    // faces, one run per warp), so that the flags of a lane's faces (2 bits each: the lane's
+    // k-th face is the run's start + 32 k + lane) can stay in a register until the scan
+    // reads them, where a run has at most 32 faces a lane; longer runs go through `flags`.
+    const u32 G = gridDim.x, nw = blockDim.x >> 5, warp = threadIdx.x >> 5;
+    const u64 fchunk = (nf + G - 1) / G, fb0 = min(nf, (u64)blockIdx.x * fchunk), fb1 = min(nf, fb0 + fchunk);
+    const u64 fw = (fb1 - fb0 + nw - 1) / nw, flo = min(fb1, fb0 + warp * fw), fhi = min(fb1, flo + fw);
+    const bool in_regs = fw <= 32 * 32;
+    u64 fbits = 0;
+    // faces in batches of CB_ILP per lane (the warp's lanes on consecutive faces), their
     // δ3 rows' offsets and first two entries loaded together (a face of a manifold has at
     // most two cells); the batch's boundary faces are then shared out over the warp's lanes
-    for (u64 w0 = t0 - lane; w0 < nf; w0 += CB_ILP * stride) {
+    for (u64 w0 = flo; w0 < fhi; w0 += 32 * CB_ILP) {
         u32 fa[CB_ILP], fb[CB_ILP];
         i32 e0[CB_ILP], e1[CB_ILP];
 #pragma unroll
         for (int u = 0; u < CB_ILP; u++) {
-            u64 f = w0 + lane + u * stride;
-            fa[u] = f < nf ? fc_offs[f] : 0u;
-            fb[u] = f < nf ? fc_offs[f + 1] : 0u;
+            u64 f = w0 + lane + 32 * u;
+            fa[u] = f < fhi ? fc_offs[f] : 0u;
+            fb[u] = f < fhi ? fc_offs[f + 1] : 0u;
         }
 #pragma unroll
         for (int u = 0; u < CB_ILP; u++) {
@@ -1736,16 +1746,17 @@ extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc
         u32 n = 0;
 #pragma unroll
         for (int u = 0; u < CB_ILP; u++) {
-            u64 f = w0 + lane + u * stride;
+            u64 f = w0 + lane + 32 * u;
             bool bnd = false;
-            if (f < nf) {
+            if (f < fhi) {
                 u32 plus = 0, minus = 0;
                 for (u32 j = fa[u]; j < fb[u]; j++) {
                     i32 v = j == fa[u] ? e0[u] : j == fa[u] + 1 ? e1[u] : fc_cols[j];
                     if (v < 0) minus++; else plus++;
                 }
                 u32 fl = boundary_flags(plus, minus, totals + 3);
-                flags[f] = fl;
+                if (in_regs) fbits |= (u64)(fl & 3u) << (2 * ((f - flo) >> 5));
+                else flags[f] = fl;
                 bnd = (fl & 3u) != 0;
             }
             u32 m = __ballot_sync(0xffffffffu, bnd);
@@ -1761,7 +1772,11 @@ extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc
     u32 tot[3];
     // payload: a face's flags (bit 0: +f, bit 1: -f on the boundary) or a 0/1 mark
     grid_scan<3>(
-        n3, sync, sh, tot, [&](int k, u64 i) -> u32 { return ldcg((k == 0 ? flags : k == 1 ? emark : vmark) + i); },
+        n3, sync, sh, tot,
+        [&](int k, u64 i) -> u32 {
+            if (k == 0 && in_regs) return (u32)(fbits >> (2 * ((i - flo) >> 5))) & 3u;  // this lane's face
+            return ldcg((k == 0 ? flags : k == 1 ? emark : vmark) + i);
+        },
         [](u32 fl) -> u32 { return (fl & 1u) + ((fl >> 1) & 1u); },
         [&](int k, u64 i, u32 pos, u32 fl) {
             if (k == 0) {
