@@ -1058,23 +1058,33 @@ fn boundary_matches_reference() {
     let Some(g) = gpu() else { return };
     let mut saw_non_manifold = false;
     let launches = tessera_mesh::cuda::MeshKernels::with_chains(&g, false).unwrap();
-    for ((name, m), one_launch) in meshes()
-        .into_iter()
-        .flat_map(|c| [(c.clone(), true), (c, false)])
-    {
+    // one set of one-launch kernels for every mesh in turn: its marks, kept from call to
+    // call, hold the marks of the meshes before (larger and smaller ones)
+    let shared = tessera_mesh::cuda::MeshKernels::with_chains(&g, true).unwrap();
+    for ((name, m), how) in meshes().into_iter().flat_map(|c| {
+        [
+            (c.clone(), "one launch"),
+            (c.clone(), "one launch, shared kernels"),
+            (c, "launches"),
+        ]
+    }) {
         let mut dm = DeviceMesh::upload(&g, &m).unwrap();
-        let got = if one_launch {
+        let got = if how == "one launch" {
             assert!(dm.kernels().one_launch_chains());
             dm.boundary().unwrap()
         } else {
+            let k = if how == "launches" {
+                &launches
+            } else {
+                &shared
+            };
             let fc = dm.kernels().transpose_short_rows(dm.cell_faces()).unwrap();
-            launches
-                .boundary(&fc, dm.face_edges(), dm.edge_vertices(), m.num_vertices())
+            k.boundary(&fc, dm.face_edges(), dm.edge_vertices(), m.num_vertices())
                 .unwrap()
         }
         .download(&g)
         .unwrap();
-        let name = format!("{name} (one launch: {one_launch})");
+        let name = format!("{name} ({how})");
         let want = extract_boundary(&m);
         assert_eq!(got.manifold, want.manifold, "{name}: manifold flag");
         saw_non_manifold |= !want.manifold;
@@ -1710,7 +1720,7 @@ fn chain_phases(g: &Gpu, m: &PolyMesh) {
                 .unwrap()
         }),
         (
-            "boundary (zero, flags+marks, scan sums, scan+lists, tail)",
+            "boundary (flags+marks, scan sums, scan+lists, tail)",
             &|| {
                 k.boundary(&fc, dm.face_edges(), dm.edge_vertices(), nv)
                     .map(drop)

@@ -183,6 +183,8 @@ pub struct MeshKernels<'g> {
 /// Launches that use it are ordered on the device's one stream.
 struct CoopChains {
     sync: DeviceBuffer<u32>,
+    /// The boundary extraction's edge and vertex marks (see [`StampedMarks`]).
+    marks: std::sync::Mutex<StampedMarks>,
     /// Never written (the flag argument of a transpose that sorts long rows itself).
     unused_flag: DeviceBuffer<u32>,
     transpose: Kernel,
@@ -193,6 +195,17 @@ struct CoopChains {
     bucketed: Option<Bucketed>,
     /// Grid of the last launch (where its phase stamps are).
     last_grid: std::sync::atomic::AtomicU32,
+}
+
+/// The edge and vertex marks of `boundary_coop`, kept from call to call and grown to the
+/// largest mesh seen: each launch marks with a stamp that no earlier launch on these buffers
+/// used (a mark is set where it equals the stamp), so no call zeroes them first. On the
+/// stamp's wrap-around (after 2^32 - 1 launches) the buffers are replaced by zeroed ones.
+#[derive(Default)]
+struct StampedMarks {
+    emark: Option<DeviceBuffer<u32>>,
+    vmark: Option<DeviceBuffer<u32>>,
+    stamp: u32,
 }
 
 /// `transpose_bucketed` (`kernels/mesh.cu`): one block of [`BT_THREADS`] threads per
@@ -358,6 +371,7 @@ impl CoopChains {
         let words = 4 + 3 * grid_transpose.max(grid_boundary).max(grid_bucketed) as usize + 2 * 16;
         Ok(Some(CoopChains {
             sync: gpu.zeros::<u32>(words)?,
+            marks: Default::default(),
             unused_flag: gpu.zeros::<u32>(1)?,
             transpose,
             boundary,
@@ -1387,8 +1401,25 @@ impl<'g> MeshKernels<'g> {
         let warps = (BLOCK / 32) as usize;
         let flags_in_regs = nf.div_ceil(grid as usize).div_ceil(warps) <= 32 * 32;
         let flags = g.alloc::<u32>(if flags_in_regs { 1 } else { nf })?;
-        let emark = g.alloc::<u32>(ne)?;
-        let vmark = g.alloc::<u32>(nvertices)?;
+        // held until the launch has run (with_words synchronises): one launch at a time marks
+        let mut marks = c.marks.lock().unwrap_or_else(|p| p.into_inner());
+        let m = &mut *marks;
+        m.stamp = m.stamp.wrapping_add(1);
+        let wrapped = m.stamp == 0;
+        if wrapped {
+            m.stamp = 1;
+        }
+        for (buf, n) in [(&mut m.emark, ne), (&mut m.vmark, nvertices)] {
+            if wrapped || buf.as_ref().is_none_or(|b| b.len() < n.max(1)) {
+                *buf = None; // the old buffer back to the pool first
+                *buf = Some(g.zeros::<u32>(n.max(1))?);
+            }
+        }
+        let (emark, vmark, stamp) = (
+            m.emark.as_ref().expect("set"),
+            m.vmark.as_ref().expect("set"),
+            m.stamp,
+        );
         let faces = g.alloc::<i32>(2 * nf)?;
         let edges = g.alloc::<u32>(ne)?;
         let vertices = g.alloc::<u32>(nvertices)?;
@@ -1412,13 +1443,14 @@ impl<'g> MeshKernels<'g> {
                 .arg(&ne64)
                 .arg(&nv64)
                 .arg(&flags)
-                .arg(&emark)
-                .arg(&vmark)
+                .arg(emark)
+                .arg(vmark)
                 .arg(&c.sync)
                 .arg(&faces)
                 .arg(&edges)
                 .arg(&vertices)
                 .arg(totals)
+                .arg(&stamp)
                 .run_cooperative()?;
             Ok(())
         })?;

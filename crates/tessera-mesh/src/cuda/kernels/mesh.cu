@@ -519,14 +519,14 @@ __device__ __forceinline__ u32 boundary_flags(u32 plus, u32 minus, u32* nonmanif
     }
     return fl;
 }
-// Mark the edges and vertices of (boundary) face f
+// Mark the edges and vertices of (boundary) face f (store `mark`)
 __device__ __forceinline__ void boundary_mark_face(u64 f, const u32* fe_offs, const i32* fe_cols, const u32* ev,
-                                                   u32* emark, u32* vmark) {
+                                                   u32* emark, u32* vmark, u32 mark) {
     for (u32 k = fe_offs[f]; k < fe_offs[f + 1]; k++) {
         u64 e = tcol(fe_cols[k]);
-        emark[e] = 1u;
-        vmark[ev[2 * e]] = 1u;
-        vmark[ev[2 * e + 1]] = 1u;
+        emark[e] = mark;
+        vmark[ev[2 * e]] = mark;
+        vmark[ev[2 * e + 1]] = mark;
     }
 }
 extern "C" __global__ void boundary_face_flags(const u32* fc_offs, const i32* fc_cols, u64 nf, u32* flags, u32* nhalf,
@@ -553,7 +553,7 @@ extern "C" __global__ void boundary_mark(const u32* flags, const u32* fe_offs, c
                                          u32* emark, u32* vmark) {
     u64 f = TID;
     if (f >= nf || (flags[f] & 3u) == 0) return;
-    boundary_mark_face(f, fe_offs, fe_cols, ev, emark, vmark);
+    boundary_mark_face(f, fe_offs, fe_cols, ev, emark, vmark, 1u);
 }
 // the three totals (last entries of the scans) and the non-manifold word, for one download
 extern "C" __global__ void boundary_totals(const u32* fpos, u64 nf, const u32* epos, u64 ne, const u32* vpos, u64 nv,
@@ -1658,7 +1658,7 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1) transpose_bucketed_p
 // every end of the face's edges is the tail of one of them, as in a closed loop, each
 // vertex is marked once, as a tail; else both ends of every edge are.
 __device__ __forceinline__ void boundary_mark_list(const u32* list, u32 n, u32 lane, u32 fe_k, const u32* fe_offs,
-                                                   const i32* fe_cols, const u32* ev, u32* emark, u32* vmark) {
+                                                   const i32* fe_cols, const u32* ev, u32* emark, u32* vmark, u32 mark) {
     for (u32 i = lane; i < n; i += 32) {
         const u32 f = list[i];
         if (fe_k == 3u || fe_k == 4u) {
@@ -1685,13 +1685,13 @@ __device__ __forceinline__ void boundary_mark_list(const u32* list, u32 n, u32 l
 #pragma unroll
             for (u32 j = 0; j < 4; j++) {
                 if (j < fe_k) {
-                    emark[tcol(c[j])] = 1u;
-                    vmark[tail[j]] = 1u;
-                    if (!closed) vmark[head[j]] = 1u;
+                    emark[tcol(c[j])] = mark;
+                    vmark[tail[j]] = mark;
+                    if (!closed) vmark[head[j]] = mark;
                 }
             }
         } else {
-            boundary_mark_face(f, fe_offs, fe_cols, ev, emark, vmark);
+            boundary_mark_face(f, fe_offs, fe_cols, ev, emark, vmark, mark);
         }
     }
 }
@@ -1701,22 +1701,22 @@ __device__ __forceinline__ void boundary_mark_list(const u32* list, u32 n, u32 l
 // arrays that writes the three lists directly. `faces` holds 2 nf, `edges` ne, `vertices`
 // nv words (the lists are prefixes; totals[0..3] their lengths, totals[3] the non-manifold
 // word, which the caller clears: all written with plain stores, the totals may be mapped
-// host memory). `emark` ne, `vmark` nv words of scratch; `flags` nf words of scratch where a
+// host memory). `emark` (ne words) and `vmark` (nv) are marks kept from launch to launch:
+// this launch marks with `stamp`, which no earlier launch on them used, so they need no
+// zeroing (a mark is set where it equals `stamp`). `flags` is nf words of scratch where a
 // warp's run of faces is longer than 32 faces a lane (else unused: see below). `fe_k`: the length of
 // every row of ∂2 when they are all 3 or all 4 entries long, else 0. Blocks of 256
 // (SCAN_WARPS warps).
 extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc_offs, const i32* fc_cols, u64 nf, const u32* fe_offs,
                                          const i32* fe_cols, const u32* ev, u32 fe_k, u64 ne, u64 nv, u32* flags, u32* emark,
-                                         u32* vmark, u32* sync, i32* faces, u32* edges, u32* vertices, u32* totals) {
+                                         u32* vmark, u32* sync, i32* faces, u32* edges, u32* vertices, u32* totals,
+                                         u32 stamp) {
     __shared__ u32 sh[33];
     __shared__ u32 blist[SCAN_WARPS * 32 * CB_ILP];
-    u64 stride = (u64)gridDim.x * blockDim.x, t0 = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    const u64 t0 = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     const u32 lane = threadIdx.x & 31;
     u32* wl = blist + (threadIdx.x >> 5) * 32 * CB_ILP;
     coop_start(sync);
-    for (u64 i = t0; i < ne; i += stride) emark[i] = 0u;
-    for (u64 i = t0; i < nv; i += stride) vmark[i] = 0u;
-    grid_sync(sync);
     // Each warp takes the run of faces that grid_scan gives it below (block b's share of the
     // faces, one run per warp), so that the flags of a lane's faces (2 bits each: the lane's
     // k-th face is the run's start + 32 k + lane) can stay in a register until the scan
@@ -1764,7 +1764,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc
             n += __popc(m);
         }
         __syncwarp();
-        boundary_mark_list(wl, n, lane, fe_k, fe_offs, fe_cols, ev, emark, vmark);
+        boundary_mark_list(wl, n, lane, fe_k, fe_offs, fe_cols, ev, emark, vmark, stamp);
         __syncwarp();
     }
     grid_sync(sync);
@@ -1775,7 +1775,8 @@ extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc
         n3, sync, sh, tot,
         [&](int k, u64 i) -> u32 {
             if (k == 0 && in_regs) return (u32)(fbits >> (2 * ((i - flo) >> 5))) & 3u;  // this lane's face
-            return ldcg((k == 0 ? flags : k == 1 ? emark : vmark) + i);
+            if (k == 0) return ldcg(flags + i);
+            return ldcg((k == 1 ? emark : vmark) + i) == stamp ? 1u : 0u;
         },
         [](u32 fl) -> u32 { return (fl & 1u) + ((fl >> 1) & 1u); },
         [&](int k, u64 i, u32 pos, u32 fl) {
