@@ -685,6 +685,8 @@ __device__ void grid_sync(u32* sync) {
 // phase). Each warp walks its run 32 items a step, GS_STEPS steps of loads in flight, with
 // shuffle scans and a carried prefix: no block barrier per step. Returns the K totals (every
 // block). The block's first phase leaves its warps' sums in shared memory for the second.
+// boundary_coop relies on this cut (block b's share, one run per warp, lane-strided) to
+// keep its faces' flags in registers: a change here must change it there too.
 #define GS_STEPS 4
 template <int K, class Load, class Cnt, class Put>
 __device__ void grid_scan(const u64* n, u32* sync, u32* sh, u32* totals, Load load, Cnt cnt, Put put) {
