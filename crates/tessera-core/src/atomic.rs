@@ -332,12 +332,10 @@ fn replay_journal(dir: &Path, body: &[u8], written: Option<std::time::SystemTime
         let (Some(t), Some(d)) = (unhex(t), unhex(d)) else {
             return;
         };
-        // plain names only: a journal never moves files out of its directory
+        // plain names only: a journal never moves files out of its directory, and only a
+        // temporary of the very destination (stage's naming) over it
         let plain = |n: &[u8]| !n.is_empty() && !n.contains(&b'/') && n != b"." && n != b"..";
-        let temporary = t.starts_with(b".")
-            && t.windows(TEMP_MARK.len())
-                .any(|w| w == TEMP_MARK.as_bytes());
-        if !plain(&t) || !plain(&d) || !temporary {
+        if !plain(&t) || !plain(&d) || !t.starts_with(&temp_prefix(OsStr::from_bytes(&d))) {
             return;
         }
         let (tmp, dest) = (
