@@ -1322,6 +1322,9 @@ __device__ __forceinline__ void bt_transpose(const i32* cols, u32 nnz, u32 mode,
                                              u32 nb, u32 tile, u32 nt, u32 cap, u32 two_slot, u32 parity,
                                              u32 long_by_thread, u32* sync, u32* gcount, uint2* st, u32* packed,
                                              u32* toffs, i32* out, u32* flag, u32* e0) {
+    // mode 3 never takes the two-slot way (nor its half blocks): with the flag known at
+    // compile time, that code is left out of transpose_bucketed_pairs
+    if constexpr (PAIRS) two_slot = 0u;
     extern __shared__ u32 smem[];
     __shared__ u32 ws[BT_WARPS + 1];
     __shared__ u32 nlong, long_at[BT_LONG], long_len[BT_LONG];
