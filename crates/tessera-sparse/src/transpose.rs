@@ -390,6 +390,24 @@ unsafe impl Send for EntriesOut {}
 // SAFETY: as above
 unsafe impl Sync for EntriesOut {}
 
+/// The bucketed copy of [`transpose_bucketed`], written by all chunks at disjoint pieces
+/// before it is initialized (each position exactly once).
+#[derive(Clone, Copy)]
+struct CopyOut(*mut u64);
+// SAFETY: the chunks write disjoint pieces of one allocation that outlives the parallel copy
+// (see `transpose_bucketed`); nothing reads it until the copy has joined.
+unsafe impl Send for CopyOut {}
+// SAFETY: as above
+unsafe impl Sync for CopyOut {}
+
+impl CopyOut {
+    /// The element at `i` (a pointer into the allocation; the caller keeps `i` in bounds).
+    #[inline(always)]
+    fn at(self, i: usize) -> *mut u64 {
+        self.0.wrapping_add(i)
+    }
+}
+
 /// Fill the entries of rows `rows`: `cur` holds each output row's write position for this
 /// chunk and advances past every entry written. `out` is the whole entry array of `nnz`
 /// elements (shared with the other chunks, which write other positions; not yet
@@ -778,15 +796,16 @@ fn transpose_bucketed<E: Entries>(
     for k in 1..bounds.len() {
         bounds[k] = bounds[k].max(bounds[k - 1]);
     }
-    // count per chunk and bucket
+    // count per chunk and bucket (four counters a bucket, by entry index modulo 4, so that
+    // consecutive entries of one bucket do not wait for each other's increments)
     let hist: Vec<Vec<u32>> = (0..chunks)
         .into_par_iter()
         .map(|k| {
-            let mut h = vec![0u32; nb];
+            let mut h4 = vec![0u32; 4 * nb];
             for i in src.row_start(bounds[k])..src.row_start(bounds[k + 1]) {
-                h[(src.col(i) >> bits) as usize] += 1;
+                h4[4 * (src.col(i) >> bits) as usize + (i & 3)] += 1;
             }
-            h
+            h4.chunks_exact(4).map(|q| q.iter().sum()).collect()
         })
         .collect();
     // bucket starts, and each (bucket, chunk) piece of the bucketed buffer
@@ -794,41 +813,74 @@ fn transpose_bucketed<E: Entries>(
     for b in 0..nb {
         bucket_start[b + 1] = bucket_start[b] + hist.iter().map(|h| h[b] as usize).sum::<usize>();
     }
-    let mut tmp = vec![0u64; nnz];
+    // the rows must hold every entry once: with fewer counted, positions past the count
+    // would stay unwritten (offsets of a `TcsrEntries` that end before its columns)
+    assert_eq!(
+        bucket_start[nb], nnz,
+        "the rows' entries do not add up to nnz"
+    );
+    // the bucketed copy and the result are written uninitialised, each position exactly
+    // once, by the thread that owns it (no zeroing pass on the calling thread, and the first
+    // touch of each page, in huge pages where the system has them, in parallel)
+    let mut tmp: Vec<u64> = Vec::with_capacity(nnz);
+    advise_huge_pages(&mut tmp);
     {
-        let mut per_chunk: Vec<Vec<&mut [u64]>> =
-            (0..chunks).map(|_| Vec::with_capacity(nb)).collect();
-        let mut rest: &mut [u64] = &mut tmp;
-        for b in 0..nb {
-            for (k, h) in hist.iter().enumerate() {
-                let (piece, t) = std::mem::take(&mut rest).split_at_mut(h[b] as usize);
-                per_chunk[k].push(piece);
-                rest = t;
+        // chunk k's piece of bucket b: after the pieces of chunks 0..k of bucket b
+        let mut starts: Vec<Vec<usize>> = Vec::with_capacity(chunks);
+        let mut next: Vec<usize> = bucket_start[..nb].to_vec();
+        for h in &hist {
+            starts.push(next.clone());
+            for (n, c) in next.iter_mut().zip(h) {
+                *n += *c as usize;
             }
         }
-        per_chunk
-            .into_par_iter()
-            .enumerate()
-            .for_each(|(k, mut pieces)| {
-                let mut fill = vec![0usize; nb];
-                for r in bounds[k]..bounds[k + 1] {
-                    for i in src.row_start(r)..src.row_start(r + 1) {
-                        let c = src.col(i);
-                        let b = (c >> bits) as usize;
-                        let v = ((r as i32) ^ src.sign_mask(i)) as u32;
-                        pieces[b][fill[b]] = ((c as u64) << 32) | v as u64;
-                        fill[b] += 1;
-                    }
+        let dst = CopyOut(tmp.as_mut_ptr());
+        let (starts, hist) = (&starts, &hist);
+        (0..chunks).into_par_iter().for_each(|k| {
+            let mut pos = starts[k].clone();
+            let end: Vec<usize> = pos
+                .iter()
+                .zip(&hist[k])
+                .map(|(p, c)| p + *c as usize)
+                .collect();
+            for r in bounds[k]..bounds[k + 1] {
+                for i in src.row_start(r)..src.row_start(r + 1) {
+                    let c = src.col(i);
+                    let b = (c >> bits) as usize;
+                    let v = ((r as i32) ^ src.sign_mask(i)) as u32;
+                    let p = pos[b];
+                    assert!(p < end[b], "a bucket piece overrun");
+                    // SAFETY: `p` lies in this chunk's own piece of bucket b (checked), which
+                    // no other chunk writes, inside the allocation of `nnz` elements (the
+                    // pieces partition 0..nnz); nothing reads the buffer before the join.
+                    unsafe { dst.at(p).write(((c as u64) << 32) | v as u64) };
+                    pos[b] = p + 1;
                 }
-            });
+            }
+            // every piece written to its end (the count above saw the same entries)
+            assert!(pos == end, "a bucket piece left partly unwritten");
+        });
     }
+    // SAFETY: the pieces partition the first `nnz` elements of the capacity (the counts add
+    // up to `nnz`: every entry is counted in exactly one bucket of its chunk), and every
+    // piece was written to its end (asserted above).
+    unsafe { tmp.set_len(nnz) };
     // every bucket: count, scan, fill on its own output rows
-    let mut offsets = vec![0u32; ncols + 1];
-    let mut out = vec![0i32; nnz];
+    let mut offsets: Vec<u32> = Vec::with_capacity(ncols + 1);
+    let mut out: Vec<i32> = Vec::with_capacity(nnz);
+    advise_huge_pages(&mut offsets);
+    advise_huge_pages(&mut out);
     {
-        let mut work: Vec<(usize, &mut [u32], &mut [i32])> = Vec::with_capacity(nb);
-        let mut orest: &mut [u32] = &mut offsets[1..];
-        let mut erest: &mut [i32] = &mut out;
+        let (o0, mut orest) = offsets.spare_capacity_mut()[..ncols + 1].split_at_mut(1);
+        o0[0].write(0);
+        let mut erest: &mut [MaybeUninit<i32>] = &mut out.spare_capacity_mut()[..nnz];
+        // a bucket: its index, its offsets (uninitialised) and its entries (uninitialised)
+        type Bucket<'a> = (
+            usize,
+            &'a mut [MaybeUninit<u32>],
+            &'a mut [MaybeUninit<i32>],
+        );
+        let mut work: Vec<Bucket> = Vec::with_capacity(nb);
         for b in 0..nb {
             let lo = b << bits;
             let hi = ((b + 1) << bits).min(ncols);
@@ -845,6 +897,12 @@ fn transpose_bucketed<E: Entries>(
             let lo = (b << bits) as u32;
             let base = bucket_start[b];
             let items = &tmp[base..bucket_start[b + 1]];
+            let cur: &mut [u32] = {
+                cur.fill(MaybeUninit::new(0));
+                // SAFETY: every element was initialized on the line above, and
+                // `MaybeUninit<u32>` has the size, alignment and layout of `u32`.
+                unsafe { &mut *(cur as *mut [MaybeUninit<u32>] as *mut [u32]) }
+            };
             for &x in items {
                 cur[((x >> 32) as u32 - lo) as usize] += 1;
             }
@@ -854,13 +912,23 @@ fn transpose_bucketed<E: Entries>(
                 *x = acc;
                 acc += c;
             }
+            // the positions are a permutation of the bucket's range: each written once
             for &x in items {
                 let c = ((x >> 32) as u32 - lo) as usize;
                 let o = cur[c];
-                ents[o as usize - base] = x as u32 as i32;
+                ents[o as usize - base].write(x as u32 as i32);
                 cur[c] = o + 1;
             }
         });
+    }
+    // SAFETY: `offsets[0]` was written above and every bucket zeroed, then rewrote, its own
+    // range of the other `ncols` offsets (the buckets' ranges cover 0..ncols). Every bucket
+    // wrote each position of its range of the entries exactly once: its scan turned its
+    // counts of the items into a partition of `bucket_start[b]..bucket_start[b + 1]`, and the
+    // fill wrote each item at the next position of its row; the ranges cover 0..nnz.
+    unsafe {
+        offsets.set_len(ncols + 1);
+        out.set_len(nnz);
     }
     (offsets, out)
 }
@@ -903,6 +971,18 @@ mod tests {
             columns: &columns,
         };
         let _ = transpose_entries(&src, 3, true, params(2, TransposeSplit::Counters, 0));
+    }
+
+    /// The same for the column buckets, which write their copy and result uninitialised too.
+    #[test]
+    #[should_panic(expected = "do not add up to nnz")]
+    fn buckets_refuse_rows_that_miss_entries() {
+        let columns = [0i32, 1, 2, 1];
+        let src = TcsrEntries {
+            offsets: &[0, 1, 2],
+            columns: &columns,
+        };
+        let _ = transpose_entries(&src, 3, true, params(2, TransposeSplit::Buckets, 1));
     }
 
     /// Every parallel algorithm with several chunk counts (more chunks than threads and
