@@ -335,14 +335,13 @@ fn transpose_serial<E: Entries>(src: &E, ncols: usize) -> (Vec<u32>, Vec<i32>) {
 
 /// The parallel algorithm [`transpose_entries`] runs on `threads` threads for `nnz`
 /// entries and `ncols` output rows: per-chunk counters when the counters of all chunks but
-/// the last (which counts into the offsets themselves) are no more than twice the entries
-/// (`(threads - 1) * ncols <= 2 * nnz`: each counter is zeroed, scanned and rewritten,
-/// about 12 bytes of traffic, against about 24 bytes per entry for the bucketed copy),
-/// else column buckets. Two threads take the counters on every mesh relation; 16 threads
-/// take them for δ1 (few vertices against the edges) and buckets for δ3 (as many faces as
-/// half the entries).
+/// the last (which counts into the offsets themselves) are at most one and a half times the
+/// entries (`(threads - 1) * ncols <= 1.5 * nnz`), else column buckets. The factor is where
+/// the two cross on the dragon's transposes on a 16-core host (BENCHMARKS.md, session 25:
+/// δ1 takes the counters up to 16 threads, δ2 the buckets from 8, δ3's general path from 4).
+/// Two threads take the counters on every mesh relation.
 pub fn split_for(threads: usize, nnz: usize, ncols: usize) -> TransposeSplit {
-    if (threads.saturating_sub(1) as u128) * (ncols as u128) <= 2 * nnz as u128 {
+    if 2 * (threads.saturating_sub(1) as u128) * (ncols as u128) <= 3 * nnz as u128 {
         TransposeSplit::Counters
     } else {
         TransposeSplit::Buckets
@@ -1394,6 +1393,12 @@ mod tests {
         // 16 threads: counters for δ1 (vertices against 2 per edge), buckets for δ3
         assert_eq!(split_for(16, 2_505_414, 235_703), Counters);
         assert_eq!(split_for(16, 3_268_096, 1_834_028), Buckets);
+        // the crossings measured on the dragon (16-core host): δ2 on 8 threads, δ3's
+        // general path on 4, δ1 on 16 still the counters
+        assert_eq!(split_for(8, 5_502_084, 1_252_707), Buckets);
+        assert_eq!(split_for(7, 5_502_084, 1_252_707), Counters);
+        assert_eq!(split_for(4, 3_268_096, 1_834_028), Buckets);
+        assert_eq!(split_for(3, 3_268_096, 1_834_028), Counters);
         assert_eq!(split_for(1, 10, usize::MAX), Counters);
     }
 }
