@@ -959,29 +959,30 @@ mod tests {
         }
     }
 
-    /// Offsets that end before the columns would leave entries of the parallel fill's
-    /// uninitialised output unwritten: refused with a panic, not returned.
-    #[test]
-    #[should_panic(expected = "do not add up to nnz")]
-    fn counters_refuse_rows_that_miss_entries() {
+    /// The transpose of rows whose offsets end before their columns (two rows of one entry
+    /// each over four columns' entries).
+    fn transpose_rows_that_miss_entries(split: TransposeSplit) {
         let columns = [0i32, 1, 2, 1];
         let src = TcsrEntries {
             offsets: &[0, 1, 2],
             columns: &columns,
         };
-        let _ = transpose_entries(&src, 3, true, params(2, TransposeSplit::Counters, 0));
+        let _ = transpose_entries(&src, 3, true, params(2, split, 1));
+    }
+
+    /// Offsets that end before the columns would leave entries of the parallel fill's
+    /// uninitialised output unwritten: refused with a panic, not returned.
+    #[test]
+    #[should_panic(expected = "do not add up to nnz")]
+    fn counters_refuse_rows_that_miss_entries() {
+        transpose_rows_that_miss_entries(TransposeSplit::Counters);
     }
 
     /// The same for the column buckets, which write their copy and result uninitialised too.
     #[test]
     #[should_panic(expected = "do not add up to nnz")]
     fn buckets_refuse_rows_that_miss_entries() {
-        let columns = [0i32, 1, 2, 1];
-        let src = TcsrEntries {
-            offsets: &[0, 1, 2],
-            columns: &columns,
-        };
-        let _ = transpose_entries(&src, 3, true, params(2, TransposeSplit::Buckets, 1));
+        transpose_rows_that_miss_entries(TransposeSplit::Buckets);
     }
 
     /// Every parallel algorithm with several chunk counts (more chunks than threads and
