@@ -379,32 +379,37 @@ fn count_chunk<E: Entries>(src: &E, rows: std::ops::Range<usize>, h: &mut [u32])
     }
 }
 
-/// The entry array of [`transpose_counters`], written by all chunks at disjoint positions
-/// before it is initialized (each position exactly once).
-#[derive(Clone, Copy)]
-struct EntriesOut(*mut i32);
-// SAFETY: the chunks write disjoint positions of one allocation that outlives the parallel
-// fill (see `fill_chunk`); nothing reads it until the fill has joined.
-unsafe impl Send for EntriesOut {}
+/// An array that several threads write at disjoint positions before it is initialized
+/// (each position exactly once): the entry array of [`transpose_counters`], the bucketed
+/// copy of [`transpose_bucketed`].
+struct SharedOut<T>(*mut T);
+impl<T> Clone for SharedOut<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for SharedOut<T> {}
+// SAFETY: the threads write disjoint positions of one allocation that outlives the parallel
+// pass (see `fill_chunk` and `transpose_bucketed`); nothing reads it until the pass has
+// joined.
+unsafe impl<T: Send> Send for SharedOut<T> {}
 // SAFETY: as above
-unsafe impl Sync for EntriesOut {}
+unsafe impl<T: Send> Sync for SharedOut<T> {}
 
-/// The bucketed copy of [`transpose_bucketed`], written by all chunks at disjoint pieces
-/// before it is initialized (each position exactly once).
-#[derive(Clone, Copy)]
-struct CopyOut(*mut u64);
-// SAFETY: the chunks write disjoint pieces of one allocation that outlives the parallel copy
-// (see `transpose_bucketed`); nothing reads it until the copy has joined.
-unsafe impl Send for CopyOut {}
-// SAFETY: as above
-unsafe impl Sync for CopyOut {}
-
-impl CopyOut {
+impl<T> SharedOut<T> {
     /// The element at `i` (a pointer into the allocation; the caller keeps `i` in bounds).
     #[inline(always)]
-    fn at(self, i: usize) -> *mut u64 {
+    fn at(self, i: usize) -> *mut T {
         self.0.wrapping_add(i)
     }
+}
+
+/// `s` zeroed, as initialized `u32`s.
+fn zeroed(s: &mut [MaybeUninit<u32>]) -> &mut [u32] {
+    s.fill(MaybeUninit::new(0));
+    // SAFETY: every element was initialized on the line above, and `MaybeUninit<u32>` has
+    // the size, alignment and layout of `u32`.
+    unsafe { &mut *(s as *mut [MaybeUninit<u32>] as *mut [u32]) }
 }
 
 /// Fill the entries of rows `rows`: `cur` holds each output row's write position for this
@@ -416,7 +421,7 @@ fn fill_chunk<E: Entries>(
     src: &E,
     rows: std::ops::Range<usize>,
     cur: &mut [u32],
-    out: EntriesOut,
+    out: SharedOut<i32>,
     nnz: usize,
 ) {
     let e = src.row_start(rows.end);
@@ -430,7 +435,7 @@ fn fill_chunk<E: Entries>(
                 let o = cur[src.col(i + AHEAD) as usize] as usize;
                 if o < nnz {
                     // the other chunks write the neighbouring entries of the same rows
-                    prefetch_write(out.0.wrapping_add(o));
+                    prefetch_write(out.at(o));
                 }
             }
             let c = src.col(i) as usize;
@@ -439,7 +444,7 @@ fn fill_chunk<E: Entries>(
             // SAFETY: `o < nnz` (checked), inside the allocation of `nnz` elements; no other
             // chunk writes position `o` (see `transpose_counters`), and nothing reads the
             // array before the fill has joined.
-            unsafe { out.0.add(o).write((r as i32) ^ src.sign_mask(i)) };
+            unsafe { out.at(o).write((r as i32) ^ src.sign_mask(i)) };
             cur[c] = (o + 1) as u32;
         }
     }
@@ -480,10 +485,7 @@ fn transpose_counters<E: Entries>(src: &E, ncols: usize, chunks: usize) -> (Vec<
             .into_par_iter()
             .enumerate()
             .map(|(k, h)| {
-                h.fill(MaybeUninit::new(0));
-                // SAFETY: every element was initialized on the line above, and
-                // `MaybeUninit<u32>` has the size, alignment and layout of `u32`.
-                let h: &mut [u32] = unsafe { &mut *(h as *mut [MaybeUninit<u32>] as *mut [u32]) };
+                let h = zeroed(h);
                 count_chunk(src, bounds[k]..bounds[k + 1], h);
                 h
             })
@@ -547,7 +549,7 @@ fn transpose_counters<E: Entries>(src: &E, ncols: usize, chunks: usize) -> (Vec<
     // pass over it was a tenth of the 2-thread work of δ1 on the dragon
     let mut out: Vec<i32> = Vec::with_capacity(nnz);
     advise_huge_pages(&mut out);
-    let dst = EntriesOut(out.as_mut_ptr());
+    let dst = SharedOut(out.as_mut_ptr());
     counters
         .par_iter_mut()
         .enumerate()
@@ -770,7 +772,6 @@ fn transpose_bucketed<E: Entries>(
     bucket_bits: u32,
 ) -> (Vec<u32>, Vec<i32>) {
     let nnz = src.nnz();
-    let nrows = src.nrows();
     // buckets: about 8 per chunk (load balance) and a range whose offsets and entries stay
     // within a core's cache, but at most 2^12
     let bits = if bucket_bits > 0 {
@@ -781,20 +782,7 @@ fn transpose_bucketed<E: Entries>(
         usize::BITS - (width - 1).leading_zeros()
     };
     let nb = ncols.div_ceil(1usize << bits);
-    // input chunks of about equal entry counts, on row boundaries
-    let mut bounds: Vec<usize> = (0..=chunks)
-        .map(|k| {
-            if k == chunks {
-                nrows
-            } else {
-                src.row_of(nnz * k / chunks).min(nrows)
-            }
-        })
-        .collect();
-    bounds[0] = 0;
-    for k in 1..bounds.len() {
-        bounds[k] = bounds[k].max(bounds[k - 1]);
-    }
+    let bounds = chunk_bounds(src, chunks);
     // count per chunk and bucket (four counters a bucket, by entry index modulo 4, so that
     // consecutive entries of one bucket do not wait for each other's increments)
     let hist: Vec<Vec<u32>> = (0..chunks)
@@ -833,7 +821,7 @@ fn transpose_bucketed<E: Entries>(
                 *n += *c as usize;
             }
         }
-        let dst = CopyOut(tmp.as_mut_ptr());
+        let dst = SharedOut(tmp.as_mut_ptr());
         let (starts, hist) = (&starts, &hist);
         (0..chunks).into_par_iter().for_each(|k| {
             let mut pos = starts[k].clone();
@@ -896,12 +884,7 @@ fn transpose_bucketed<E: Entries>(
             let lo = (b << bits) as u32;
             let base = bucket_start[b];
             let items = &tmp[base..bucket_start[b + 1]];
-            let cur: &mut [u32] = {
-                cur.fill(MaybeUninit::new(0));
-                // SAFETY: every element was initialized on the line above, and
-                // `MaybeUninit<u32>` has the size, alignment and layout of `u32`.
-                unsafe { &mut *(cur as *mut [MaybeUninit<u32>] as *mut [u32]) }
-            };
+            let cur = zeroed(cur);
             for &x in items {
                 cur[((x >> 32) as u32 - lo) as usize] += 1;
             }
