@@ -208,6 +208,34 @@ struct StampedMarks {
     stamp: u32,
 }
 
+impl StampedMarks {
+    /// The marks for the next launch, at least `ne` and `nv` words (grown, or replaced by
+    /// zeroed ones on the stamp's wrap-around), and the launch's stamp.
+    fn next(
+        &mut self,
+        g: &Gpu,
+        ne: usize,
+        nv: usize,
+    ) -> Result<(&DeviceBuffer<u32>, &DeviceBuffer<u32>, u32), MeshError> {
+        self.stamp = self.stamp.wrapping_add(1);
+        let wrapped = self.stamp == 0;
+        if wrapped {
+            self.stamp = 1;
+        }
+        for (buf, n) in [(&mut self.emark, ne), (&mut self.vmark, nv)] {
+            if wrapped || buf.as_ref().is_none_or(|b| b.len() < n.max(1)) {
+                *buf = None; // the old buffer back to the pool first
+                *buf = Some(g.zeros::<u32>(n.max(1))?);
+            }
+        }
+        Ok((
+            self.emark.as_ref().expect("set above"),
+            self.vmark.as_ref().expect("set above"),
+            self.stamp,
+        ))
+    }
+}
+
 /// `transpose_bucketed` (`kernels/mesh.cu`): one block of [`BT_THREADS`] threads per
 /// multiprocessor with `shared` bytes of dynamic shared memory; `tile_max` entries a tile
 /// in its first phase, at most `cap` entries of a bucket placed in shared memory at once in
@@ -1395,31 +1423,15 @@ impl<'g> MeshKernels<'g> {
         let (nf, ne) = (fc.nrows(), fe.ncols);
         half_faces_fit(nf)?;
         let grid = CoopChains::grid(c.grid_boundary, nf.max(ne).max(nvertices));
-        // the kernel keeps the faces' flags in registers where each warp's run of faces (a
-        // block's share cut into one run per warp, as its scan cuts them) is at most 32 faces
-        // a lane, and needs the flags' scratch only otherwise
+        // the kernel keeps the faces' flags in registers where each warp's run of faces
+        // (`grid_warp_run` in mesh.cu: a block's share cut into one run per warp; this is its
+        // longest run) is at most 32 faces a lane, and needs the flags' scratch only otherwise
         let warps = (BLOCK / 32) as usize;
         let flags_in_regs = nf.div_ceil(grid as usize).div_ceil(warps) <= 32 * 32;
         let flags = g.alloc::<u32>(if flags_in_regs { 1 } else { nf })?;
         // held until the launch has run (with_words synchronises): one launch at a time marks
         let mut marks = c.marks.lock().unwrap_or_else(|p| p.into_inner());
-        let m = &mut *marks;
-        m.stamp = m.stamp.wrapping_add(1);
-        let wrapped = m.stamp == 0;
-        if wrapped {
-            m.stamp = 1;
-        }
-        for (buf, n) in [(&mut m.emark, ne), (&mut m.vmark, nvertices)] {
-            if wrapped || buf.as_ref().is_none_or(|b| b.len() < n.max(1)) {
-                *buf = None; // the old buffer back to the pool first
-                *buf = Some(g.zeros::<u32>(n.max(1))?);
-            }
-        }
-        let (emark, vmark, stamp) = (
-            m.emark.as_ref().expect("set"),
-            m.vmark.as_ref().expect("set"),
-            m.stamp,
-        );
+        let (emark, vmark, stamp) = marks.next(g, ne, nvertices)?;
         let faces = g.alloc::<i32>(2 * nf)?;
         let edges = g.alloc::<u32>(ne)?;
         let vertices = g.alloc::<u32>(nvertices)?;

@@ -678,6 +678,18 @@ __device__ void grid_sync(u32* sync) {
     coop_stamp(sync);
 }
 
+// The run [*lo, *hi) of the items 0..n that grid_scan gives the calling warp: block b's share
+// of the items, cut into one contiguous run per warp. Returns the runs' length (the last
+// ones may be shorter).
+__device__ __forceinline__ u64 grid_warp_run(u64 n, u64* lo, u64* hi) {
+    const u32 G = gridDim.x, nw = blockDim.x >> 5, warp = threadIdx.x >> 5;
+    const u64 chunk = (n + G - 1) / G;
+    const u64 blo = min(n, (u64)blockIdx.x * chunk), bhi = min(n, blo + chunk);
+    const u64 wchunk = (bhi - blo + nw - 1) / nw;
+    *lo = min(bhi, blo + warp * wchunk);
+    *hi = min(bhi, *lo + wchunk);
+    return wchunk;
+}
 // Grid-wide exclusive scan of K arrays at once (one grid barrier): block b takes the same
 // share of every array and splits it into one contiguous run per warp. load(k, i) gives the
 // payload of item i of array k, cnt(payload) its count, put(k, i, position, payload) is
@@ -685,8 +697,8 @@ __device__ void grid_sync(u32* sync) {
 // phase). Each warp walks its run 32 items a step, GS_STEPS steps of loads in flight, with
 // shuffle scans and a carried prefix: no block barrier per step. Returns the K totals (every
 // block). The block's first phase leaves its warps' sums in shared memory for the second.
-// boundary_coop relies on this cut (block b's share, one run per warp, lane-strided) to
-// keep its faces' flags in registers: a change here must change it there too.
+// The cut comes from grid_warp_run, which boundary_coop calls too, to keep its faces' flags
+// in registers from its flags phase to this scan.
 #define GS_STEPS 4
 template <int K, class Load, class Cnt, class Put>
 __device__ void grid_scan(const u64* n, u32* sync, u32* sh, u32* totals, Load load, Cnt cnt, Put put) {
@@ -696,11 +708,7 @@ __device__ void grid_scan(const u64* n, u32* sync, u32* sh, u32* totals, Load lo
     const u32 nw = blockDim.x >> 5;
     u64 wlo[K], whi[K];
     for (int k = 0; k < K; k++) {
-        u64 chunk = (n[k] + G - 1) / G;
-        u64 lo = min(n[k], (u64)b * chunk), hi = min(n[k], lo + chunk);
-        u64 wchunk = (hi - lo + nw - 1) / nw;
-        wlo[k] = min(hi, lo + warp * wchunk);
-        whi[k] = min(hi, wlo[k] + wchunk);
+        grid_warp_run(n[k], &wlo[k], &whi[k]);
         u32 s = 0;
 #pragma unroll 4
         for (u64 i = wlo[k] + lane; i < whi[k]; i += 32) s += cnt(load(k, i));
@@ -1722,14 +1730,11 @@ extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc
     const u32 lane = threadIdx.x & 31;
     u32* wl = blist + (threadIdx.x >> 5) * 32 * CB_ILP;
     coop_start(sync);
-    // Each warp takes the run of faces that grid_scan gives it below (block b's share of the
-    // faces, one run per warp), so that the flags of a lane's faces (2 bits each: the lane's
+    // Each warp takes the run of faces that grid_scan gives it below (grid_warp_run), so that the flags of a lane's faces (2 bits each: the lane's
     // k-th face is the run's start + 32 k + lane) can stay in a register until the scan
     // reads them, where a run has at most 32 faces a lane; longer runs go through `flags`.
-    const u32 G = gridDim.x, nw = blockDim.x >> 5, warp = threadIdx.x >> 5;
-    const u64 fchunk = (nf + G - 1) / G, fb0 = min(nf, (u64)blockIdx.x * fchunk), fb1 = min(nf, fb0 + fchunk);
-    const u64 fw = (fb1 - fb0 + nw - 1) / nw, flo = min(fb1, fb0 + warp * fw), fhi = min(fb1, flo + fw);
-    const bool in_regs = fw <= 32 * 32;
+    u64 flo, fhi;
+    const bool in_regs = grid_warp_run(nf, &flo, &fhi) <= 32 * 32;
     u64 fbits = 0;
     // faces in batches of CB_ILP per lane (the warp's lanes on consecutive faces), their
     // δ3 rows' offsets and first two entries loaded together (a face of a manifold has at
