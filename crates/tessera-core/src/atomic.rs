@@ -84,8 +84,7 @@ impl Staged {
 impl Drop for Staged {
     fn drop(&mut self) {
         if !self.done {
-            let _ = std::fs::remove_file(&self.tmp);
-            unregister(self.id);
+            discard(&self.tmp, self.id);
         }
     }
 }
@@ -146,8 +145,7 @@ where
     match res {
         Ok(()) => Ok(staged),
         Err(e) => {
-            let _ = std::fs::remove_file(&staged.tmp);
-            unregister(staged.id);
+            discard(&staged.tmp, staged.id);
             staged.done = true;
             Err(CoreError::io(dest, "writing", e))
         }
@@ -196,8 +194,7 @@ pub fn publish(mut files: Vec<Staged>) -> Result<(), CoreError> {
         }
     }
     for (j, id) in journals {
-        let _ = std::fs::remove_file(j);
-        unregister(id);
+        discard(&j, id);
     }
     // on an error, `files` drops here: the unpublished temporary files are removed
     result
@@ -233,8 +230,7 @@ fn write_journal(dir: &Path, files: &[Staged]) -> Option<(PathBuf, u64)> {
     if written.is_ok() {
         return Some((path, id));
     }
-    let _ = std::fs::remove_file(&path);
-    unregister(id);
+    discard(&path, id);
     None
 }
 
@@ -495,6 +491,12 @@ fn unregister(id: u64) {
     LIVE.lock()
         .unwrap_or_else(|e| e.into_inner())
         .unregister(id);
+}
+
+/// Remove a file of ours that was registered as live (`create_registered`), then forget it.
+fn discard(path: &Path, id: u64) {
+    let _ = std::fs::remove_file(path);
+    unregister(id);
 }
 
 /// The temporary files being written right now (for tests and diagnostics).
