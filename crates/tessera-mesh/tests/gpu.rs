@@ -587,6 +587,45 @@ fn transpose_bucketed_matches_reference() {
             }
         }
     }
+    // transposed rows of every length from 1 to 20 (column c in c % 20 + 1 input rows of one
+    // entry, the rows shuffled) in every bucket: the general way sorts rows of 1-4 and 5-16
+    // entries in place by sorting networks and ranks the longer ones
+    {
+        let ncols = 3_000usize;
+        let mut cols: Vec<i32> = (0..ncols)
+            .flat_map(|c| std::iter::repeat_n(c as i32, c % 20 + 1))
+            .collect();
+        for i in (1..cols.len()).rev() {
+            cols.swap(i, (r.next() % (i as u64 + 1)) as usize);
+        }
+        for v in cols.iter_mut() {
+            if r.next() & 1 == 1 {
+                *v = !*v;
+            }
+        }
+        let offs: Vec<u32> = (0..=cols.len() as u32).collect();
+        let m = Tcsr::new(ncols, offs, cols).unwrap();
+        let want = m.transpose(Par::Seq);
+        let dm = tessera_mesh::cuda::DeviceTcsr::upload(&g, &m).unwrap();
+        let name = "rows of 1 to 20 entries in every bucket";
+        for (kern, how) in [(&bucketed, "bucketed"), (&general, "general")] {
+            same_tcsr(
+                &format!("transpose ({how})"),
+                name,
+                &kern.transpose(&dm).unwrap().download(&g).unwrap(),
+                &want,
+            );
+            deferred_transpose_matches(
+                &g,
+                kern,
+                &dm,
+                &want,
+                20,
+                &format!("deferred transpose ({how})"),
+                &format!("{name} ({how})"),
+            );
+        }
+    }
     // rows as δ3's input (every column at most once per sign):
     // - over 500,000 columns, but two columns with a second entry of one sign: half blocks
     //   fill most two-slot buckets, one each, and list the two whose slots collide for the

@@ -753,17 +753,23 @@ __device__ void grid_scan(const u64* n, u32* sync, u32* sh, u32* totals, Load lo
     }
 }
 
-// A row of n <= W entries sorted by tkey in registers: all loads at once, odd-even
-// transposition network over W keys (sort_net; padding keys sort last), predicated stores.
-template <int W>
-__device__ __forceinline__ void sort_row_regs(i32* row, u32 n) {
+// A row of n <= W entries sorted by their keys (key_of, back to an entry by back) in
+// registers: all loads at once, a sorting network over W keys (sort_net; padding keys sort
+// last), predicated stores.
+template <int W, class T, class K, class B>
+__device__ __forceinline__ void sort_regs(T* row, u32 n, K key_of, B back) {
     u32 key[W];
 #pragma unroll
-    for (int j = 0; j < W; j++) key[j] = (u32)j < n ? tkey(row[j]) : 0xffffffffu;
+    for (int j = 0; j < W; j++) key[j] = (u32)j < n ? key_of(row[j]) : 0xffffffffu;
     sort_net<W>(key);
 #pragma unroll
     for (int j = 0; j < W; j++)
-        if ((u32)j < n) row[j] = tunkey(key[j]);
+        if ((u32)j < n) row[j] = back(key[j]);
+}
+// A row of a transpose's entries, n <= W, sorted by tkey in registers.
+template <int W>
+__device__ __forceinline__ void sort_row_regs(i32* row, u32 n) {
+    sort_regs<W>(row, n, [](i32 v) { return tkey(v); }, [](u32 k) { return tunkey(k); });
 }
 
 // Rows are read with plain (L1-cached) loads here: a row is written by the fill before
@@ -1323,6 +1329,34 @@ __device__ __forceinline__ void bt_canonical_entry(bool ok, u32 e, u32 f, u32 t,
         for (u32 v = f + 1; v <= nv; v++) e0[v] = ne;
 }
 
+// Rows of a bucket's placement (keys in shared memory) of at most N entries sorted in place by
+// one thread each: all loads at once, a sorting network in registers (sort_net: 4 or N keys;
+// padding keys sort last), predicated stores; the entries of longer rows get bit 15 of their
+// column within the bucket (`pc`, columns below BT_WMAX), and those take their rank in the
+// row. Before, every entry of every row counted the smaller keys of its row in shared memory
+// (its row's length in loads and compares, and a warp waited for its longest row). N = 0:
+// nothing (every row by rank).
+// BT_NET, modes 1 and 2: the dragon's δ2 (rows of ~4.4 entries) 0.132 -> 0.121 ms with 16, 0.125
+// with 8 (session 26). BT_NET_P, mode 3 (δ1's in-edges): 0, since the networks made the
+// dragon's δ1 slower (0.068 -> 0.071-0.075 ms with 8: its rows are longer, and its largest
+// buckets, which set its end, hold the longest).
+#define BT_NET 16
+#define BT_NET_P 0
+#define BT_LONGROW 0x8000u
+template <int N>
+__device__ __forceinline__ void bt_sort_placed(u32* row, u16* col, u32 n) {
+    if constexpr (N > 0) {
+        auto same = [](u32 k) { return k; };
+        if (n > N) {
+            for (u32 j = 0; j < n; j++) col[j] |= (u16)BT_LONGROW;
+        } else if (n <= 4) {
+            sort_regs<4>(row, n, same, same);
+        } else {
+            sort_regs<N>(row, n, same, same);
+        }
+    }
+}
+
 // The kernel's body; PAIRS (mode 3) is a compile-time case, so that the other modes' code
 // carries none of it (kernels transpose_bucketed and transpose_bucketed_pairs below).
 template <bool PAIRS>
@@ -1546,11 +1580,27 @@ __device__ __forceinline__ void bt_transpose(const i32* cols, u32 nnz, u32 mode,
                         }
                     });
                     __syncthreads();
-                    // start[l] now ends row l (the start of row l + 1) for l in [l0, l1): every
-                    // entry's rank in its row (ties, which only repeated input entries make, by
-                    // position)
+                    // start[l] now ends row l (the start of row l + 1) for l in [l0, l1). Rows
+                    // of up to NET entries are sorted in place by one thread each
+                    // (bt_sort_placed); equal keys, which only repeated input entries make, give
+                    // equal entries, so their order does not matter.
+                    constexpr int NET = PAIRS ? BT_NET_P : BT_NET;
+                    if constexpr (NET > 0) {
+                        for (u32 l = l0 + tid; l < l1; l += BT_THREADS) {
+                            const u32 a = (l == l0 ? s0 : start[l - 1]) - s0, b = start[l] - s0;
+                            bt_sort_placed<NET>(pk + a, pc + a, b - a);
+                        }
+                        __syncthreads();
+                    }
+                    // every entry to its place: rows of up to NET entries where they are,
+                    // longer ones (marked) by their rank in the row (ties by position)
                     for (u32 s = tid; s < s1 - s0; s += BT_THREADS) {
-                        const u32 e = pk[s], l = pc[s];
+                        const u32 e = pk[s], p = pc[s];
+                        if (NET > 0 && !(p & BT_LONGROW)) {
+                            out[Bw + s0 + s + eoff(p)] = tunkey(e);
+                            continue;
+                        }
+                        const u32 l = p & (BT_LONGROW - 1u);
                         const u32 a = (l == l0 ? s0 : start[l - 1]) - s0, b = start[l] - s0;
                         if (b - a <= TS_MID) {
                             u32 rank = 0;
