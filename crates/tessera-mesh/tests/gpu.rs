@@ -399,6 +399,34 @@ fn deferred_transpose_matches(
     }
 }
 
+/// The transpose of `dm` by `kern` (`how`: its name), eager and deferred, is the CPU
+/// transpose `want` (whose longest row is `longest`).
+fn transposes_match(
+    g: &Gpu,
+    kern: &tessera_mesh::cuda::MeshKernels,
+    how: &str,
+    dm: &tessera_mesh::cuda::DeviceTcsr,
+    want: &Tcsr,
+    longest: usize,
+    name: &str,
+) {
+    same_tcsr(
+        &format!("transpose ({how})"),
+        name,
+        &kern.transpose(dm).unwrap().download(g).unwrap(),
+        want,
+    );
+    deferred_transpose_matches(
+        g,
+        kern,
+        dm,
+        want,
+        longest,
+        &format!("deferred transpose ({how})"),
+        &format!("{name} ({how})"),
+    );
+}
+
 /// Random rows of `k` distinct signed columns over `ncols` (as the faces of cells).
 fn random_uniform_tcsr(r: &mut Rng, nrows: usize, k: u32, ncols: usize) -> Tcsr {
     random_skewed_tcsr(r, nrows, k, ncols, None)
@@ -557,21 +585,7 @@ fn transpose_bucketed_matches_reference() {
             "random {nrows} x {k} over {ncols} columns, {skew} % in 8 (longest row {longest})"
         );
         for (kern, how) in [(&bucketed, "bucketed"), (&general, "general")] {
-            same_tcsr(
-                &format!("transpose ({how})"),
-                &name,
-                &kern.transpose(&dm).unwrap().download(&g).unwrap(),
-                &want,
-            );
-            deferred_transpose_matches(
-                &g,
-                kern,
-                &dm,
-                &want,
-                longest,
-                &format!("deferred transpose ({how})"),
-                &format!("{name} ({how})"),
-            );
+            transposes_match(&g, kern, how, &dm, &want, longest, &name);
             // one thread sorts a row longer than 2048 entries here: not the 40,000-entry rows
             if longest <= 20_000 {
                 same_tcsr(
@@ -609,21 +623,7 @@ fn transpose_bucketed_matches_reference() {
         let dm = tessera_mesh::cuda::DeviceTcsr::upload(&g, &m).unwrap();
         let name = "rows of 1 to 20 entries in every bucket";
         for (kern, how) in [(&bucketed, "bucketed"), (&general, "general")] {
-            same_tcsr(
-                &format!("transpose ({how})"),
-                name,
-                &kern.transpose(&dm).unwrap().download(&g).unwrap(),
-                &want,
-            );
-            deferred_transpose_matches(
-                &g,
-                kern,
-                &dm,
-                &want,
-                20,
-                &format!("deferred transpose ({how})"),
-                &format!("{name} ({how})"),
-            );
+            transposes_match(&g, kern, how, &dm, &want, 20, name);
         }
     }
     // rows as δ3's input (every column at most once per sign):
