@@ -1331,7 +1331,7 @@ __device__ __forceinline__ void bt_canonical_entry(bool ok, u32 e, u32 f, u32 t,
 
 // Rows of a bucket's placement (keys in shared memory) of at most N entries sorted in place by
 // one thread each: all loads at once, a sorting network in registers (sort_net: 4 or N keys;
-// padding keys sort last), predicated stores; the entries of longer rows get bit 15 of their
+// padding keys sort last), predicated stores. The entries of longer rows get bit 15 of their
 // column within the bucket (`pc`, columns below BT_WMAX), and those take their rank in the
 // row. Before, every entry of every row counted the smaller keys of its row in shared memory
 // (its row's length in loads and compares, and a warp waited for its longest row). N = 0:
@@ -1339,19 +1339,18 @@ __device__ __forceinline__ void bt_canonical_entry(bool ok, u32 e, u32 f, u32 t,
 // BT_NET, modes 1 and 2: the dragon's δ2 (rows of ~4.4 entries) 0.132 -> 0.121 ms with 16, 0.125
 // with 8 (session 26). BT_NET_P, mode 3 (δ1's in-edges): 0, since the networks made the
 // dragon's δ1 slower (0.068 -> 0.071-0.075 ms with 8: its rows are longer, and its largest
-// buckets, which set its end, hold the longest).
+// buckets, which set its end, hold the longest). Marking the sorted rows' entries instead of
+// the long ones cost δ2 7 µs (0.129 ms: 16-bit stores to scattered words).
 #define BT_NET 16
 #define BT_NET_P 0
 #define BT_LONGROW 0x8000u
 template <int N>
-__device__ __forceinline__ void bt_sort_placed(u32* row, u16* col, u32 n) {
+__device__ __forceinline__ void bt_sort_placed(u32* row, u32 n) {
     if constexpr (N > 0) {
         auto same = [](u32 k) { return k; };
-        if (n > N) {
-            for (u32 j = 0; j < n; j++) col[j] |= (u16)BT_LONGROW;
-        } else if (n <= 4) {
+        if (n <= 4) {
             sort_regs<4>(row, n, same, same);
-        } else {
+        } else if (n <= N) {
             sort_regs<N>(row, n, same, same);
         }
     }
@@ -1586,9 +1585,23 @@ __device__ __forceinline__ void bt_transpose(const i32* cols, u32 nnz, u32 mode,
                     // equal entries, so their order does not matter.
                     constexpr int NET = PAIRS ? BT_NET_P : BT_NET;
                     if constexpr (NET > 0) {
-                        for (u32 l = l0 + tid; l < l1; l += BT_THREADS) {
-                            const u32 a = (l == l0 ? s0 : start[l - 1]) - s0, b = start[l] - s0;
-                            bt_sort_placed<NET>(pk + a, pc + a, b - a);
+                        // a warp's lanes take 32 consecutive columns together; the entries of
+                        // its longer rows are marked by the whole warp, row after row (a hub's
+                        // thousands of entries by one thread would hold the block)
+                        const u32 lane = tid & 31u;
+                        for (u32 lw = l0 + (tid - lane); lw < l1; lw += BT_THREADS) {
+                            const u32 l = lw + lane;
+                            u32 a = 0, n = 0;
+                            if (l < l1) {
+                                a = (l == l0 ? s0 : start[l - 1]) - s0;
+                                n = start[l] - s0 - a;
+                                bt_sort_placed<NET>(pk + a, n);
+                            }
+                            for (u32 m = __ballot_sync(0xffffffffu, n > (u32)NET); m; m &= m - 1) {
+                                const u32 src = __ffs(m) - 1;
+                                const u32 ra = __shfl_sync(0xffffffffu, a, src), rn = __shfl_sync(0xffffffffu, n, src);
+                                for (u32 j = lane; j < rn; j += 32) pc[ra + j] |= (u16)BT_LONGROW;
+                            }
                         }
                         __syncthreads();
                     }
