@@ -779,6 +779,18 @@ fn transpose_canonical_pairs_matches_reference() {
     ));
     cases.push(("one edge".into(), 2, vec![[0, 1]]));
     cases.push(("one edge between gaps".into(), 6, vec![[1, 3]]));
+    // buckets cut at upload: sparse edges over many vertices (the cut's widest buckets), and
+    // more edges than one tile a block holds beside the cut's tables
+    for (ne, nv) in [(50_000usize, 1_000_000u32), (4_000_000, 1_500_000)] {
+        let ev = (0..ne)
+            .map(|_| [(r.next() % nv as u64) as u32, (r.next() % nv as u64) as u32])
+            .collect();
+        cases.push((
+            format!("{ne} random edges over {nv} vertices"),
+            nv as usize,
+            canonical(ev),
+        ));
+    }
     // not canonical: refused (nothing written), and the general transpose after it
     let mut reversed = cases[0].2.clone();
     reversed[12_345].swap(0, 1);
@@ -794,6 +806,34 @@ fn transpose_canonical_pairs_matches_reference() {
         let flat: Vec<u32> = ev.iter().flatten().copied().collect();
         let d_ev = g.upload(&flat).unwrap();
         let got = kern.transpose_canonical_pairs(&d_ev, *nv).unwrap();
+        // a device mesh of these edges cuts δ1's buckets at upload for canonical pairs whose
+        // vertices have at most 2048 in-edges (one face and one cell: only the shapes matter)
+        let m = PolyMesh::from_operators(
+            vec![[0.0; 3]; *nv],
+            ev.clone(),
+            Tcsr::new(ev.len(), vec![0, 1], vec![0]).unwrap(),
+            Tcsr::new(1, vec![0, 1], vec![0]).unwrap(),
+        )
+        .unwrap();
+        let dm = DeviceMesh::upload(&g, &m).unwrap();
+        let cut = dm.edge_buckets();
+        if k < cases.len() && !name.starts_with("in-hub") {
+            let nb = cut.unwrap_or_else(|| panic!("{name}: no buckets cut"));
+            same_tcsr(
+                &format!("edge-pair transpose, {nb} buckets cut at upload"),
+                name,
+                &dm.compute_vertex_edges().unwrap().download(&g).unwrap(),
+                &want,
+            );
+        } else {
+            assert!(cut.is_none(), "{name}: buckets cut");
+            same_tcsr(
+                "edge-pair transpose of a device mesh",
+                name,
+                &dm.compute_vertex_edges().unwrap().download(&g).unwrap(),
+                &want,
+            );
+        }
         if k < cases.len() {
             let got = got.unwrap_or_else(|| panic!("{name}: canonical pairs refused"));
             same_tcsr(
@@ -1748,7 +1788,12 @@ fn chain_phases(g: &Gpu, m: &PolyMesh) {
         )
     };
     let (d2, d1) = (format!("δ2 {d21}"), format!("δ1 {d21}"));
-    let ops: [(&str, &dyn Fn()); 4] = [
+    let d1c = format!("δ1, buckets cut at upload {d21}");
+    assert!(
+        bucketed.is_none() || dm.edge_buckets().is_some(),
+        "the dragon's edges get buckets cut at upload"
+    );
+    let ops: [(&str, &dyn Fn()); 5] = [
         (d3, &|| {
             k.transpose_short_rows(dm.cell_faces()).map(drop).unwrap()
         }),
@@ -1758,6 +1803,7 @@ fn chain_phases(g: &Gpu, m: &PolyMesh) {
                 .map(drop)
                 .unwrap()
         }),
+        (&d1c, &|| dm.compute_vertex_edges().map(drop).unwrap()),
         (
             "boundary (flags+marks, scan sums, scan+lists, tail)",
             &|| {
@@ -1809,7 +1855,7 @@ fn op_overheads_shared_meshes() {
     let nv = m.num_vertices();
     let k = dm.kernels();
     let fc = k.transpose_short_rows(dm.cell_faces()).unwrap();
-    let ops: [(&str, &dyn Fn()); 7] = [
+    let ops: [(&str, &dyn Fn()); 8] = [
         ("δ3", &|| {
             k.transpose_short_rows(dm.cell_faces()).map(drop).unwrap()
         }),
@@ -1819,6 +1865,7 @@ fn op_overheads_shared_meshes() {
                 .map(drop)
                 .unwrap()
         }),
+        ("δ1, cut", &|| dm.compute_vertex_edges().map(drop).unwrap()),
         ("face vertices", &|| {
             k.face_vertices(dm.face_edges(), dm.edge_vertices(), nv)
                 .map(drop)

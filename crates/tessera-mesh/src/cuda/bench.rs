@@ -94,7 +94,7 @@ pub fn run_gpu_mesh_bench(
     time(
         "coboundary d1 (vertex_edges)",
         8 * ne as u64 + tcsr_bytes(nv, 2 * ne),
-        &mut || k.transpose_edge_pairs(dm.edge_vertices(), nv).map(drop),
+        &mut || dm.compute_vertex_edges().map(drop),
     )?;
     let fv_nnz = mesh.face_vertices().nnz();
     time(

@@ -185,7 +185,8 @@ struct CoopChains {
     sync: DeviceBuffer<u32>,
     /// The boundary extraction's edge and vertex marks (see [`StampedMarks`]).
     marks: std::sync::Mutex<StampedMarks>,
-    /// Never written (the flag argument of a transpose that sorts long rows itself).
+    /// Two words never read (the flag argument of a transpose that sorts long rows itself,
+    /// or of δ1 by [`EdgeBuckets`], whose pairs the host checked).
     unused_flag: DeviceBuffer<u32>,
     transpose: Kernel,
     boundary: Kernel,
@@ -271,6 +272,7 @@ const BT_WSLOT: usize = 16384;
 
 /// The cut of one bucketed transpose: buckets of `w` columns, `nb` of them; tiles of `tile`
 /// entries, `nt` of them.
+#[derive(Clone)]
 struct BucketPlan {
     w: u32,
     nb: u32,
@@ -347,8 +349,11 @@ impl Bucketed {
         let wmax = if two_slot {
             self.two_slot_wmax()
         } else if canonical {
-            // the columns' out-edge starts take the upper half of the offsets' room
-            BT_WMAX / 2 - BT_W_ALIGN as usize
+            // the columns' out-edge starts take BT_WMAX + 1 words of the placed entries' room
+            if (self.cap as usize) < 2 * (BT_WMAX + 1) {
+                return None;
+            }
+            BT_WMAX
         } else {
             BT_WMAX
         };
@@ -358,19 +363,104 @@ impl Bucketed {
             .next_multiple_of(BT_W_ALIGN as usize)
             .clamp(1, wmax);
         let nb = ncols.div_ceil(w);
-        // tiles of equal length, the same number for every block
-        let per_block = nnz.div_ceil(g * self.tile_max as usize).max(1);
+        let (tile, nt) = self.tiles(nnz, self.tile_max)?;
+        (nb <= BT_NBMAX).then_some(BucketPlan {
+            w: w as u32,
+            nb: nb as u32,
+            tile,
+            nt,
+        })
+    }
+    /// Tiles of equal length (a multiple of `BT_TILE_ALIGN` entries, at most `tile_max`), the
+    /// same number for every block: `(tile, nt)`, `None` past `BT_NTMAX` tiles.
+    fn tiles(&self, nnz: usize, tile_max: u32) -> Option<(u32, u32)> {
+        let g = self.grid as usize;
+        let per_block = nnz.div_ceil(g * tile_max.max(1) as usize).max(1);
         let tile = nnz
             .div_ceil(g * per_block)
             .next_multiple_of(BT_TILE_ALIGN as usize);
         let nt = nnz.div_ceil(tile);
-        (nb <= BT_NBMAX && nt <= BT_NTMAX).then_some(BucketPlan {
-            w: w as u32,
-            nb: nb as u32,
-            tile: tile as u32,
-            nt: nt as u32,
+        (nt <= BT_NTMAX).then_some((tile as u32, nt as u32))
+    }
+}
+
+/// δ1's buckets for canonical edge pairs that the host has checked (cut by a [`DeviceMesh`] at
+/// upload, §3.4.1): `transpose_bucketed`'s mode 3 with buckets of
+/// consecutive vertices cut on the host so that each holds about the same number of entries
+/// (in- and out-edges), one bucket a block. The cut is made once, at upload; with it δ1 is one
+/// launch and no host synchronisation (the order check and the long rows, which the kernel
+/// reports in flags otherwise, were settled on the host).
+///
+/// Buckets of equal width (the general mode 3) leave the blocks waiting on the largest: in a
+/// TetGen mesh the Steiner points come last in the file, and their rows are the longest.
+pub(crate) struct EdgeBuckets {
+    nvertices: usize,
+    nedges: usize,
+    /// `nb + 1` first vertices of the buckets (multiples of 32, then `nvertices`).
+    cuts: DeviceBuffer<u32>,
+    /// The bucket of every 32 consecutive vertices.
+    cut_of: DeviceBuffer<u16>,
+    /// `nvertices + 1` words: the first edge whose `from` is at least `v` (`nedges` past the
+    /// last), the start of vertex v's out-edges.
+    e0: DeviceBuffer<u32>,
+    plan: BucketPlan,
+    /// The bucketed kernel's grid the cut was made for.
+    grid: u32,
+}
+
+impl EdgeBuckets {
+    pub(crate) fn duplicate(&self, g: &Gpu) -> Result<Self, MeshError> {
+        Ok(EdgeBuckets {
+            nvertices: self.nvertices,
+            nedges: self.nedges,
+            cuts: g.duplicate(&self.cuts)?,
+            cut_of: g.duplicate(&self.cut_of)?,
+            e0: g.duplicate(&self.e0)?,
+            plan: self.plan.clone(),
+            grid: self.grid,
         })
     }
+}
+
+/// Vertices a bucket of [`EdgeBuckets`] starts on a multiple of (its column offsets start on
+/// a 128-byte line, as `BT_W_ALIGN`; the kernel finds a vertex's bucket as `cut_of[v >> 5]`).
+const EB_GROUP: usize = 32;
+/// The rows that mode 3 sorts in shared memory by rank: a vertex of more in-edges sets a flag
+/// for the host (the kernel's `TS_MID`), so [`EdgeBuckets`] are not made for such edges.
+const EB_LONGEST_IN: u32 = 2048;
+
+/// What vertex v adds to its bucket's time in [`EdgeBuckets`], in relative units, from its in-
+/// and out-degree: its in-edges are gathered twice and ranked within their row (quadratic),
+/// its out-edges are written as a run, its offset once. Device call 6 of session 27 (dragon,
+/// file order, one H200): these weights 0.0470-0.0472 ms (phases 39.7 µs); the degrees alone
+/// (in + out + 1) left one bucket of the Steiner points 33 µs behind the others; weights
+/// fitted to 528 timed buckets (in 31 : out 8 : in² 1) 0.0484-0.0488 ms.
+fn edge_bucket_weight(indeg: u64, outdeg: u64) -> u64 {
+    10 * indeg + 5 * outdeg + indeg * indeg + 10
+}
+
+/// Cut `weights` (one per group of [`EB_GROUP`] columns) into about `parts` runs of consecutive
+/// groups of about equal weight, none wider than `max_groups`: the first group of every run,
+/// then `weights.len()`. A run ends where the weight before it reaches the next multiple of
+/// `total / parts`.
+fn balanced_cuts(weights: &[u64], parts: usize, max_groups: usize) -> Vec<usize> {
+    let total: u128 = weights.iter().map(|&w| w as u128).sum();
+    let (parts, max_groups) = (parts.max(1) as u128, max_groups.max(1));
+    let mut cuts = vec![0];
+    let (mut acc, mut k, mut start) = (0u128, 1u128, 0usize);
+    for (g, &w) in weights.iter().enumerate() {
+        let reached = |k: u128| k <= parts && acc * parts >= total * k;
+        if g > start && (reached(k) || g - start >= max_groups) {
+            cuts.push(g);
+            start = g;
+            while reached(k) {
+                k += 1;
+            }
+        }
+        acc += w as u128;
+    }
+    cuts.push(weights.len());
+    cuts
 }
 
 impl CoopChains {
@@ -400,7 +490,7 @@ impl CoopChains {
         Ok(Some(CoopChains {
             sync: gpu.zeros::<u32>(words)?,
             marks: Default::default(),
-            unused_flag: gpu.zeros::<u32>(1)?,
+            unused_flag: gpu.zeros::<u32>(2)?,
             transpose,
             boundary,
             grid_transpose,
@@ -693,7 +783,7 @@ impl<'g> MeshKernels<'g> {
         }
         let g = self.gpu;
         if input.mode != 0 {
-            if let Some(t) = self.transpose_bucketed(c, input, ncols, two_slot, flag)? {
+            if let Some(t) = self.transpose_bucketed(c, input, ncols, two_slot, flag, None)? {
                 return Ok(Some(t));
             }
         }
@@ -740,7 +830,8 @@ impl<'g> MeshKernels<'g> {
     /// sorted in shared memory and written in order (`two_slot`: first by the sign slots of
     /// δ3, per bucket). Same result and same handling of rows longer than 2048 entries as
     /// [`MeshKernels::transpose_one_launch`]. `None` (nothing launched) without the kernel
-    /// or past its limits.
+    /// or past its limits. `cut`: mode 3's buckets cut by the host for these pairs (no flag
+    /// is read then: the host checked the pairs and their rows).
     fn transpose_bucketed(
         &self,
         c: &CoopChains,
@@ -748,19 +839,23 @@ impl<'g> MeshKernels<'g> {
         ncols: usize,
         two_slot: bool,
         flag: Option<&dyn KernelArg>,
+        cut: Option<&EdgeBuckets>,
     ) -> Result<Option<DeviceTcsr>, MeshError> {
         use std::sync::atomic::Ordering::Relaxed;
         let Some(b) = c.bucketed.as_ref() else {
             return Ok(None);
         };
-        // mode 3 reports pairs found not canonical in the flag's second word
+        // mode 3 reports pairs found not canonical in the flag's second word, unless the
+        // host checked them (`cut`)
         let canonical = input.mode == 3;
-        if canonical && flag.is_none() {
+        if canonical && flag.is_none() && cut.is_none() {
             return Ok(None);
         }
+        let cut = cut.filter(|e| canonical && e.grid == b.grid);
         // keys 2 row + 1 must fit 32 bits
-        let Some(plan) = b
-            .plan(input.nnz, ncols, two_slot, canonical)
+        let Some(plan) = cut
+            .map(|e| e.plan.clone())
+            .or_else(|| b.plan(input.nnz, ncols, two_slot, canonical))
             .filter(|_| input.nrows < i32::MAX as usize)
         else {
             return Ok(None);
@@ -773,8 +868,9 @@ impl<'g> MeshKernels<'g> {
         let offsets = g.alloc::<u32>(ncols + 1)?;
         // mode 3 partitions the `to` ends only; the result holds both ends
         let out = g.alloc::<i32>(if canonical { 2 * input.nnz } else { input.nnz })?;
-        // mode 3: where each vertex's out-edges start
-        let e0 = if canonical {
+        // mode 3: where each vertex's out-edges start, found by the kernel (or given with the
+        // cut)
+        let e0 = if canonical && cut.is_none() {
             Some(g.alloc::<u32>(ncols + 1)?)
         } else {
             None
@@ -815,10 +911,14 @@ impl<'g> MeshKernels<'g> {
         .arg(&offsets)
         .arg(&out)
         .arg(flag.unwrap_or(&c.unused_flag as &dyn KernelArg))
-        .arg(
-            e0.as_ref()
-                .map_or(&c.unused_flag as &dyn KernelArg, |e| e as &dyn KernelArg),
-        )
+        .arg(match (&e0, cut) {
+            (Some(e), _) => e as &dyn KernelArg,
+            (None, Some(eb)) => &eb.e0 as &dyn KernelArg,
+            (None, None) => &c.unused_flag as &dyn KernelArg,
+        })
+        .arg(&cut.map_or(0u32, |e| e.cut_of.len() as u32))
+        .arg(cut.map_or(&c.unused_flag as &dyn KernelArg, |e| &e.cuts))
+        .arg(cut.map_or(&c.unused_flag as &dyn KernelArg, |e| &e.cut_of))
         .run_cooperative()?;
         Ok(Some(DeviceTcsr::ragged(offsets, out, input.nrows)))
     }
@@ -927,7 +1027,7 @@ impl<'g> MeshKernels<'g> {
             k: 2,
         };
         let (t, w) = self.with_words(|words| {
-            self.transpose_bucketed(c, &input, nvertices, false, Some(words))
+            self.transpose_bucketed(c, &input, nvertices, false, Some(words), None)
         })?;
         let Some(mut t) = t.filter(|_| w[1] == 0) else {
             return Ok(None);
@@ -936,6 +1036,145 @@ impl<'g> MeshKernels<'g> {
             self.sort_all_rows(&mut t)?;
         }
         Ok(Some(t))
+    }
+
+    /// δ1's buckets for the canonical pairs `ev` (the caller has checked them:
+    /// [`canonical_pairs`]) over `nvertices` vertices, cut so that each bucket takes about the
+    /// same time ([`EdgeBuckets`]). `None` where [`MeshKernels::transpose_cut_pairs`] cannot
+    /// take the pairs: without the bucketed kernel, for a vertex of more than 2048 in-edges (a
+    /// row the kernel would leave to the host), or past the kernel's limits.
+    fn cut_canonical_pairs(
+        &self,
+        ev: &[[u32; 2]],
+        nvertices: usize,
+    ) -> Result<Option<EdgeBuckets>, MeshError> {
+        let Some(b) = self.coop.as_deref().and_then(|c| c.bucketed.as_ref()) else {
+            return Ok(None);
+        };
+        // the columns' out-edge starts take BT_WMAX + 1 words of the placed entries' room
+        if !Self::one_launch_fits(2 * ev.len(), nvertices) || (b.cap as usize) < 2 * (BT_WMAX + 1) {
+            return Ok(None);
+        }
+        if ev.iter().any(|p| p[1] as usize >= nvertices) {
+            return Err(MeshError::IndexOutOfRange {
+                what: "edge vertex",
+                index: ev.iter().map(|p| p[1] as u64).max().unwrap_or(0),
+                len: nvertices,
+            });
+        }
+        let ng = nvertices.div_ceil(EB_GROUP);
+        let mut indeg = vec![0u32; nvertices];
+        let mut outdeg = vec![0u32; nvertices];
+        for p in ev {
+            indeg[p[1] as usize] += 1;
+            outdeg[p[0] as usize] += 1;
+        }
+        if indeg.iter().any(|&d| d > EB_LONGEST_IN) {
+            return Ok(None);
+        }
+        let mut weights = vec![0u64; ng];
+        for v in 0..nvertices {
+            let (i, o) = (indeg[v] as u64, outdeg[v] as u64);
+            weights[v / EB_GROUP] += edge_bucket_weight(i, o);
+        }
+        // one window of columns a bucket
+        let max_groups = BT_WMAX / EB_GROUP;
+        // at most one bucket a block (the kernel then gives block b bucket b): fewer parts
+        // where the widest buckets' cap made more
+        let mut parts = b.grid as usize;
+        let groups = loop {
+            let groups = balanced_cuts(&weights, parts, max_groups);
+            let nb = groups.len() - 1;
+            if nb <= b.grid as usize || parts == 1 {
+                break groups;
+            }
+            parts -= (nb - b.grid as usize).min(parts - 1);
+        };
+        let nb = groups.len() - 1;
+        if nb > BT_NBMAX || nb > u16::MAX as usize {
+            return Ok(None);
+        }
+        // a multiple of 8 (the kernel loads it 16 bytes at a time)
+        let mut cut_of = vec![0u16; ng.next_multiple_of(8)];
+        for (q, r) in groups.windows(2).enumerate() {
+            cut_of[r[0]..r[1]].fill(q as u16);
+        }
+        let cuts: Vec<u32> = groups
+            .iter()
+            .map(|&g| (g * EB_GROUP).min(nvertices) as u32)
+            .collect();
+        let widest = cuts.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(1);
+        // phase 1 keeps both tables in shared memory beside its tile
+        let reserve = (4 * (nb + 1).next_multiple_of(4) + 2 * cut_of.len()) as u32;
+        let tile_max = (b.shared.saturating_sub(4 * BT_NBMAX as u32 + reserve) / 8).min(BT_TILEMAX)
+            / BT_TILE_ALIGN
+            * BT_TILE_ALIGN;
+        if tile_max < 8 * BT_TILE_ALIGN {
+            return Ok(None);
+        }
+        let Some((tile, nt)) = b.tiles(ev.len(), tile_max) else {
+            return Ok(None);
+        };
+        // where each vertex's out-edges start: the edges' `from` are non-decreasing
+        let mut e0 = vec![ev.len() as u32; nvertices + 1];
+        for (e, p) in ev.iter().enumerate().rev() {
+            e0[p[0] as usize] = e as u32;
+        }
+        for v in (0..nvertices).rev() {
+            e0[v] = e0[v].min(e0[v + 1]);
+        }
+        let g = self.gpu;
+        Ok(Some(EdgeBuckets {
+            nvertices,
+            nedges: ev.len(),
+            cuts: g.upload(&cuts)?,
+            cut_of: g.upload(&cut_of)?,
+            e0: g.upload(&e0)?,
+            plan: BucketPlan {
+                w: widest,
+                nb: nb as u32,
+                tile,
+                nt,
+            },
+            grid: b.grid,
+        }))
+    }
+
+    /// δ1 of canonical pairs by the buckets `cut` for them
+    /// ([`MeshKernels::cut_canonical_pairs`]): one launch, no host synchronisation, no check.
+    /// The caller vouches that `edge_vertices` holds the pairs the buckets were cut for (a
+    /// [`DeviceMesh`] and the buckets it cut at upload; only their length is checked here);
+    /// for other pairs the rows are unspecified. Kernels that cannot take the cut (another
+    /// device, or no bucketed kernel) give the same result by
+    /// [`MeshKernels::transpose_edge_pairs`].
+    pub(crate) fn transpose_cut_pairs(
+        &self,
+        edge_vertices: &DeviceBuffer<u32>,
+        cut: &EdgeBuckets,
+    ) -> Result<DeviceTcsr, MeshError> {
+        if edge_vertices.len() != 2 * cut.nedges {
+            return Err(MeshError::InvalidTopology(format!(
+                "δ1's buckets were cut for {} edges, not {}",
+                cut.nedges,
+                edge_vertices.len() / 2
+            )));
+        }
+        if let Some(c) = self.coop.as_deref() {
+            let input = TransposeInput {
+                offsets: edge_vertices,
+                columns: edge_vertices,
+                nrows: cut.nedges,
+                nnz: cut.nedges,
+                mode: 3,
+                k: 2,
+            };
+            if let Some(t) =
+                self.transpose_bucketed(c, &input, cut.nvertices, false, None, Some(cut))?
+            {
+                return Ok(t);
+            }
+        }
+        self.transpose_edge_pairs(edge_vertices, cut.nvertices)
     }
 
     /// [`MeshKernels::transpose_edge_pairs`] with no host synchronisation (rows of more than
@@ -1645,6 +1884,9 @@ pub struct DeviceMesh<'g> {
     /// Whether δ1 tries the canonical transpose first ([`MeshKernels::transpose_edge_pairs`]):
     /// false when the host found the edges not canonical at upload.
     try_canonical_edges: bool,
+    /// δ1's buckets, cut at upload for edges found canonical there
+    /// ([`MeshKernels::edge_buckets`]; then δ1 reads no flag).
+    edge_buckets: Option<EdgeBuckets>,
 }
 
 macro_rules! require {
@@ -1673,6 +1915,12 @@ impl<'g> DeviceMesh<'g> {
         let kernels = MeshKernels::new(gpu)?;
         let ev: Vec<u32> = mesh.edge_vertices().iter().flat_map(|p| *p).collect();
         let pos: Vec<f64> = mesh.positions().iter().flat_map(|p| *p).collect();
+        let canonical = canonical_pairs(mesh.edge_vertices());
+        let edge_buckets = if canonical {
+            kernels.cut_canonical_pairs(mesh.edge_vertices(), mesh.num_vertices())?
+        } else {
+            None
+        };
         Ok(DeviceMesh {
             nvertices: mesh.num_vertices(),
             edge_vertices: gpu.upload(&ev)?,
@@ -1681,7 +1929,8 @@ impl<'g> DeviceMesh<'g> {
             positions: gpu.upload(&pos)?,
             cache: DeviceRelations::default(),
             cells_closed: mesh.cells_known_closed(),
-            try_canonical_edges: canonical_pairs(mesh.edge_vertices()),
+            try_canonical_edges: canonical,
+            edge_buckets,
             kernels,
         })
     }
@@ -1746,12 +1995,27 @@ impl<'g> DeviceMesh<'g> {
 
     require!(
         /// δ1 = ∂1ᵀ: vertex -> signed edges (+1 where the edge ends at the vertex).
-        vertex_edges, require_vertex_edges, |s| if s.try_canonical_edges {
-            s.kernels.transpose_edge_pairs(&s.edge_vertices, s.nvertices)?
-        } else {
-            s.kernels.transpose_edge_pairs_general(&s.edge_vertices, s.nvertices)?
-        }
+        vertex_edges, require_vertex_edges, |s| s.compute_vertex_edges()?
     );
+    /// δ1, computed (not cached) as [`DeviceMesh::vertex_edges`] computes it: by the buckets
+    /// cut at upload when the edges were canonical there (one launch, no host
+    /// synchronisation), else by [`MeshKernels::transpose_edge_pairs`] (edges of unknown
+    /// order) or [`MeshKernels::transpose_edge_pairs_general`] (edges known not canonical).
+    pub fn compute_vertex_edges(&self) -> Result<DeviceTcsr, MeshError> {
+        if let Some(cut) = &self.edge_buckets {
+            self.kernels.transpose_cut_pairs(&self.edge_vertices, cut)
+        } else if self.try_canonical_edges {
+            self.kernels
+                .transpose_edge_pairs(&self.edge_vertices, self.nvertices)
+        } else {
+            self.kernels
+                .transpose_edge_pairs_general(&self.edge_vertices, self.nvertices)
+        }
+    }
+    /// The number of δ1's buckets cut at upload, if any ([`DeviceMesh::compute_vertex_edges`]).
+    pub fn edge_buckets(&self) -> Option<usize> {
+        self.edge_buckets.as_ref().map(|e| e.plan.nb as usize)
+    }
     require!(
         /// δ2 = ∂2ᵀ: edge -> signed faces.
         edge_faces, require_edge_faces, |s| s.kernels.transpose(&s.face_edges)?
@@ -1925,6 +2189,52 @@ impl<'g> DeviceMesh<'g> {
 
 #[cfg(test)]
 mod tests {
+    /// Runs without a GPU: δ1's balanced cut covers every group once, in runs of at most
+    /// `max_groups`, each run's weight within one group of its share.
+    #[test]
+    fn balanced_cuts_cover_the_groups_in_shares() {
+        let mut x = 12345u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let skewed: Vec<u64> = (0..7_000)
+            .map(|g| {
+                if g > 6_000 {
+                    500 + next() % 300
+                } else {
+                    40 + next() % 20
+                }
+            })
+            .collect();
+        for (weights, parts, max_groups) in [
+            (vec![1u64; 1_320], 132, 127),
+            (skewed.clone(), 132, 127),
+            (skewed, 264, 8),
+            (vec![0u64; 10], 4, 3),
+            (vec![5u64], 132, 127),
+        ] {
+            let cuts = super::balanced_cuts(&weights, parts, max_groups);
+            assert_eq!(cuts[0], 0);
+            assert_eq!(*cuts.last().unwrap(), weights.len());
+            assert!(cuts
+                .windows(2)
+                .all(|w| w[0] < w[1] && w[1] - w[0] <= max_groups));
+            let total: u64 = weights.iter().sum();
+            let heaviest = weights.iter().copied().max().unwrap_or(0);
+            for w in cuts.windows(2) {
+                let run: u64 = weights[w[0]..w[1]].iter().sum();
+                assert!(run <= total.div_ceil(parts as u64) + heaviest, "{run}");
+            }
+        }
+        // equal weights: equal runs
+        let cuts = super::balanced_cuts(&[1u64; 1_320], 132, 127);
+        assert_eq!(cuts.len(), 133);
+        assert!(cuts.windows(2).all(|w| w[1] - w[0] == 10));
+    }
+
     /// Runs without a GPU: the edges of a derived tetrahedral mesh are canonical pairs (what
     /// `transpose_bucketed`'s mode 3 relies on), and two edges out of order are not.
     #[test]

@@ -320,6 +320,7 @@ pub fn catmull_clark_levels_gpu<'g>(
             cache: DeviceRelations::default(),
             cells_closed: dm.cells_closed,
             try_canonical_edges: dm.try_canonical_edges,
+            edge_buckets: dup_edge_buckets(dm)?,
         });
     }
     let mut cur = catmull_clark_gpu(dm)?;
@@ -327,6 +328,14 @@ pub fn catmull_clark_levels_gpu<'g>(
         cur = catmull_clark_gpu(&cur)?;
     }
     Ok(cur)
+}
+
+/// δ1's buckets of `dm`, for a copy with the same edges.
+fn dup_edge_buckets(dm: &DeviceMesh<'_>) -> Result<Option<super::EdgeBuckets>, MeshError> {
+    dm.edge_buckets
+        .as_ref()
+        .map(|e| e.duplicate(dm.gpu()))
+        .transpose()
 }
 
 fn dup_tcsr(g: &Gpu, t: &DeviceTcsr) -> Result<DeviceTcsr, MeshError> {
@@ -401,6 +410,7 @@ fn loop_ordered<'g>(dm: &DeviceMesh<'g>, m: &Module) -> Result<Option<DeviceMesh
         // the same edge sets in loop order: as closed as before
         cells_closed: dm.cells_closed,
         try_canonical_edges: dm.try_canonical_edges,
+        edge_buckets: dup_edge_buckets(dm)?,
     }))
 }
 
@@ -677,6 +687,7 @@ fn subdivide<'g>(
         cells_closed: false,
         // the subdivided edges' order is not known on the host: the kernel checks it
         try_canonical_edges: true,
+        edge_buckets: None,
     }))
 }
 

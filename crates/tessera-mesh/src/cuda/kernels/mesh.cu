@@ -1362,10 +1362,16 @@ template <bool PAIRS>
 __device__ __forceinline__ void bt_transpose(const i32* cols, u32 nnz, u32 mode, u64 kinv, u32 ncols, u32 w, u64 winv,
                                              u32 nb, u32 tile, u32 nt, u32 cap, u32 two_slot, u32 parity,
                                              u32 long_by_thread, u32* sync, u32* gcount, uint2* st, u32* packed,
-                                             u32* toffs, i32* out, u32* flag, u32* e0) {
+                                             u32* toffs, i32* out, u32* flag, u32* e0, u32 ncut, const u32* cuts,
+                                             const u16* cut_of) {
     // mode 3 never takes the two-slot way (nor its half blocks): with the flag known at
     // compile time, that code is left out of transpose_bucketed_pairs
     if constexpr (PAIRS) two_slot = 0u;
+    // mode 3 with buckets cut by the host (ncut groups of 32 columns, ncut > 0): bucket q is
+    // columns cuts[q] .. cuts[q + 1], and the bucket of column c is cut_of[c >> 5] (cuts
+    // fall on multiples of 32); else buckets of w columns. With the cuts the host also gives
+    // e0 and has checked the pairs' order, so phase 1 neither writes nor checks them.
+    const bool by_cuts = PAIRS && ncut != 0u;
     extern __shared__ u32 smem[];
     __shared__ u32 ws[BT_WARPS + 1];
     __shared__ u32 nlong, long_at[BT_LONG], long_len[BT_LONG];
@@ -1380,6 +1386,17 @@ __device__ __forceinline__ void bt_transpose(const i32* cols, u32 nnz, u32 mode,
     u32* hist = smem;                        // nb
     i32* sin = (i32*)(smem + BT_NBMAX);      // tile: the tile as read (once)
     u32* sout = (u32*)(sin + tile);          // tile: packed entries by bucket
+    u32* scut = sout + tile;                 // by_cuts: nb + 1, the buckets' first columns
+    u16* scut_of = (u16*)(scut + ((nb + 4) & ~3u));  // by_cuts: ncut, the bucket of each 32 columns
+    if (by_cuts) {
+        // ncut is a multiple of 8: 16-byte loads and stores
+        for (u32 q = tid; q <= nb; q += BT_THREADS) scut[q] = __ldg(cuts + q);
+        for (u32 q = tid; q < ncut / 8; q += BT_THREADS) ((uint4*)scut_of)[q] = __ldg((const uint4*)cut_of + q);
+    }
+    // the bucket of column c, and c within it (the first barrier of the tile loop orders the
+    // tables' stores before their loads)
+    auto bucket_of = [&](u32 c) { return by_cuts ? (u32)scut_of[c >> 5] : bt_div(c, winv); };
+    auto in_bucket = [&](u32 c, u32 b) { return by_cuts ? c - scut[b] : c - b * w; };
     for (u32 t = blockIdx.x; t < nt; t += G) {
         const u32 lo = t * tile, n = min(tile, nnz - lo);
         for (u32 q = tid; q < nb; q += BT_THREADS) hist[q] = 0u;
@@ -1388,10 +1405,10 @@ __device__ __forceinline__ void bt_transpose(const i32* cols, u32 nnz, u32 mode,
         // returns it), kept for the placement: entry k of this thread is tid + k BT_THREADS
         u32 rk[BT_TILEMAX / BT_THREADS / 2];  // two 16-bit ranks a word
         bt_tile_entries<PAIRS>(cols, lo, n, [&](bool ok, u32 i, i32 v, u32 k, u32 from) {
-            if (PAIRS) bt_canonical_entry(ok, lo + i, from, (u32)v, cols, nnz, ncols, e0, cnt + BT_NBMAX);
+            if (PAIRS && !by_cuts) bt_canonical_entry(ok, lo + i, from, (u32)v, cols, nnz, ncols, e0, cnt + BT_NBMAX);
             u32 s, c = bt_column<PAIRS>(v, mode, lo + i, s);
             if (ok) sin[i] = v;
-            const u32 r = bt_add(hist, bt_div(c, winv), ok);
+            const u32 r = bt_add(hist, bucket_of(c), ok);
             if (k & 1u) rk[k >> 1] |= r << 16; else rk[k >> 1] = r;
         });
         __syncthreads();
@@ -1417,8 +1434,8 @@ __device__ __forceinline__ void bt_transpose(const i32* cols, u32 nnz, u32 mode,
             const u32 i = tid + k * BT_THREADS;
             if (i < n) {
                 u32 s, c = bt_column<PAIRS>(sin[i], mode, lo + i, s);
-                const u32 b = bt_div(c, winv);
-                sout[hist[b] + ((rk[k >> 1] >> (16 * (k & 1u))) & 0xffffu)] = bt_pack(i, s, c - b * w);
+                const u32 b = bucket_of(c);
+                sout[hist[b] + ((rk[k >> 1] >> (16 * (k & 1u))) & 0xffffu)] = bt_pack(i, s, in_bucket(c, b));
             }
         }
         __syncthreads();
@@ -1453,6 +1470,8 @@ __device__ __forceinline__ void bt_transpose(const i32* cols, u32 nnz, u32 mode,
     // at most one bucket for each half block: half h of block b takes bucket b + h G (no draw
     // from the counter, and no order of the buckets to compute)
     const bool one_each = halves && nb <= 2 * G;
+    // buckets cut by the host, at most one a block: block b takes bucket b
+    const bool block_each = by_cuts && nb <= G;
     {
         const u32 q0 = 2 * tid, q1 = q0 + 1;
         const u32 a0 = q0 < nb ? __ldcg(cnt + q0) : 0u, a1 = q1 < nb ? __ldcg(cnt + q1) : 0u;
@@ -1461,7 +1480,7 @@ __device__ __forceinline__ void bt_transpose(const i32* cols, u32 nnz, u32 mode,
         if (q0 < nb) gbase[q0] = pre;
         if (q1 < nb) gbase[q1] = pre + a0;
         if (tid == 0) gbase[nb] = tot;
-        if (!one_each) {
+        if (!one_each && !block_each) {
             // the order in which the buckets are taken: BT_CLS classes of size, the largest
             // buckets first (so that the last ones taken are small), by index within a class.
             // Every block must compute the same order: a block scan of the classes' counts, one
@@ -1496,12 +1515,16 @@ __device__ __forceinline__ void bt_transpose(const i32* cols, u32 nnz, u32 mode,
     // Bucket q with the whole block: the two-slot way first when `slots`, else (or when two
     // entries met in one slot) the general way.
     auto bucket = [&](const u32 q, const bool slots) {
-        const u32 nq = gbase[q + 1] - gbase[q], c0 = q * w, ncq = min(w, ncols - c0), csh = bt_dir_shift(nq);
+        const u32 nq = gbase[q + 1] - gbase[q], c0 = by_cuts ? __ldg(cuts + q) : q * w;
+        const u32 ncq = by_cuts ? __ldg(cuts + q + 1) - c0 : min(w, ncols - c0), csh = bt_dir_shift(nq);
         // mode 3: the result holds each column's `from` ends after its `to` ends, the edges
         // e0[c] .. e0[c + 1] (canonical pairs); se[l] is where column l's start moves by
-        // them within the bucket (w < BT_WMAX / 2: one window)
+        // them within the bucket, kept in the last BT_WMAX + 1 words of the placed keys' room
+        // (at most BT_WMAX columns: one window; a range places at most capr = cap - BT_WMAX - 1
+        // entries then)
         const u32 e0c0 = PAIRS ? __ldcg(e0 + c0) : 0u, B = gbase[q] + e0c0;
-        u32* const se = start + BT_WMAX / 2;
+        u32* const se = pk + cap - (BT_WMAX + 1);
+        const u32 capr = PAIRS ? cap - (BT_WMAX + 1) : cap;
         auto bsync = [] { __syncthreads(); };
         auto bscan = [&](u32 x, u32* total) { return block_exclusive_scan<u32, BT_WARPS>(x, total, ws); };
         bt_bucket_runs<BT_THREADS>(st, q, nt, tile, nq, csh, tid, tpre, tsrc, dir, slots ? (uint2*)start : nullptr, ncq,
@@ -1535,12 +1558,23 @@ __device__ __forceinline__ void bt_transpose(const i32* cols, u32 nnz, u32 mode,
             if (PAIRS) {
                 // the `from` ends, -1 entries: edge e of vertex c0 + l after the column's `to`
                 // ends (in-prefix of l + 1), in edge order
-                for (u32 e = e0c0 + tid; e < e0c0 + se[nw]; e += BT_THREADS) {
-                    const u32 l = (u32)cols[2 * e] - c0;
-                    out[B + (l + 1 < nw ? start[l + 1] : tw) + (e - e0c0)] = tunkey(2 * e);
+                // BT_ILP loads of `from` in flight a thread before their stores
+                const u32 eend = e0c0 + se[nw];
+                for (u32 e1 = e0c0 + tid; e1 < eend; e1 += BT_ILP * BT_THREADS) {
+                    u32 f[BT_ILP];
+#pragma unroll
+                    for (int u = 0; u < BT_ILP; u++) {
+                        const u32 e = e1 + u * BT_THREADS;
+                        f[u] = e < eend ? (u32)cols[2 * e] : c0;
+                    }
+#pragma unroll
+                    for (int u = 0; u < BT_ILP; u++) {
+                        const u32 e = e1 + u * BT_THREADS, l = f[u] - c0;
+                        if (e < eend) out[B + (l + 1 < nw ? start[l + 1] : tw) + (e - e0c0)] = tunkey(2 * e);
+                    }
                 }
             }
-            // column ranges of at most cap entries (one range when the window fits)
+            // column ranges of at most capr entries (one range when the window fits)
             u32 l0 = 0;
             while (l0 < nw) {
                 const u32 s0 = start[l0];
@@ -1548,9 +1582,9 @@ __device__ __forceinline__ void bt_transpose(const i32* cols, u32 nnz, u32 mode,
                 while (lo < hi) {
                     u32 mid = (lo + hi + 1) >> 1;
                     u32 sm = mid == nw ? tw : start[mid];
-                    if (sm - s0 <= cap) lo = mid; else hi = mid - 1;
+                    if (sm - s0 <= capr) lo = mid; else hi = mid - 1;
                 }
-                const bool single = lo == l0;  // column l0 alone holds more than cap entries
+                const bool single = lo == l0;  // column l0 alone holds more than capr entries
                 const u32 l1 = single ? l0 + 1 : lo, s1 = l1 == nw ? tw : start[l1];
                 __syncthreads();  // every thread has read start[] before the placement moves it
                 if (single) {
@@ -1703,6 +1737,10 @@ __device__ __forceinline__ void bt_transpose(const i32* cols, u32 nnz, u32 mode,
         for (u32 i = 0; i < nfail; i++) bucket(fail_at[i], false);
         rest = !one_each && stopped != 0u;
     }
+    if (block_each) {
+        if (blockIdx.x < nb) bucket(blockIdx.x, false);
+        rest = false;
+    }
     while (rest) {
         if (tid == 0) qnext = bt_draw(sync, order, nb);
         __syncthreads();
@@ -1716,11 +1754,11 @@ __device__ __forceinline__ void bt_transpose(const i32* cols, u32 nnz, u32 mode,
 #define BT_PARAMS                                                                                                     \
     const i32 *cols, u32 nnz, u32 mode, u64 kinv, u32 ncols, u32 w, u64 winv, u32 nb, u32 tile, u32 nt, u32 cap,       \
         u32 two_slot, u32 parity, u32 long_by_thread, u32 *sync, u32 *gcount, uint2 *st, u32 *packed, u32 *toffs,      \
-        i32 *out, u32 *flag, u32 *e0
+        i32 *out, u32 *flag, u32 *e0, u32 ncut, const u32 *cuts, const u16 *cut_of
 #define BT_ARGS                                                                                                       \
     cols, nnz, mode, kinv, ncols, w, winv, nb, tile, nt, cap, two_slot, parity, long_by_thread, sync, gcount, st, packed, \
-        toffs, out, flag, e0
-// Modes 1 and 2 (e0 unused).
+        toffs, out, flag, e0, ncut, cuts, cut_of
+// Modes 1 and 2 (e0, ncut, cuts and cut_of unused).
 extern "C" __global__ void __launch_bounds__(BT_THREADS, 1) transpose_bucketed(BT_PARAMS) { bt_transpose<false>(BT_ARGS); }
 // Mode 3: δ1 of canonical pairs (two_slot 0; mode and kinv unused).
 extern "C" __global__ void __launch_bounds__(BT_THREADS, 1) transpose_bucketed_pairs(BT_PARAMS) {
