@@ -386,8 +386,8 @@ impl Bucketed {
 
 /// δ1's buckets for canonical edge pairs that the host has checked (cut by a [`DeviceMesh`] at
 /// upload, §3.4.1): `transpose_bucketed`'s mode 3 with buckets of
-/// consecutive vertices cut on the host so that each holds about the same number of entries
-/// (in- and out-edges), one bucket a block. The cut is made once, at upload; with it δ1 is one
+/// consecutive vertices cut on the host so that each takes about the same time
+/// ([`edge_bucket_weight`] of its vertices' in- and out-degrees), one bucket a block. The cut is made once, at upload; with it δ1 is one
 /// launch and no host synchronisation (the order check and the long rows, which the kernel
 /// reports in flags otherwise, were settled on the host).
 ///
@@ -1885,7 +1885,7 @@ pub struct DeviceMesh<'g> {
     /// false when the host found the edges not canonical at upload.
     try_canonical_edges: bool,
     /// δ1's buckets, cut at upload for edges found canonical there
-    /// ([`MeshKernels::edge_buckets`]; then δ1 reads no flag).
+    /// ([`EdgeBuckets`]; then δ1 reads no flag).
     edge_buckets: Option<EdgeBuckets>,
 }
 
