@@ -961,7 +961,7 @@ impl SimplexMesh {
 
 /// Offsets `s` (length `nv + 1`) of a list sorted by first vertex: entries with first
 /// vertex `v` are `s[v]..s[v + 1]` (count, then exclusive scan).
-fn first_vertex_offsets(nv: usize, firsts: impl Iterator<Item = u32>) -> Vec<u32> {
+pub(crate) fn first_vertex_offsets(nv: usize, firsts: impl Iterator<Item = u32>) -> Vec<u32> {
     let mut s = vec![0u32; nv + 1];
     for v in firsts {
         s[v as usize + 1] += 1;

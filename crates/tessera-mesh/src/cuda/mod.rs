@@ -385,11 +385,11 @@ impl Bucketed {
 }
 
 /// δ1's buckets for canonical edge pairs that the host has checked (cut by a [`DeviceMesh`] at
-/// upload, §3.4.1): `transpose_bucketed`'s mode 3 with buckets of
-/// consecutive vertices cut on the host so that each takes about the same time
-/// ([`edge_bucket_weight`] of its vertices' in- and out-degrees), one bucket a block. The cut is made once, at upload; with it δ1 is one
-/// launch and no host synchronisation (the order check and the long rows, which the kernel
-/// reports in flags otherwise, were settled on the host).
+/// upload, §3.4.1): `transpose_bucketed`'s mode 3 with buckets of consecutive vertices cut on
+/// the host so that each takes about the same time ([`edge_bucket_weight`] of its vertices'
+/// in- and out-degrees), one bucket a block. The cut is made once, at upload; with it δ1 is
+/// one launch and no host synchronisation (the order check and the long rows, which the
+/// kernel reports in flags otherwise, were settled on the host).
 ///
 /// Buckets of equal width (the general mode 3) leave the blocks waiting on the largest: in a
 /// TetGen mesh the Steiner points come last in the file, and their rows are the longest.
@@ -848,10 +848,10 @@ impl<'g> MeshKernels<'g> {
         // mode 3 reports pairs found not canonical in the flag's second word, unless the
         // host checked them (`cut`)
         let canonical = input.mode == 3;
+        let cut = cut.filter(|e| canonical && e.grid == b.grid);
         if canonical && flag.is_none() && cut.is_none() {
             return Ok(None);
         }
-        let cut = cut.filter(|e| canonical && e.grid == b.grid);
         // keys 2 row + 1 must fit 32 bits
         let Some(plan) = cut
             .map(|e| e.plan.clone())
@@ -1055,26 +1055,28 @@ impl<'g> MeshKernels<'g> {
         if !Self::one_launch_fits(2 * ev.len(), nvertices) || (b.cap as usize) < 2 * (BT_WMAX + 1) {
             return Ok(None);
         }
-        if ev.iter().any(|p| p[1] as usize >= nvertices) {
-            return Err(MeshError::IndexOutOfRange {
-                what: "edge vertex",
-                index: ev.iter().map(|p| p[1] as u64).max().unwrap_or(0),
-                len: nvertices,
-            });
-        }
         let ng = nvertices.div_ceil(EB_GROUP);
+        // canonical pairs: `from` < `to`, so a `to` in range is all there is to check
         let mut indeg = vec![0u32; nvertices];
-        let mut outdeg = vec![0u32; nvertices];
         for p in ev {
-            indeg[p[1] as usize] += 1;
-            outdeg[p[0] as usize] += 1;
+            let Some(d) = indeg.get_mut(p[1] as usize) else {
+                return Err(MeshError::IndexOutOfRange {
+                    what: "edge vertex",
+                    index: p[1] as u64,
+                    len: nvertices,
+                });
+            };
+            *d += 1;
         }
         if indeg.iter().any(|&d| d > EB_LONGEST_IN) {
             return Ok(None);
         }
+        // where each vertex's out-edges start (the edges' `from` are non-decreasing): e0[v]
+        // .. e0[v + 1] are vertex v's out-edges
+        let e0 = crate::simplex::first_vertex_offsets(nvertices, ev.iter().map(|p| p[0]));
         let mut weights = vec![0u64; ng];
         for v in 0..nvertices {
-            let (i, o) = (indeg[v] as u64, outdeg[v] as u64);
+            let (i, o) = (indeg[v] as u64, (e0[v + 1] - e0[v]) as u64);
             weights[v / EB_GROUP] += edge_bucket_weight(i, o);
         }
         // one window of columns a bucket
@@ -1115,14 +1117,6 @@ impl<'g> MeshKernels<'g> {
         let Some((tile, nt)) = b.tiles(ev.len(), tile_max) else {
             return Ok(None);
         };
-        // where each vertex's out-edges start: the edges' `from` are non-decreasing
-        let mut e0 = vec![ev.len() as u32; nvertices + 1];
-        for (e, p) in ev.iter().enumerate().rev() {
-            e0[p[0] as usize] = e as u32;
-        }
-        for v in (0..nvertices).rev() {
-            e0[v] = e0[v].min(e0[v + 1]);
-        }
         let g = self.gpu;
         Ok(Some(EdgeBuckets {
             nvertices,
