@@ -841,6 +841,141 @@ fn transpose_canonical_pairs_matches_reference() {
     }
 }
 
+/// The tetrahedra of `m` (its cell vertices, 4 a cell) with vertex v renamed `perm[v]`, over
+/// `nv` vertices (positions at the origin past `m`'s), derived again as a simplex mesh: faces
+/// canonical (§3.4.4) whatever the numbering.
+fn tets_renamed(m: &PolyMesh, perm: &[u32], nv: usize) -> PolyMesh {
+    let cv = m.cell_vertices();
+    let cells: Vec<u32> = cv.columns().iter().map(|&v| perm[v as usize]).collect();
+    assert_eq!(cells.len(), 4 * m.num_cells(), "tetrahedra");
+    let mut pos = vec![[0.0; 3]; nv];
+    for (v, p) in m.positions().iter().enumerate() {
+        pos[perm[v] as usize] = *p;
+    }
+    SimplexMesh::new(3, cells, pos).unwrap().to_poly().unwrap()
+}
+
+/// δ2 of canonical faces (`DeviceMesh::edge_faces` and `compute_edge_faces` off the cached δ1
+/// and the faces' runs, by the buckets cut at upload) against the CPU transpose, exactly:
+/// tetrahedral meshes derived
+/// in numberings that put the work in few or many vertices, with unused vertices, the
+/// smallest, random tetrahedra (high edge valences), and dense ones whose groups of 32
+/// vertices do not fit a block (no cut, the general transpose). Faces whose rows are not
+/// canonical get no cut and the general transpose.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn edge_faces_canonical_matches_reference() {
+    let Some(g) = gpu() else { return };
+    let mut r = Rng(4242);
+    let mut cases: Vec<(String, PolyMesh, bool)> = Vec::new();
+    let tet = |n: usize| box_mesh(BoxKind::Tet, [n, n, n], [1.0; 3]);
+    let shuffled = |r: &mut Rng, n: usize| {
+        let mut p: Vec<u32> = (0..n as u32).collect();
+        for i in (1..n).rev() {
+            p.swap(i, (r.next() % (i as u64 + 1)) as usize);
+        }
+        p
+    };
+    for n in [3usize, 20, 60] {
+        let m = tet(n);
+        let nv = m.num_vertices();
+        let id: Vec<u32> = (0..nv as u32).collect();
+        cases.push((format!("tet box {n}^3"), tets_renamed(&m, &id, nv), true));
+        let p = shuffled(&mut r, nv);
+        cases.push((
+            format!("tet box {n}^3, shuffled"),
+            tets_renamed(&m, &p, nv),
+            true,
+        ));
+        // every third vertex used, the first and the last 100 unused
+        let spread: Vec<u32> = (0..nv as u32).map(|v| 3 * v + 1).collect();
+        cases.push((
+            format!("tet box {n}^3, every third vertex"),
+            tets_renamed(&m, &spread, 3 * nv + 100),
+            true,
+        ));
+    }
+    // the bracket's numbering, and Morton order
+    let b = bracket(40).unwrap();
+    cases.push((
+        "bracket(40)".into(),
+        SimplexMesh::morton_ordered(&b).unwrap(),
+        true,
+    ));
+    cases.push((
+        "one tetrahedron".into(),
+        SimplexMesh::new(
+            3,
+            vec![0, 1, 2, 3],
+            vec![[0.0; 3], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
+        )
+        .unwrap()
+        .to_poly()
+        .unwrap(),
+        true,
+    ));
+    for (nc, nv, cut) in [
+        (300_000usize, 40_000u32, true),
+        (20_000, 2_000, true),
+        (200_000, 200, false),
+    ] {
+        let mut cells = Vec::with_capacity(4 * nc);
+        while cells.len() < 4 * nc {
+            let c: [u32; 4] = std::array::from_fn(|_| (r.next() % nv as u64) as u32);
+            if (0..4).all(|i| !c[..i].contains(&c[i])) {
+                cells.extend_from_slice(&c);
+            }
+        }
+        let pos = (0..nv).map(|v| [v as f64, 0.0, 0.0]).collect();
+        cases.push((
+            format!("{nc} random tetrahedra over {nv} vertices"),
+            SimplexMesh::new(3, cells, pos).unwrap().to_poly().unwrap(),
+            cut,
+        ));
+    }
+    // rows rotated or reversed: not canonical
+    cases.push((
+        "tet box 20^3, rows permuted".into(),
+        permuted_rows(tet(20)),
+        false,
+    ));
+    for (name, m, want_cut) in &cases {
+        let want = m.edge_faces();
+        let mut dm = DeviceMesh::upload(&g, m).unwrap();
+        assert_eq!(
+            dm.face_buckets().is_some(),
+            *want_cut,
+            "{name}: buckets cut at upload ({:?})",
+            dm.face_buckets()
+        );
+        // before δ1 is cached (the general transpose), then cached with δ1, then computed again
+        // off the cached δ1
+        same_tcsr(
+            &format!("δ2, computed ({:?} buckets)", dm.face_buckets()),
+            name,
+            &dm.compute_edge_faces().unwrap().download(&g).unwrap(),
+            want,
+        );
+        same_tcsr(
+            "δ2, cached",
+            name,
+            &dm.edge_faces().unwrap().download(&g).unwrap(),
+            want,
+        );
+        assert_eq!(
+            dm.cached().contains(&"vertex_edges"),
+            *want_cut,
+            "{name}: δ1 cached beside δ2 read off it"
+        );
+        same_tcsr(
+            "δ2 from the cached δ1",
+            name,
+            &dm.compute_edge_faces().unwrap().download(&g).unwrap(),
+            want,
+        );
+    }
+}
+
 /// `m` with every ∂2 row rotated (f % 3 == 1) or reversed (f % 3 == 0): loops to chain.
 fn permuted_rows(m: PolyMesh) -> PolyMesh {
     let (pos, ev, fe, cf) = m.into_parts();
@@ -1409,8 +1544,8 @@ fn gpu_mesh_bench_runs() {
     let rows = tessera_mesh::cuda::bench::run_gpu_mesh_bench(&g, &m, 20).unwrap();
     assert_eq!(
         rows.len(),
-        11,
-        "8 polyhedral rows, cell vertices with every cell checked, the smoothing stencil and the simplex derivation (the bracket is tetrahedral)"
+        13,
+        "8 polyhedral rows, δ2 with its δ1 and by the general transpose, cell vertices with every cell checked, the smoothing stencil and the simplex derivation (the bracket is tetrahedral)"
     );
     for (op, ms, bytes) in rows {
         eprintln!("{op:32} {ms:9.4} ms {bytes:>12} B");
@@ -1671,6 +1806,16 @@ fn gpu_mesh_bench_shared_meshes() {
                 &dm.face_cells().unwrap().download(&g).unwrap(),
                 m.face_cells(),
             );
+            assert!(
+                dm.face_buckets().is_some(),
+                "{name}: δ2's buckets cut at upload"
+            );
+            same_tcsr(
+                "δ2",
+                name,
+                &dm.edge_faces().unwrap().download(&g).unwrap(),
+                m.edge_faces(),
+            );
             // against the CPU path that checks every cell (the meshes are known closed, so
             // both the GPU and `m.cell_vertices()` take the closed path)
             assert!(m.cells_known_closed(), "{name}: known closed");
@@ -1773,6 +1918,10 @@ fn chain_phases(g: &Gpu, m: &PolyMesh) {
     let (d2, d1) = (format!("δ2 {d21}"), format!("δ1 {d21}"));
     let d1c = format!("δ1, buckets cut at upload {d21}");
     assert!(
+        bucketed.is_none() || dm.face_buckets().is_some(),
+        "the dragon's faces get buckets cut at upload"
+    );
+    assert!(
         bucketed.is_none() || dm.edge_buckets().is_some(),
         "the dragon's edges get buckets cut at upload"
     );
@@ -1836,13 +1985,25 @@ fn op_overheads_shared_meshes() {
     let mut dm = DeviceMesh::upload(&g, &m).unwrap();
     dm.require_face_cells().unwrap();
     let nv = m.num_vertices();
+    // δ2 off δ1: first with δ1 computed in the call, then (below) off the cached one
+    let d2_with_d1 = g
+        .median_ms(21, 3, || {
+            dm.compute_edge_faces().map(drop).unwrap();
+            Ok(())
+        })
+        .unwrap();
+    eprintln!("δ2 with its δ1 (nothing cached): event {d2_with_d1:.4} ms");
+    dm.require_vertex_edges().unwrap();
     let k = dm.kernels();
     let fc = k.transpose_short_rows(dm.cell_faces()).unwrap();
-    let ops: [(&str, &dyn Fn()); 8] = [
+    let ops: [(&str, &dyn Fn()); 9] = [
         ("δ3", &|| {
             k.transpose_short_rows(dm.cell_faces()).map(drop).unwrap()
         }),
         ("δ2", &|| k.transpose(dm.face_edges()).map(drop).unwrap()),
+        ("δ2, off δ1", &|| {
+            dm.compute_edge_faces().map(drop).unwrap()
+        }),
         ("δ1", &|| {
             k.transpose_edge_pairs(dm.edge_vertices(), nv)
                 .map(drop)

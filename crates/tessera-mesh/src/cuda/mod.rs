@@ -194,6 +194,8 @@ struct CoopChains {
     grid_boundary: u32,
     /// The bucketed transpose, where a block may take enough shared memory.
     bucketed: Option<Bucketed>,
+    /// δ2 of canonical faces ([`FaceBuckets`]), where a block may take enough shared memory.
+    face_runs: Option<FaceRuns>,
     /// Grid of the last launch (where its phase stamps are).
     last_grid: std::sync::atomic::AtomicU32,
 }
@@ -463,6 +465,196 @@ fn balanced_cuts(weights: &[u64], parts: usize, max_groups: usize) -> Vec<usize>
     cuts
 }
 
+/// δ2's buckets for canonical faces that the host has checked (cut by a [`DeviceMesh`] at
+/// upload, §3.4.1): `edge_faces_runs` in `kernels/mesh.cu` takes edge e = (u, w)'s faces
+/// (x, u, w) from the runs of u's in-edges in δ1's row of u, and its faces (u, x, w) and
+/// (u, w, x) from u's own faces, so that nothing is scattered across the mesh and no row is
+/// sorted. Faces are canonical when every ∂2 row is the loop (a,b), (b,c), (a,c) of a triple
+/// a < b < c over canonical edges and the triples increase lexicographically: the faces of
+/// Tessera's simplex derivation (§3.4.4; [`canonical_faces`]).
+///
+/// Buckets are runs of consecutive vertices (multiples of [`FB_GROUP`], the last one ending
+/// at the last vertex), cut at upload to about equal work ([`face_bucket_weight`]) and
+/// within the shared memory of one block, which takes one bucket at a time.
+pub(crate) struct FaceBuckets {
+    nvertices: usize,
+    nedges: usize,
+    nfaces: usize,
+    /// `nb + 1` entries of 4 words: each bucket's first vertex, first edge (of its first vertex's
+    /// out-edges), first face (of its first vertex's faces) and first entry of δ2; the last
+    /// entry ends the last bucket.
+    btab: DeviceBuffer<u32>,
+    /// `nvertices` words: vertex u's A faces (the faces (x, u, w), by their second vertex).
+    av: DeviceBuffer<u32>,
+    /// `nvertices + 1` words: vertex v's own faces (v, x, y) are `vf[v] .. vf[v + 1]`.
+    vf: DeviceBuffer<u32>,
+    /// `nedges + 1` words: the first face whose position-0 edge is at least e, so edge e's
+    /// faces (e, x) are the run `rs[e] .. rs[e + 1]`.
+    rs: DeviceBuffer<u32>,
+    nb: u32,
+    /// The largest bucket's rows, vertices, own faces and A faces: the shared-memory layout.
+    caps: [u32; 4],
+    /// Dynamic shared memory of the layout, bytes.
+    shared: u32,
+}
+
+impl FaceBuckets {
+    pub(crate) fn duplicate(&self, g: &Gpu) -> Result<Self, MeshError> {
+        Ok(FaceBuckets {
+            nvertices: self.nvertices,
+            nedges: self.nedges,
+            nfaces: self.nfaces,
+            btab: g.duplicate(&self.btab)?,
+            av: g.duplicate(&self.av)?,
+            vf: g.duplicate(&self.vf)?,
+            rs: g.duplicate(&self.rs)?,
+            nb: self.nb,
+            caps: self.caps,
+            shared: self.shared,
+        })
+    }
+}
+
+/// Vertices a bucket of [`FaceBuckets`] starts on a multiple of (the cut weighs groups of this
+/// many vertices).
+const FB_GROUP: usize = 32;
+/// The most rows a bucket of [`FaceBuckets`] may hold (the kernel keeps a row's index in 15 bits).
+const FB_ROWS: u64 = 1 << 15;
+
+/// What a run of vertices adds to its bucket's time in [`FaceBuckets`], in relative units: its
+/// A faces (a gather each) and its own faces (a load each) are read, counted and written in
+/// order, its δ1 entries walked, its rows scanned.
+fn face_bucket_weight(r: &FaceBucketLoad) -> u64 {
+    2 * r.afaces + 2 * r.faces + r.rows + r.entries
+}
+
+/// The rows, vertices, own faces and A faces of a run of vertices ([`FaceBuckets`]), and their
+/// δ1 entries (their degrees; not kept in shared memory).
+#[derive(Clone, Copy, Default, Debug, PartialEq)]
+struct FaceBucketLoad {
+    rows: u64,
+    vertices: u64,
+    faces: u64,
+    afaces: u64,
+    entries: u64,
+}
+
+impl FaceBucketLoad {
+    fn add(&mut self, o: &FaceBucketLoad) {
+        self.rows += o.rows;
+        self.vertices += o.vertices;
+        self.faces += o.faces;
+        self.afaces += o.afaces;
+        self.entries += o.entries;
+    }
+    fn max(&mut self, o: &FaceBucketLoad) {
+        self.rows = self.rows.max(o.rows);
+        self.vertices = self.vertices.max(o.vertices);
+        self.faces = self.faces.max(o.faces);
+        self.afaces = self.afaces.max(o.afaces);
+    }
+    /// Bytes of `edge_faces_runs`' shared-memory layout for buckets of at most these counts.
+    fn shared_bytes(&self) -> u64 {
+        let words = 3 * self.rows + 1 + 3 * (self.vertices + 1) + self.faces + self.afaces;
+        4 * words + 2 * self.afaces.next_multiple_of(2)
+    }
+}
+
+/// Cut the vertex groups `load` into runs of consecutive groups: about `parts` runs of about
+/// equal [`face_bucket_weight`], none holding more than `fits` allows. `None` when one group
+/// alone does not fit.
+fn cut_face_groups(
+    load: &[FaceBucketLoad],
+    parts: usize,
+    fits: impl Fn(&FaceBucketLoad) -> bool,
+) -> Option<Vec<usize>> {
+    let total: u128 = load.iter().map(|l| face_bucket_weight(l) as u128).sum();
+    let parts = parts.max(1) as u128;
+    let mut cuts = vec![0];
+    let (mut acc, mut k, mut run) = (0u128, 1u128, FaceBucketLoad::default());
+    for (g, l) in load.iter().enumerate() {
+        if !fits(l) {
+            return None;
+        }
+        let reached = |k: u128, acc: u128| k <= parts && acc * parts >= total * k;
+        let mut next = run;
+        next.add(l);
+        if g > *cuts.last().expect("starts with 0") && (reached(k, acc) || !fits(&next)) {
+            cuts.push(g);
+            next = *l;
+            while reached(k, acc) {
+                k += 1;
+            }
+        }
+        run = next;
+        acc += face_bucket_weight(l) as u128;
+    }
+    cuts.push(load.len());
+    Some(cuts)
+}
+
+/// Whether the faces `fe` over the canonical edge pairs `ev` are canonical ([`FaceBuckets`]):
+/// every row the loop (a,b), (b,c), (a,c) of a triple a < b < c, the triples increasing.
+/// Returns the triples' first and second vertices (the faces' `a` and `b`) when they are.
+fn canonical_faces(ev: &[[u32; 2]], fe: &Tcsr) -> Option<Vec<[u32; 2]>> {
+    use tessera_sparse::tcsr::col;
+    let (offs, cols) = (fe.offsets(), fe.columns());
+    let nf = fe.nrows();
+    if cols.len() != 3 * nf || offs.iter().enumerate().any(|(f, &o)| o as usize != 3 * f) {
+        return None;
+    }
+    let mut ab = Vec::with_capacity(nf);
+    let mut prev: Option<[u32; 3]> = None;
+    for r in cols.chunks_exact(3) {
+        let e = |i: usize| ev.get(col(r[i]) as usize).copied();
+        let ([a, b], [b1, c], [a1, c1]) = (e(0)?, e(1)?, e(2)?);
+        // canonical edges: a < b and b < c
+        if a1 != a || b1 != b || c1 != c || prev.is_some_and(|p| p >= [a, b, c]) {
+            return None;
+        }
+        prev = Some([a, b, c]);
+        ab.push([a, b]);
+    }
+    Some(ab)
+}
+
+/// `edge_faces_runs` (`kernels/mesh.cu`): one block of [`FR_THREADS`] threads a bucket, with
+/// up to `shared` bytes of dynamic shared memory (a third of a block's most, so that
+/// [`FR_BLOCKS`] blocks share a multiprocessor), `wave` of them resident at once. Kept with the
+/// one-launch chains (made where cooperative launches are), although it is an ordinary launch.
+/// Session 28 (dragon, δ1 cached, op_overheads events): two blocks a multiprocessor of 64
+/// registers 0.092 ms, three of 40 registers 0.081 ms (before the warps' shares were balanced).
+struct FaceRuns {
+    kernel: Kernel,
+    wave: u32,
+    shared: u32,
+}
+
+const FR_THREADS: u32 = 512;
+/// Blocks of `edge_faces_runs` a multiprocessor holds (the kernel's `RF_BLOCKS`).
+const FR_BLOCKS: u32 = 3;
+
+impl FaceRuns {
+    /// `None` when the device holds no block of 512 threads with 32 KiB of shared memory.
+    fn new(gpu: &Gpu, module: &Module) -> Result<Option<Self>, MeshError> {
+        let shared = (gpu.max_shared_per_block_optin() / FR_BLOCKS).saturating_sub(1024);
+        if shared < 32 << 10 {
+            return Ok(None);
+        }
+        let kernel = module.function("edge_faces_runs")?;
+        kernel.set_max_dynamic_shared(shared)?;
+        let per_sm = kernel.max_active_blocks_per_sm_with_shared(FR_THREADS, shared)?;
+        if per_sm == 0 {
+            return Ok(None);
+        }
+        Ok(Some(FaceRuns {
+            kernel,
+            wave: per_sm * gpu.sm_count(),
+            shared,
+        }))
+    }
+}
+
 impl CoopChains {
     /// `None` when the device takes no cooperative launches or reports no co-resident
     /// block of a kernel (the chains of separate launches run then).
@@ -486,6 +678,7 @@ impl CoopChains {
             None
         };
         let grid_bucketed = bucketed.as_ref().map_or(0, |b| b.grid);
+        let face_runs = FaceRuns::new(gpu, module)?;
         let words = 4 + 3 * grid_transpose.max(grid_boundary).max(grid_bucketed) as usize + 2 * 16;
         Ok(Some(CoopChains {
             sync: gpu.zeros::<u32>(words)?,
@@ -496,6 +689,7 @@ impl CoopChains {
             grid_transpose,
             grid_boundary,
             bucketed,
+            face_runs,
             last_grid: 0.into(),
         }))
     }
@@ -1169,6 +1363,169 @@ impl<'g> MeshKernels<'g> {
             }
         }
         self.transpose_edge_pairs(edge_vertices, cut.nvertices)
+    }
+
+    /// δ2's buckets for the faces `fe` over the canonical pairs `ev` (the caller has checked
+    /// them: [`canonical_pairs`]) and `nvertices` vertices, when the faces are canonical
+    /// ([`FaceBuckets`]). `None` for faces that are not, without the kernel, or where one group
+    /// of 32 vertices holds more than a block's shared memory.
+    fn cut_canonical_faces(
+        &self,
+        ev: &[[u32; 2]],
+        fe: &Tcsr,
+        nvertices: usize,
+    ) -> Result<Option<FaceBuckets>, MeshError> {
+        let Some(k) = self.coop.as_deref().and_then(|c| c.face_runs.as_ref()) else {
+            return Ok(None);
+        };
+        let (ne, nf) = (ev.len(), fe.nrows());
+        if nf == 0
+            || 3 * nf as u64 >= u32::MAX as u64
+            || ev.iter().any(|p| p[1] as usize >= nvertices)
+        {
+            return Ok(None);
+        }
+        let Some(ab) = canonical_faces(ev, fe) else {
+            return Ok(None);
+        };
+        let e0 = crate::simplex::first_vertex_offsets(nvertices, ev.iter().map(|p| p[0]));
+        // the faces' position-0 edges are non-decreasing (the triples are)
+        let rs = crate::simplex::first_vertex_offsets(
+            ne,
+            fe.columns()
+                .iter()
+                .step_by(3)
+                .map(|&c| tessera_sparse::tcsr::col(c)),
+        );
+        let ng = nvertices.div_ceil(FB_GROUP);
+        let mut load = vec![FaceBucketLoad::default(); ng];
+        for (g, l) in load.iter_mut().enumerate() {
+            let (lo, hi) = (g * FB_GROUP, ((g + 1) * FB_GROUP).min(nvertices));
+            l.rows = (e0[hi] - e0[lo]) as u64;
+            l.vertices = (hi - lo) as u64;
+            l.faces = (rs[e0[hi] as usize] - rs[e0[lo] as usize]) as u64;
+            // out-edges here, in-edges below
+            l.entries = l.rows;
+        }
+        for p in ev {
+            load[p[1] as usize / FB_GROUP].entries += 1;
+        }
+        // a face (a, b, c) is an A face of b's edge (b, c)
+        let mut av = vec![0u32; nvertices];
+        for &[_, b] in &ab {
+            av[b as usize] += 1;
+            load[b as usize / FB_GROUP].afaces += 1;
+        }
+        // two waves of blocks, or more where the largest buckets' layout does not fit
+        let budget = k.shared as u64;
+        let fits = |l: &FaceBucketLoad| l.rows <= FB_ROWS && l.shared_bytes() <= budget;
+        let mut parts = 2 * k.wave as usize;
+        let (groups, caps) = loop {
+            let Some(groups) = cut_face_groups(&load, parts, fits) else {
+                return Ok(None);
+            };
+            let mut caps = FaceBucketLoad::default();
+            for r in groups.windows(2) {
+                let mut run = FaceBucketLoad::default();
+                load[r[0]..r[1]].iter().for_each(|l| run.add(l));
+                caps.max(&run);
+            }
+            if fits(&caps) {
+                break (groups, caps);
+            }
+            if parts >= ng {
+                return Ok(None);
+            }
+            parts = (parts * 3 / 2).min(ng);
+        };
+        let vf: Vec<u32> = e0.iter().map(|&e| rs[e as usize]).collect();
+        // a bucket's first entry: each face before its first face is in the B and C parts of
+        // rows before it, and each A face of a vertex before its first vertex in one of them
+        let mut afaces_before = 0u64;
+        let mut btab = Vec::with_capacity(4 * groups.len());
+        for (i, &gi) in groups.iter().enumerate() {
+            if i > 0 {
+                afaces_before += load[groups[i - 1]..gi]
+                    .iter()
+                    .map(|l| l.afaces)
+                    .sum::<u64>();
+            }
+            let v = (gi * FB_GROUP).min(nvertices);
+            let first = 2 * vf[v] as u64 + afaces_before;
+            btab.extend([v as u32, e0[v], vf[v], first as u32]);
+        }
+        let g = self.gpu;
+        Ok(Some(FaceBuckets {
+            nvertices,
+            nedges: ne,
+            nfaces: nf,
+            btab: g.upload(&btab)?,
+            av: g.upload(&av)?,
+            vf: g.upload(&vf)?,
+            rs: g.upload(&rs)?,
+            nb: (groups.len() - 1) as u32,
+            caps: [caps.rows, caps.vertices, caps.faces, caps.afaces].map(|c| c as u32),
+            shared: caps.shared_bytes() as u32,
+        }))
+    }
+
+    /// δ2 of canonical faces by the buckets `cut` for them ([`MeshKernels::cut_canonical_faces`]),
+    /// from their δ1 `vertex_edges`: one launch of a block a bucket, no host synchronisation, no
+    /// check. The caller vouches that `face_edges` and `vertex_edges` are the faces the buckets
+    /// were cut for and their δ1 (a [`DeviceMesh`]; only their shapes are checked here); for
+    /// others the rows are unspecified. Without the kernel, the result is the same by
+    /// [`MeshKernels::transpose`].
+    pub(crate) fn edge_faces_of_canonical(
+        &self,
+        face_edges: &DeviceTcsr,
+        vertex_edges: &DeviceTcsr,
+        cut: &FaceBuckets,
+    ) -> Result<DeviceTcsr, MeshError> {
+        if face_edges.nrows() != cut.nfaces
+            || face_edges.nnz() != 3 * cut.nfaces
+            || vertex_edges.nrows() != cut.nvertices
+            || vertex_edges.nnz() != 2 * cut.nedges
+        {
+            return Err(MeshError::InvalidTopology(format!(
+                "δ2's buckets were cut for {} faces over {} edges and {} vertices",
+                cut.nfaces, cut.nedges, cut.nvertices
+            )));
+        }
+        let Some(k) = self
+            .coop
+            .as_deref()
+            .and_then(|c| c.face_runs.as_ref())
+            .filter(|k| k.shared >= cut.shared)
+        else {
+            return self.transpose(face_edges);
+        };
+        let g = self.gpu;
+        let offsets = g.alloc::<u32>(cut.nedges + 1)?;
+        let out = g.alloc::<i32>(3 * cut.nfaces)?;
+        let [rcap, vcap, fcap, acap] = cut.caps;
+        let (ne, nnz) = (cut.nedges as u32, 3 * cut.nfaces as u32);
+        g.launch(
+            &k.kernel,
+            LaunchConfig::blocks(cut.nb, FR_THREADS).with_shared(cut.shared),
+        )
+        .arg(&face_edges.columns)
+        .arg(&vertex_edges.offsets)
+        .arg(&vertex_edges.columns)
+        .arg(&cut.vf)
+        .arg(&cut.rs)
+        .arg(&cut.btab)
+        .arg(&cut.av)
+        .arg(&cut.nb)
+        .arg(&ne)
+        .arg(&nnz)
+        .arg(&rcap)
+        .arg(&vcap)
+        .arg(&fcap)
+        .arg(&acap)
+        .arg(&offsets)
+        .arg(&out)
+        .run()?;
+        Ok(DeviceTcsr::ragged(offsets, out, cut.nfaces))
     }
 
     /// [`MeshKernels::transpose_edge_pairs`] with no host synchronisation (rows of more than
@@ -1881,6 +2238,9 @@ pub struct DeviceMesh<'g> {
     /// δ1's buckets, cut at upload for edges found canonical there
     /// ([`EdgeBuckets`]; then δ1 reads no flag).
     edge_buckets: Option<EdgeBuckets>,
+    /// δ2's buckets, cut at upload for faces found canonical there ([`FaceBuckets`]; then δ2
+    /// is read off δ1 and the faces' runs).
+    face_buckets: Option<FaceBuckets>,
 }
 
 macro_rules! require {
@@ -1910,10 +2270,17 @@ impl<'g> DeviceMesh<'g> {
         let ev: Vec<u32> = mesh.edge_vertices().iter().flat_map(|p| *p).collect();
         let pos: Vec<f64> = mesh.positions().iter().flat_map(|p| *p).collect();
         let canonical = canonical_pairs(mesh.edge_vertices());
-        let edge_buckets = if canonical {
-            kernels.cut_canonical_pairs(mesh.edge_vertices(), mesh.num_vertices())?
+        let (edge_buckets, face_buckets) = if canonical {
+            (
+                kernels.cut_canonical_pairs(mesh.edge_vertices(), mesh.num_vertices())?,
+                kernels.cut_canonical_faces(
+                    mesh.edge_vertices(),
+                    mesh.face_edges(),
+                    mesh.num_vertices(),
+                )?,
+            )
         } else {
-            None
+            (None, None)
         };
         Ok(DeviceMesh {
             nvertices: mesh.num_vertices(),
@@ -1925,6 +2292,7 @@ impl<'g> DeviceMesh<'g> {
             cells_closed: mesh.cells_known_closed(),
             try_canonical_edges: canonical,
             edge_buckets,
+            face_buckets,
             kernels,
         })
     }
@@ -2011,9 +2379,34 @@ impl<'g> DeviceMesh<'g> {
         self.edge_buckets.as_ref().map(|e| e.plan.nb as usize)
     }
     require!(
-        /// δ2 = ∂2ᵀ: edge -> signed faces.
-        edge_faces, require_edge_faces, |s| s.kernels.transpose(&s.face_edges)?
+        /// δ2 = ∂2ᵀ: edge -> signed faces. For faces found canonical at upload it is read off δ1,
+        /// which is computed and cached first if it is not cached yet: δ1 and δ2 together take
+        /// about what the general transpose takes for δ2 alone ([`DeviceMesh::compute_edge_faces`]).
+        edge_faces, require_edge_faces, |s| {
+            if s.face_buckets.is_some() {
+                s.require_vertex_edges()?;
+            }
+            s.compute_edge_faces()?
+        }
     );
+    /// δ2, computed (not cached): for faces found canonical at upload while δ1 is cached, read
+    /// off δ1 and the faces' runs by the buckets cut at upload (one launch, no host
+    /// synchronisation: [`FaceBuckets`]); else by the general transpose
+    /// [`MeshKernels::transpose`] (a δ1 computed for the call and dropped would cost about as
+    /// much as that transpose saves: dragon, session 28).
+    pub fn compute_edge_faces(&self) -> Result<DeviceTcsr, MeshError> {
+        match (&self.face_buckets, &self.cache.vertex_edges) {
+            (Some(cut), Some(ve)) => {
+                self.kernels
+                    .edge_faces_of_canonical(&self.face_edges, ve, cut)
+            }
+            _ => self.kernels.transpose(&self.face_edges),
+        }
+    }
+    /// The number of δ2's buckets cut at upload, if any ([`DeviceMesh::compute_edge_faces`]).
+    pub fn face_buckets(&self) -> Option<usize> {
+        self.face_buckets.as_ref().map(|f| f.nb as usize)
+    }
     require!(
         /// δ3 = ∂3ᵀ: face -> signed cells.
         face_cells, require_face_cells, |s| s.kernels.transpose_short_rows(&s.cell_faces)?
@@ -2231,6 +2624,93 @@ mod tests {
 
     /// Runs without a GPU: the edges of a derived tetrahedral mesh are canonical pairs (what
     /// `transpose_bucketed`'s mode 3 relies on), and two edges out of order are not.
+    #[test]
+    fn derived_faces_are_canonical() {
+        use crate::simplex::SimplexMesh;
+        let m = crate::generate::box_mesh(crate::generate::BoxKind::Tet, [5, 4, 3], [1.0; 3]);
+        // the tetrahedra renumbered backwards and derived again
+        let nv = m.num_vertices() as u32;
+        let cells = m
+            .cell_vertices()
+            .columns()
+            .iter()
+            .map(|&v| nv - 1 - v as u32)
+            .collect();
+        let pos = m.positions().iter().rev().copied().collect();
+        let d = SimplexMesh::new(3, cells, pos).unwrap().to_poly().unwrap();
+        let ab = super::canonical_faces(d.edge_vertices(), d.face_edges()).expect("canonical");
+        assert_eq!(ab.len(), d.num_faces());
+        // a row rotated, two rows swapped, a face's edge out of range: not canonical
+        let (ncols, offs, cols) = d.face_edges().clone().into_raw();
+        let with = |c: Vec<i32>| super::Tcsr::new(ncols, offs.clone(), c).unwrap();
+        let mut rot = cols.clone();
+        rot[30..33].rotate_left(1);
+        let mut swapped = cols.clone();
+        for i in 0..3 {
+            swapped.swap(3 * 7 + i, 3 * 40 + i);
+        }
+        for c in [rot, swapped] {
+            assert!(super::canonical_faces(d.edge_vertices(), &with(c)).is_none());
+        }
+        assert!(super::canonical_faces(&d.edge_vertices()[..10], d.face_edges()).is_none());
+    }
+
+    #[test]
+    fn face_groups_cut_within_the_caps() {
+        use super::{cut_face_groups, face_bucket_weight, FaceBucketLoad};
+        let mut x = 777u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let load: Vec<FaceBucketLoad> = (0..5_000)
+            .map(|g| {
+                let k = if g > 4_000 { 8 } else { 1 };
+                FaceBucketLoad {
+                    rows: k * (100 + next() % 100),
+                    vertices: 32,
+                    faces: k * (200 + next() % 200),
+                    afaces: k * (200 + next() % 200),
+                    entries: k * k * (300 + next() % 100),
+                }
+            })
+            .collect();
+        let fits = |l: &FaceBucketLoad| l.shared_bytes() <= 200 << 10;
+        for parts in [1usize, 264, 10_000] {
+            let cuts = cut_face_groups(&load, parts, fits).unwrap();
+            assert_eq!((cuts[0], *cuts.last().unwrap()), (0, load.len()));
+            assert!(cuts.windows(2).all(|w| w[0] < w[1]));
+            let total: u64 = load.iter().map(face_bucket_weight).sum();
+            let heaviest = load.iter().map(face_bucket_weight).max().unwrap();
+            for w in cuts.windows(2) {
+                let mut run = FaceBucketLoad::default();
+                load[w[0]..w[1]].iter().for_each(|l| run.add(l));
+                assert!(fits(&run), "{run:?}");
+                // a run ends at its share, or where the next group would not fit
+                let weight: u64 = load[w[0]..w[1]].iter().map(face_bucket_weight).sum();
+                let mut next = run;
+                if let Some(l) = load.get(w[1]) {
+                    next.add(l);
+                }
+                assert!(
+                    weight <= total.div_ceil(parts as u64) + heaviest || !fits(&next),
+                    "{weight}"
+                );
+            }
+        }
+        // one group alone too large: no cut
+        let mut big = load.clone();
+        big[17].faces = 1 << 20;
+        assert!(cut_face_groups(&big, 264, fits).is_none());
+        // no work: every group once, in at most `parts` runs
+        let idle = vec![FaceBucketLoad::default(); 10];
+        let cuts = cut_face_groups(&idle, 4, fits).unwrap();
+        assert_eq!((cuts[0], *cuts.last().unwrap()), (0, 10));
+        assert!(cuts.len() <= 5 && cuts.windows(2).all(|w| w[0] < w[1]));
+    }
+
     #[test]
     fn derived_edges_are_canonical() {
         use crate::generate::{box_mesh, BoxKind};

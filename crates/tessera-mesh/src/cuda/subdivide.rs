@@ -321,6 +321,11 @@ pub fn catmull_clark_levels_gpu<'g>(
             cells_closed: dm.cells_closed,
             try_canonical_edges: dm.try_canonical_edges,
             edge_buckets: dup_edge_buckets(dm)?,
+            face_buckets: dm
+                .face_buckets
+                .as_ref()
+                .map(|f| f.duplicate(g))
+                .transpose()?,
         });
     }
     let mut cur = catmull_clark_gpu(dm)?;
@@ -411,6 +416,8 @@ fn loop_ordered<'g>(dm: &DeviceMesh<'g>, m: &Module) -> Result<Option<DeviceMesh
         cells_closed: dm.cells_closed,
         try_canonical_edges: dm.try_canonical_edges,
         edge_buckets: dup_edge_buckets(dm)?,
+        // the rows are reordered: not the faces the buckets were cut for
+        face_buckets: None,
     }))
 }
 
@@ -688,6 +695,7 @@ fn subdivide<'g>(
         // the subdivided edges' order is not known on the host: the kernel checks it
         try_canonical_edges: true,
         edge_buckets: None,
+        face_buckets: None,
     }))
 }
 
