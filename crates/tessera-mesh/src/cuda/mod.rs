@@ -595,15 +595,15 @@ fn cut_face_groups(
 
 /// Whether the faces `fe` over the canonical edge pairs `ev` are canonical ([`FaceBuckets`]):
 /// every row the loop (a,b), (b,c), (a,c) of a triple a < b < c, the triples increasing.
-/// Returns the triples' first and second vertices (the faces' `a` and `b`) when they are.
-fn canonical_faces(ev: &[[u32; 2]], fe: &Tcsr) -> Option<Vec<[u32; 2]>> {
+/// Returns every face's second vertex `b` when they are.
+fn canonical_faces(ev: &[[u32; 2]], fe: &Tcsr) -> Option<Vec<u32>> {
     use tessera_sparse::tcsr::col;
     let (offs, cols) = (fe.offsets(), fe.columns());
     let nf = fe.nrows();
     if cols.len() != 3 * nf || offs.iter().enumerate().any(|(f, &o)| o as usize != 3 * f) {
         return None;
     }
-    let mut ab = Vec::with_capacity(nf);
+    let mut second = Vec::with_capacity(nf);
     let mut prev: Option<[u32; 3]> = None;
     for r in cols.chunks_exact(3) {
         let e = |i: usize| ev.get(col(r[i]) as usize).copied();
@@ -613,9 +613,9 @@ fn canonical_faces(ev: &[[u32; 2]], fe: &Tcsr) -> Option<Vec<[u32; 2]>> {
             return None;
         }
         prev = Some([a, b, c]);
-        ab.push([a, b]);
+        second.push(b);
     }
-    Some(ab)
+    Some(second)
 }
 
 /// `edge_faces_runs` (`kernels/mesh.cu`): one block of [`FR_THREADS`] threads a bucket, with
@@ -1385,7 +1385,7 @@ impl<'g> MeshKernels<'g> {
         {
             return Ok(None);
         }
-        let Some(ab) = canonical_faces(ev, fe) else {
+        let Some(second) = canonical_faces(ev, fe) else {
             return Ok(None);
         };
         let e0 = crate::simplex::first_vertex_offsets(nvertices, ev.iter().map(|p| p[0]));
@@ -1412,7 +1412,7 @@ impl<'g> MeshKernels<'g> {
         }
         // a face (a, b, c) is an A face of b's edge (b, c)
         let mut av = vec![0u32; nvertices];
-        for &[_, b] in &ab {
+        for &b in &second {
             av[b as usize] += 1;
             load[b as usize / FB_GROUP].afaces += 1;
         }
@@ -2638,8 +2638,8 @@ mod tests {
             .collect();
         let pos = m.positions().iter().rev().copied().collect();
         let d = SimplexMesh::new(3, cells, pos).unwrap().to_poly().unwrap();
-        let ab = super::canonical_faces(d.edge_vertices(), d.face_edges()).expect("canonical");
-        assert_eq!(ab.len(), d.num_faces());
+        let second = super::canonical_faces(d.edge_vertices(), d.face_edges()).expect("canonical");
+        assert_eq!(second.len(), d.num_faces());
         // a row rotated, two rows swapped, a face's edge out of range: not canonical
         let (ncols, offs, cols) = d.face_edges().clone().into_raw();
         let with = |c: Vec<i32>| super::Tcsr::new(ncols, offs.clone(), c).unwrap();
