@@ -2576,17 +2576,21 @@ impl<'g> DeviceMesh<'g> {
 
 #[cfg(test)]
 mod tests {
-    /// Runs without a GPU: δ1's balanced cut covers every group once, in runs of at most
-    /// `max_groups`, each run's weight within one group of its share.
-    #[test]
-    fn balanced_cuts_cover_the_groups_in_shares() {
-        let mut x = 12345u64;
-        let mut next = || {
+    /// A xorshift generator (the cuts' tests).
+    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             x
-        };
+        }
+    }
+
+    /// Runs without a GPU: δ1's balanced cut covers every group once, in runs of at most
+    /// `max_groups`, each run's weight within one group of its share.
+    #[test]
+    fn balanced_cuts_cover_the_groups_in_shares() {
+        let mut next = xorshift(12345);
         let skewed: Vec<u64> = (0..7_000)
             .map(|g| {
                 if g > 6_000 {
@@ -2658,13 +2662,7 @@ mod tests {
     #[test]
     fn face_groups_cut_within_the_caps() {
         use super::{cut_face_groups, face_bucket_weight, FaceBucketLoad};
-        let mut x = 777u64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(777);
         let load: Vec<FaceBucketLoad> = (0..5_000)
             .map(|g| {
                 let k = if g > 4_000 { 8 } else { 1 };
