@@ -8,7 +8,7 @@
 //!
 //! | operation | GPU algorithm | CPU reference |
 //! |---|---|---|
-//! | δ1, δ2, δ3 (coboundaries) | Listing 3.1: count (atomics) -> scan -> fill (atomics) -> SortRows, as one cooperative launch with grid barriers between the phases; δ3 from two sign slots per face (no atomics, no sort) | [`PolyMesh::vertex_edges`] ... |
+//! | δ1, δ2, δ3 (coboundaries) | Listing 3.1: count (atomics) -> scan -> fill (atomics) -> SortRows, as one cooperative launch with grid barriers between the phases; δ3 from two sign slots per face (no atomics, no sort); δ1 of canonical edges and δ2 of canonical faces (read off δ1) by buckets cut at upload | [`PolyMesh::vertex_edges`] ... |
 //! | ∂̂2¹ face vertices | one thread per face, loop order (chained when rows are out of order) | [`PolyMesh::face_vertices`] |
 //! | ∂̂3¹ cell edges, ∂̂3² cell vertices | count -> scan -> fill -> segmented sort -> dedup -> compact | [`PolyMesh::cell_edges`] ... |
 //! | boundary (manifold and non-manifold) | flags from δ3, edge and vertex marks, one grid scan of the three that writes the lists (one cooperative launch) | [`crate::boundary::extract_boundary`] |
