@@ -2391,7 +2391,7 @@ impl<'g> DeviceMesh<'g> {
     );
     /// δ2, computed (not cached): for faces found canonical at upload while δ1 is cached, read
     /// off δ1 and the faces' runs by the buckets cut at upload (one launch, no host
-    /// synchronisation: [`FaceBuckets`]); else by the general transpose
+    /// synchronisation); else by the general transpose
     /// [`MeshKernels::transpose`] (a δ1 computed for the call and dropped would cost about as
     /// much as that transpose saves: dragon, session 28).
     pub fn compute_edge_faces(&self) -> Result<DeviceTcsr, MeshError> {
