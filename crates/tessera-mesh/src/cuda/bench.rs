@@ -97,14 +97,7 @@ pub fn run_gpu_mesh_bench(
     time(
         "coboundary d2 with its d1 (nothing cached)",
         tcsr_bytes(nf, fe_nnz) + tcsr_bytes(ne, fe_nnz),
-        &mut || {
-            let ve = dm.compute_vertex_edges()?;
-            match &dm.face_buckets {
-                Some(cut) => k.edge_faces_of_canonical(dm.face_edges(), &ve, cut),
-                None => k.transpose(dm.face_edges()),
-            }
-            .map(drop)
-        },
+        &mut || dm.edge_faces_off(&dm.compute_vertex_edges()?).map(drop),
     )?;
     time(
         "coboundary d2 (general transpose)",

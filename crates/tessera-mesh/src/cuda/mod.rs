@@ -424,6 +424,40 @@ impl EdgeBuckets {
     }
 }
 
+/// In-degrees and out-edge starts of canonical pairs, found once at upload for both cuts
+/// ([`EdgeBuckets`], [`FaceBuckets`]).
+struct PairDegrees {
+    /// In-edges of every vertex.
+    indeg: Vec<u32>,
+    /// `nvertices + 1` words: vertex v's out-edges are `e0[v] .. e0[v + 1]` (the pairs' `from`
+    /// are non-decreasing).
+    e0: Vec<u32>,
+}
+
+impl PairDegrees {
+    /// The degrees of the canonical pairs `ev` (the caller has checked them: [`canonical_pairs`])
+    /// over `nvertices` vertices; an error for a vertex out of range.
+    fn of(ev: &[[u32; 2]], nvertices: usize) -> Result<Self, MeshError> {
+        // canonical pairs: `from` < `to`, so a `to` in range is all there is to check
+        let mut indeg = vec![0u32; nvertices];
+        for p in ev {
+            let Some(d) = indeg.get_mut(p[1] as usize) else {
+                return Err(MeshError::IndexOutOfRange {
+                    what: "edge vertex",
+                    index: p[1] as u64,
+                    len: nvertices,
+                });
+            };
+            *d += 1;
+        }
+        let e0 = crate::simplex::first_vertex_offsets(nvertices, ev.iter().map(|p| p[0]));
+        Ok(PairDegrees { indeg, e0 })
+    }
+    fn nvertices(&self) -> usize {
+        self.indeg.len()
+    }
+}
+
 /// Vertices a bucket of [`EdgeBuckets`] starts on a multiple of (its column offsets start on
 /// a 128-byte line, as `BT_W_ALIGN`; the kernel finds a vertex's bucket as `cut_of[v >> 5]`).
 const EB_GROUP: usize = 32;
@@ -442,17 +476,24 @@ fn edge_bucket_weight(indeg: u64, outdeg: u64) -> u64 {
 }
 
 /// Cut `weights` (one per group of [`EB_GROUP`] columns) into about `parts` runs of consecutive
-/// groups of about equal weight, none wider than `max_groups`: the first group of every run,
-/// then `weights.len()`. A run ends where the weight before it reaches the next multiple of
-/// `total / parts`.
+/// groups of about equal weight, none wider than `max_groups` ([`balanced_runs`]).
 fn balanced_cuts(weights: &[u64], parts: usize, max_groups: usize) -> Vec<usize> {
+    let max_groups = max_groups.max(1);
+    balanced_runs(weights, parts, |start, g| g - start >= max_groups)
+}
+
+/// Cut `weights` into about `parts` runs of consecutive groups of about equal weight: the first
+/// group of every run, then `weights.len()`. A run ends where the weight before it reaches the
+/// next multiple of `total / parts`, or before group g where `full(start, g)` (the run `start
+/// ..= g` would be too large). δ1's and δ2's cuts ([`EdgeBuckets`], [`FaceBuckets`]).
+fn balanced_runs(weights: &[u64], parts: usize, full: impl Fn(usize, usize) -> bool) -> Vec<usize> {
     let total: u128 = weights.iter().map(|&w| w as u128).sum();
-    let (parts, max_groups) = (parts.max(1) as u128, max_groups.max(1));
+    let parts = parts.max(1) as u128;
     let mut cuts = vec![0];
     let (mut acc, mut k, mut start) = (0u128, 1u128, 0usize);
     for (g, &w) in weights.iter().enumerate() {
         let reached = |k: u128| k <= parts && acc * parts >= total * k;
-        if g > start && (reached(k) || g - start >= max_groups) {
+        if g > start && (reached(k) || full(start, g)) {
             cuts.push(g);
             start = g;
             while reached(k) {
@@ -547,6 +588,28 @@ impl FaceBucketLoad {
         self.afaces += o.afaces;
         self.entries += o.entries;
     }
+    /// `self - o`, field by field (a run's load from two prefix sums).
+    fn minus(&self, o: &FaceBucketLoad) -> FaceBucketLoad {
+        FaceBucketLoad {
+            rows: self.rows - o.rows,
+            vertices: self.vertices - o.vertices,
+            faces: self.faces - o.faces,
+            afaces: self.afaces - o.afaces,
+            entries: self.entries - o.entries,
+        }
+    }
+    /// Prefix sums of `load` (`load.len() + 1`, from zero): the run `a .. b` is
+    /// `pre[b].minus(&pre[a])`.
+    fn prefix(load: &[FaceBucketLoad]) -> Vec<FaceBucketLoad> {
+        let mut pre = Vec::with_capacity(load.len() + 1);
+        let mut acc = FaceBucketLoad::default();
+        pre.push(acc);
+        for l in load {
+            acc.add(l);
+            pre.push(acc);
+        }
+        pre
+    }
     fn max(&mut self, o: &FaceBucketLoad) {
         self.rows = self.rows.max(o.rows);
         self.vertices = self.vertices.max(o.vertices);
@@ -568,29 +631,14 @@ fn cut_face_groups(
     parts: usize,
     fits: impl Fn(&FaceBucketLoad) -> bool,
 ) -> Option<Vec<usize>> {
-    let total: u128 = load.iter().map(|l| face_bucket_weight(l) as u128).sum();
-    let parts = parts.max(1) as u128;
-    let mut cuts = vec![0];
-    let (mut acc, mut k, mut run) = (0u128, 1u128, FaceBucketLoad::default());
-    for (g, l) in load.iter().enumerate() {
-        if !fits(l) {
-            return None;
-        }
-        let reached = |k: u128, acc: u128| k <= parts && acc * parts >= total * k;
-        let mut next = run;
-        next.add(l);
-        if g > *cuts.last().expect("starts with 0") && (reached(k, acc) || !fits(&next)) {
-            cuts.push(g);
-            next = *l;
-            while reached(k, acc) {
-                k += 1;
-            }
-        }
-        run = next;
-        acc += face_bucket_weight(l) as u128;
+    if !load.iter().all(&fits) {
+        return None;
     }
-    cuts.push(load.len());
-    Some(cuts)
+    let pre = FaceBucketLoad::prefix(load);
+    let weights: Vec<u64> = load.iter().map(face_bucket_weight).collect();
+    Some(balanced_runs(&weights, parts, |start, g| {
+        !fits(&pre[g + 1].minus(&pre[start]))
+    }))
 }
 
 /// Whether the faces `fe` over the canonical edge pairs `ev` are canonical ([`FaceBuckets`]):
@@ -1232,42 +1280,29 @@ impl<'g> MeshKernels<'g> {
         Ok(Some(t))
     }
 
-    /// δ1's buckets for the canonical pairs `ev` (the caller has checked them:
-    /// [`canonical_pairs`]) over `nvertices` vertices, cut so that each bucket takes about the
-    /// same time ([`EdgeBuckets`]). `None` where [`MeshKernels::transpose_cut_pairs`] cannot
-    /// take the pairs: without the bucketed kernel, for a vertex of more than 2048 in-edges (a
-    /// row the kernel would leave to the host), or past the kernel's limits.
+    /// δ1's buckets for `nedges` canonical pairs of degrees `deg`, cut so that each bucket
+    /// takes about the same time ([`EdgeBuckets`]). `None` where
+    /// [`MeshKernels::transpose_cut_pairs`] cannot take the pairs: without the bucketed kernel,
+    /// for a vertex of more than 2048 in-edges (a row the kernel would leave to the host), or
+    /// past the kernel's limits.
     fn cut_canonical_pairs(
         &self,
-        ev: &[[u32; 2]],
-        nvertices: usize,
+        nedges: usize,
+        deg: &PairDegrees,
     ) -> Result<Option<EdgeBuckets>, MeshError> {
+        let nvertices = deg.nvertices();
         let Some(b) = self.coop.as_deref().and_then(|c| c.bucketed.as_ref()) else {
             return Ok(None);
         };
         // the columns' out-edge starts take BT_WMAX + 1 words of the placed entries' room
-        if !Self::one_launch_fits(2 * ev.len(), nvertices) || (b.cap as usize) < 2 * (BT_WMAX + 1) {
+        if !Self::one_launch_fits(2 * nedges, nvertices) || (b.cap as usize) < 2 * (BT_WMAX + 1) {
             return Ok(None);
         }
         let ng = nvertices.div_ceil(EB_GROUP);
-        // canonical pairs: `from` < `to`, so a `to` in range is all there is to check
-        let mut indeg = vec![0u32; nvertices];
-        for p in ev {
-            let Some(d) = indeg.get_mut(p[1] as usize) else {
-                return Err(MeshError::IndexOutOfRange {
-                    what: "edge vertex",
-                    index: p[1] as u64,
-                    len: nvertices,
-                });
-            };
-            *d += 1;
-        }
+        let (indeg, e0) = (&deg.indeg, &deg.e0);
         if indeg.iter().any(|&d| d > EB_LONGEST_IN) {
             return Ok(None);
         }
-        // where each vertex's out-edges start (the edges' `from` are non-decreasing): e0[v]
-        // .. e0[v + 1] are vertex v's out-edges
-        let e0 = crate::simplex::first_vertex_offsets(nvertices, ev.iter().map(|p| p[0]));
         let mut weights = vec![0u64; ng];
         for v in 0..nvertices {
             let (i, o) = (indeg[v] as u64, (e0[v + 1] - e0[v]) as u64);
@@ -1308,16 +1343,16 @@ impl<'g> MeshKernels<'g> {
         if tile_max < 8 * BT_TILE_ALIGN {
             return Ok(None);
         }
-        let Some((tile, nt)) = b.tiles(ev.len(), tile_max) else {
+        let Some((tile, nt)) = b.tiles(nedges, tile_max) else {
             return Ok(None);
         };
         let g = self.gpu;
         Ok(Some(EdgeBuckets {
             nvertices,
-            nedges: ev.len(),
+            nedges,
             cuts: g.upload(&cuts)?,
             cut_of: g.upload(&cut_of)?,
-            e0: g.upload(&e0)?,
+            e0: g.upload(e0)?,
             plan: BucketPlan {
                 w: widest,
                 nb: nb as u32,
@@ -1366,29 +1401,26 @@ impl<'g> MeshKernels<'g> {
     }
 
     /// δ2's buckets for the faces `fe` over the canonical pairs `ev` (the caller has checked
-    /// them: [`canonical_pairs`]) and `nvertices` vertices, when the faces are canonical
+    /// them: [`canonical_pairs`]) of degrees `deg`, when the faces are canonical
     /// ([`FaceBuckets`]). `None` for faces that are not, without the kernel, or where one group
     /// of 32 vertices holds more than a block's shared memory.
     fn cut_canonical_faces(
         &self,
         ev: &[[u32; 2]],
         fe: &Tcsr,
-        nvertices: usize,
+        deg: &PairDegrees,
     ) -> Result<Option<FaceBuckets>, MeshError> {
         let Some(k) = self.coop.as_deref().and_then(|c| c.face_runs.as_ref()) else {
             return Ok(None);
         };
-        let (ne, nf) = (ev.len(), fe.nrows());
-        if nf == 0
-            || 3 * nf as u64 >= u32::MAX as u64
-            || ev.iter().any(|p| p[1] as usize >= nvertices)
-        {
+        let (nvertices, ne, nf) = (deg.nvertices(), ev.len(), fe.nrows());
+        if nf == 0 || 3 * nf as u64 >= u32::MAX as u64 {
             return Ok(None);
         }
         let Some(second) = canonical_faces(ev, fe) else {
             return Ok(None);
         };
-        let e0 = crate::simplex::first_vertex_offsets(nvertices, ev.iter().map(|p| p[0]));
+        let e0 = &deg.e0;
         // the faces' position-0 edges are non-decreasing (the triples are)
         let rs = crate::simplex::first_vertex_offsets(
             ne,
@@ -1404,11 +1436,8 @@ impl<'g> MeshKernels<'g> {
             l.rows = (e0[hi] - e0[lo]) as u64;
             l.vertices = (hi - lo) as u64;
             l.faces = (rs[e0[hi] as usize] - rs[e0[lo] as usize]) as u64;
-            // out-edges here, in-edges below
-            l.entries = l.rows;
-        }
-        for p in ev {
-            load[p[1] as usize / FB_GROUP].entries += 1;
+            // out-edges and in-edges
+            l.entries = l.rows + deg.indeg[lo..hi].iter().map(|&d| d as u64).sum::<u64>();
         }
         // a face (a, b, c) is an A face of b's edge (b, c)
         let mut av = vec![0u32; nvertices];
@@ -1419,6 +1448,7 @@ impl<'g> MeshKernels<'g> {
         // two waves of blocks, or more where the largest buckets' layout does not fit
         let budget = k.shared as u64;
         let fits = |l: &FaceBucketLoad| l.rows <= FB_ROWS && l.shared_bytes() <= budget;
+        let pre = FaceBucketLoad::prefix(&load);
         let mut parts = 2 * k.wave as usize;
         let (groups, caps) = loop {
             let Some(groups) = cut_face_groups(&load, parts, fits) else {
@@ -1426,9 +1456,7 @@ impl<'g> MeshKernels<'g> {
             };
             let mut caps = FaceBucketLoad::default();
             for r in groups.windows(2) {
-                let mut run = FaceBucketLoad::default();
-                load[r[0]..r[1]].iter().for_each(|l| run.add(l));
-                caps.max(&run);
+                caps.max(&pre[r[1]].minus(&pre[r[0]]));
             }
             if fits(&caps) {
                 break (groups, caps);
@@ -1441,19 +1469,14 @@ impl<'g> MeshKernels<'g> {
         let vf: Vec<u32> = e0.iter().map(|&e| rs[e as usize]).collect();
         // a bucket's first entry: each face before its first face is in the B and C parts of
         // rows before it, and each A face of a vertex before its first vertex in one of them
-        let mut afaces_before = 0u64;
-        let mut btab = Vec::with_capacity(4 * groups.len());
-        for (i, &gi) in groups.iter().enumerate() {
-            if i > 0 {
-                afaces_before += load[groups[i - 1]..gi]
-                    .iter()
-                    .map(|l| l.afaces)
-                    .sum::<u64>();
-            }
-            let v = (gi * FB_GROUP).min(nvertices);
-            let first = 2 * vf[v] as u64 + afaces_before;
-            btab.extend([v as u32, e0[v], vf[v], first as u32]);
-        }
+        let btab: Vec<u32> = groups
+            .iter()
+            .flat_map(|&gi| {
+                let v = (gi * FB_GROUP).min(nvertices);
+                let first = 2 * vf[v] as u64 + pre[gi].afaces;
+                [v as u32, e0[v], vf[v], first as u32]
+            })
+            .collect();
         let g = self.gpu;
         Ok(Some(FaceBuckets {
             nvertices,
@@ -2271,13 +2294,10 @@ impl<'g> DeviceMesh<'g> {
         let pos: Vec<f64> = mesh.positions().iter().flat_map(|p| *p).collect();
         let canonical = canonical_pairs(mesh.edge_vertices());
         let (edge_buckets, face_buckets) = if canonical {
+            let deg = PairDegrees::of(mesh.edge_vertices(), mesh.num_vertices())?;
             (
-                kernels.cut_canonical_pairs(mesh.edge_vertices(), mesh.num_vertices())?,
-                kernels.cut_canonical_faces(
-                    mesh.edge_vertices(),
-                    mesh.face_edges(),
-                    mesh.num_vertices(),
-                )?,
+                kernels.cut_canonical_pairs(mesh.num_edges(), &deg)?,
+                kernels.cut_canonical_faces(mesh.edge_vertices(), mesh.face_edges(), &deg)?,
             )
         } else {
             (None, None)
@@ -2395,12 +2415,22 @@ impl<'g> DeviceMesh<'g> {
     /// [`MeshKernels::transpose`] (a δ1 computed for the call and dropped would cost about as
     /// much as that transpose saves: dragon, session 28).
     pub fn compute_edge_faces(&self) -> Result<DeviceTcsr, MeshError> {
-        match (&self.face_buckets, &self.cache.vertex_edges) {
-            (Some(cut), Some(ve)) => {
-                self.kernels
-                    .edge_faces_of_canonical(&self.face_edges, ve, cut)
-            }
-            _ => self.kernels.transpose(&self.face_edges),
+        match &self.cache.vertex_edges {
+            Some(ve) => self.edge_faces_off(ve),
+            None => self.kernels.transpose(&self.face_edges),
+        }
+    }
+    /// δ2 read off the δ1 `vertex_edges` of this mesh for faces found canonical at upload, else
+    /// by the general transpose.
+    pub(crate) fn edge_faces_off(
+        &self,
+        vertex_edges: &DeviceTcsr,
+    ) -> Result<DeviceTcsr, MeshError> {
+        match &self.face_buckets {
+            Some(cut) => self
+                .kernels
+                .edge_faces_of_canonical(&self.face_edges, vertex_edges, cut),
+            None => self.kernels.transpose(&self.face_edges),
         }
     }
     /// The number of δ2's buckets cut at upload, if any ([`DeviceMesh::compute_edge_faces`]).

@@ -1940,6 +1940,25 @@ __device__ __forceinline__ void rf_mark(u32* bnd, u32 i, u32 prev, u32 cur, u32 
     }
     for (; w <= RF_WARPS && (u32)((u64)total * w / RF_WARPS) <= cur; w++) bnd[w] = i;
 }
+// A warp places entries lo .. hi in order, 32 at a time: entry i of row row(i) goes to the
+// row's cursor cur[row] plus its rank among the 32's entries of that row (their match), and the
+// last of them moves the cursor on; put(i, position) writes it. Rows are the warp's own.
+template <class Row, class Put>
+__device__ __forceinline__ void rf_place_in_order(u32 lo, u32 hi, u32 lane, u32* cur, Row row, Put put) {
+    const u32 lt = (1u << lane) - 1u;
+    for (u32 i0 = lo; i0 < hi; i0 += 32) {
+        const u32 i = i0 + lane;
+        const u32 r = i < hi ? row(i) : 0u;
+        const u32 m = __match_any_sync(0xffffffffu, i < hi ? r : 0x80000000u | lane);
+        const u32 at = i < hi ? cur[r] : 0u;
+        __syncwarp();
+        if (i < hi) {
+            put(i, at + __popc(m & lt));
+            if ((m >> lane) == 1u) cur[r] = at + __popc(m);
+        }
+        __syncwarp();
+    }
+}
 extern "C" __global__ void __launch_bounds__(RF_THREADS, RF_BLOCKS)
     edge_faces_runs(const i32* __restrict__ fe, const u32* __restrict__ d1off, const i32* __restrict__ d1,
                     const u32* __restrict__ vf, const u32* __restrict__ rs, const uint4* __restrict__ btab,
@@ -2084,41 +2103,14 @@ extern "C" __global__ void __launch_bounds__(RF_THREADS, RF_BLOCKS)
         o += a + b + c1 - c0;
     }
     __syncthreads();
-    // in place, by warps that take the faces of whole vertices, 32 at a time in order: a face's
-    // rank among those of its row in the 32 (their match) plus the row's cursor (the faces of that
-    // row placed before); no two warps share a row
-    const u32 lt = (1u << lane) - 1u;
-    {
-        // the A faces
-        const u32 ulo = wA[warp], uhi = wA[warp + 1];
-        for (u32 i0 = vA[ulo], iend = vA[uhi]; i0 < iend; i0 += 32) {
-            const u32 i = i0 + lane;
-            const u32 w = i < iend ? arow[i] : 0u, r = w & 0x7fffu;
-            const u32 m = __match_any_sync(0xffffffffu, i < iend ? r : 0x80000000u | lane);
-            const u32 at = i < iend ? cA[r] : 0u;
-            __syncwarp();
-            if (i < iend) {
-                out[at + __popc(m & lt)] = tenc(aface[i], w >> 15);
-                if ((m >> lane) == 1u) cA[r] = at + __popc(m);
-            }
-            __syncwarp();
-        }
-    }
-    {
-        // the own faces: B by rank, C by its place in its run
-        const u32 ulo = wF[warp], uhi = wF[warp + 1];
-        for (u32 i0 = vF[ulo], iend = vF[uhi]; i0 < iend; i0 += 32) {
-            const u32 i = i0 + lane;
-            const u32 w = i < iend ? frow[i] : 0u, r2 = (w >> 16) & 0x7fffu;
-            const u32 m = __match_any_sync(0xffffffffu, i < iend ? r2 : 0x80000000u | lane);
-            const u32 at = i < iend ? cB[r2] : 0u;
-            __syncwarp();
-            if (i < iend) {
-                out[at + __popc(m & lt)] = tenc(F0 + i, w >> 31);
-                if ((m >> lane) == 1u) cB[r2] = at + __popc(m);
-                out[rsl[w & 0x7fffu] + i] = tenc(F0 + i, (w >> 15) & 1u);
-            }
-            __syncwarp();
-        }
-    }
+    // in place, by warps that take the faces of whole vertices (no two warps share a row)
+    rf_place_in_order(vA[wA[warp]], vA[wA[warp + 1]], lane, cA, [&](u32 i) { return arow[i] & 0x7fffu; },
+                      [&](u32 i, u32 pos) { out[pos] = tenc(aface[i], arow[i] >> 15); });
+    // the own faces: B by rank, C by its place in its run
+    rf_place_in_order(vF[wF[warp]], vF[wF[warp + 1]], lane, cB, [&](u32 i) { return (frow[i] >> 16) & 0x7fffu; },
+                      [&](u32 i, u32 pos) {
+                          const u32 w = frow[i];
+                          out[pos] = tenc(F0 + i, w >> 31);
+                          out[rsl[w & 0x7fffu] + i] = tenc(F0 + i, (w >> 15) & 1u);
+                      });
 }
