@@ -533,9 +533,7 @@ pub(crate) struct FaceBuckets {
     /// faces (e, x) are the run `rs[e] .. rs[e + 1]`.
     rs: DeviceBuffer<u32>,
     nb: u32,
-    /// The largest bucket's rows, vertices, own faces and A faces: the shared-memory layout.
-    caps: [u32; 4],
-    /// Dynamic shared memory of the layout, bytes.
+    /// Dynamic shared memory of the largest bucket's layout, bytes.
     shared: u32,
 }
 
@@ -550,7 +548,6 @@ impl FaceBuckets {
             vf: g.duplicate(&self.vf)?,
             rs: g.duplicate(&self.rs)?,
             nb: self.nb,
-            caps: self.caps,
             shared: self.shared,
         })
     }
@@ -610,16 +607,18 @@ impl FaceBucketLoad {
         }
         pre
     }
-    fn max(&mut self, o: &FaceBucketLoad) {
-        self.rows = self.rows.max(o.rows);
-        self.vertices = self.vertices.max(o.vertices);
-        self.faces = self.faces.max(o.faces);
-        self.afaces = self.afaces.max(o.afaces);
-    }
-    /// Bytes of `edge_faces_runs`' shared-memory layout for buckets of at most these counts.
+    /// Bytes of `edge_faces_runs`' shared memory for a bucket of this load (its `rf_layout`):
+    /// three words a row and one more, three a vertex and three more, a word and a half an own
+    /// face, two words and a bit an A face and one more word.
     fn shared_bytes(&self) -> u64 {
-        let words = 3 * self.rows + 1 + 3 * (self.vertices + 1) + self.faces + self.afaces;
-        4 * words + 2 * self.afaces.next_multiple_of(2)
+        let words = 3 * self.rows
+            + 1
+            + 3 * (self.vertices + 1)
+            + self.faces
+            + 2 * self.afaces
+            + self.afaces.div_ceil(32)
+            + 1;
+        4 * words + 2 * self.faces
     }
 }
 
@@ -681,6 +680,8 @@ struct FaceRuns {
 const FR_THREADS: u32 = 512;
 /// Blocks of `edge_faces_runs` a multiprocessor holds (the kernel's `RF_BLOCKS`).
 const FR_BLOCKS: u32 = 3;
+/// Waves of blocks δ2's cut aims at (more where a bucket would not fit a block).
+const FR_WAVES: u32 = 3;
 
 impl FaceRuns {
     /// `None` when the device holds no block of 512 threads with 32 KiB of shared memory.
@@ -1445,27 +1446,18 @@ impl<'g> MeshKernels<'g> {
             av[b as usize] += 1;
             load[b as usize / FB_GROUP].afaces += 1;
         }
-        // two waves of blocks, or more where the largest buckets' layout does not fit
+        // FR_WAVES waves of blocks, or more where a bucket would not fit a block
         let budget = k.shared as u64;
         let fits = |l: &FaceBucketLoad| l.rows <= FB_ROWS && l.shared_bytes() <= budget;
         let pre = FaceBucketLoad::prefix(&load);
-        let mut parts = 2 * k.wave as usize;
-        let (groups, caps) = loop {
-            let Some(groups) = cut_face_groups(&load, parts, fits) else {
-                return Ok(None);
-            };
-            let mut caps = FaceBucketLoad::default();
-            for r in groups.windows(2) {
-                caps.max(&pre[r[1]].minus(&pre[r[0]]));
-            }
-            if fits(&caps) {
-                break (groups, caps);
-            }
-            if parts >= ng {
-                return Ok(None);
-            }
-            parts = (parts * 3 / 2).min(ng);
+        let Some(groups) = cut_face_groups(&load, (FR_WAVES * k.wave) as usize, fits) else {
+            return Ok(None);
         };
+        let shared = groups
+            .windows(2)
+            .map(|r| pre[r[1]].minus(&pre[r[0]]).shared_bytes())
+            .max()
+            .unwrap_or(0);
         let vf: Vec<u32> = e0.iter().map(|&e| rs[e as usize]).collect();
         // a bucket's first entry: each face before its first face is in the B and C parts of
         // rows before it, and each A face of a vertex before its first vertex in one of them
@@ -1487,8 +1479,7 @@ impl<'g> MeshKernels<'g> {
             vf: g.upload(&vf)?,
             rs: g.upload(&rs)?,
             nb: (groups.len() - 1) as u32,
-            caps: [caps.rows, caps.vertices, caps.faces, caps.afaces].map(|c| c as u32),
-            shared: caps.shared_bytes() as u32,
+            shared: shared as u32,
         }))
     }
 
@@ -1525,7 +1516,6 @@ impl<'g> MeshKernels<'g> {
         let g = self.gpu;
         let offsets = g.alloc::<u32>(cut.nedges + 1)?;
         let out = g.alloc::<i32>(3 * cut.nfaces)?;
-        let [rcap, vcap, fcap, acap] = cut.caps;
         let (ne, nnz) = (cut.nedges as u32, 3 * cut.nfaces as u32);
         g.launch(
             &k.kernel,
@@ -1541,10 +1531,6 @@ impl<'g> MeshKernels<'g> {
         .arg(&cut.nb)
         .arg(&ne)
         .arg(&nnz)
-        .arg(&rcap)
-        .arg(&vcap)
-        .arg(&fcap)
-        .arg(&acap)
         .arg(&offsets)
         .arg(&out)
         .run()?;

@@ -1922,12 +1922,22 @@ extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc
 // entry of δ2), with its rows' counts and offsets in shared memory; `av` holds every vertex's
 // number of A faces (found at upload, with the cut). One launch, no grid barrier: RF_BLOCKS
 // blocks share a multiprocessor, so that one block's barriers and loads overlap another's work.
-// The caps (rcap rows, vcap vertices, fcap faces, acap A faces a bucket) lay out the dynamic
-// shared memory; the host cut the buckets within them. Session 28 (dragon, file order, δ1
-// cached): 0.072-0.076 ms against 0.122-0.127 ms by the general bucketed transpose.
+// Each warp takes a run of whole vertices twice, for their A faces (runs of about equal δ1
+// entries) and for their own faces (about equal faces), so that no two warps share a row:
+//   1. the in-edges' runs: where each run starts in the bucket's list of A faces (a warp scan)
+//      and its first face, marked in a bit a position;
+//   2. the A faces in order, 32 at a time, every lane one face (its run from the marks): its
+//      position-1 row, and its rank in that row from the row's cursor and a match of the 32;
+//   3. the own faces in order, 32 at a time: their position-0 and position-2 rows, and the
+//      rank in the position-2 row (B) the same way.
+// After the rows' offsets (a block scan) every thread writes entries at row offset + rank.
+// The layout of a bucket's shared memory follows its own counts (rf_layout, and
+// FaceBucketLoad::shared_bytes on the host). Session 28 (dragon, file order, δ1 cached):
+// 0.072-0.076 ms with ranks found while placing; the general bucketed transpose 0.122-0.127 ms.
 #define RF_THREADS 512
 #define RF_WARPS 16
 #define RF_B 4
+#define RF_R 2
 #define RF_BLOCKS 3
 // Where a share of `total` starts: bnd[w] = the first index whose value v reaches
 // total * w / RF_WARPS (w = 0..RF_WARPS, v non-decreasing from 0 to total), set by index i from
@@ -1940,100 +1950,117 @@ __device__ __forceinline__ void rf_mark(u32* bnd, u32 i, u32 prev, u32 cur, u32 
     }
     for (; w <= RF_WARPS && (u32)((u64)total * w / RF_WARPS) <= cur; w++) bnd[w] = i;
 }
-// A warp places entries lo .. hi in order, 32 at a time: entry i of row row(i) goes to the
-// row's cursor cur[row] plus its rank among the 32's entries of that row (their match), and the
-// last of them moves the cursor on; put(i, position) writes it. Rows are the warp's own.
-template <class Row, class Put>
-__device__ __forceinline__ void rf_place_in_order(u32 lo, u32 hi, u32 lane, u32* cur, Row row, Put put) {
-    const u32 lt = (1u << lane) - 1u;
-    for (u32 i0 = lo; i0 < hi; i0 += 32) {
-        const u32 i = i0 + lane;
-        const u32 r = i < hi ? row(i) : 0u;
-        const u32 m = __match_any_sync(0xffffffffu, i < hi ? r : 0x80000000u | lane);
-        const u32 at = i < hi ? cur[r] : 0u;
-        __syncwarp();
-        if (i < hi) {
-            put(i, at + __popc(m & lt));
-            if ((m >> lane) == 1u) cur[r] = at + __popc(m);
-        }
-        __syncwarp();
-    }
+// The last marked position at or before q (one is: the first position of the warp's faces).
+__device__ __forceinline__ u32 rf_head(const u32* bits, u32 q) {
+    u32 wi = q >> 5;
+    u32 w = bits[wi] & (0xffffffffu >> (31u - (q & 31u)));
+    while (w == 0) w = bits[--wi];
+    return (wi << 5) + 31u - __clz(w);
+}
+// Rank of the lane's entry (row r, `valid`) in its row: the row's cursor cur[r] plus the
+// entries of the same row among the 32 before it; the last of them moves the cursor on. The
+// 32 are in order and the rows the warp's own. Every lane of the warp calls it.
+__device__ __forceinline__ u32 rf_rank(u32* cur, u32 r, bool valid, u32 lane) {
+    const u32 m = __match_any_sync(0xffffffffu, valid ? r : 0x80000000u | lane);
+    const u32 at = valid ? cur[r] : 0u;
+    __syncwarp();
+    const u32 rank = at + __popc(m & ((1u << lane) - 1u));
+    if (valid && (m >> lane) == 1u) cur[r] = at + __popc(m);
+    __syncwarp();
+    return rank;
+}
+// The bucket's shared memory (FaceBucketLoad::shared_bytes): per row cA (A faces counted, then
+// the row's first entry), cB (B faces counted, then its first B entry), rsl (rs local to the
+// bucket, then its run C's first entry less its first face); per vertex vA (first A face), vF
+// (first own face), vD (first δ1 entry, local); per own face frow (position-0 row and sign in
+// the low half, position-2 row and sign in the high half) and brank (its B rank); per A face
+// aface (its face), apack (position-1 row, sign, rank in the high half) and a bit (a run
+// starts there).
+struct RfLayout {
+    u32 *cA, *cB, *rsl, *vA, *vF, *vD, *frow, *aface, *apack, *bits;
+    u16* brank;
+};
+__device__ __forceinline__ RfLayout rf_layout(u32* smem, u32 R, u32 nv, u32 NF, u32 na) {
+    RfLayout l;
+    l.cA = smem;
+    l.cB = l.cA + R;
+    l.rsl = l.cB + R;
+    l.vA = l.rsl + R + 1;
+    l.vF = l.vA + nv + 1;
+    l.vD = l.vF + nv + 1;
+    l.frow = l.vD + nv + 1;
+    l.aface = l.frow + NF;
+    l.apack = l.aface + na;
+    l.bits = l.apack + na;
+    l.brank = (u16*)(l.bits + (na + 31) / 32 + 1);
+    return l;
 }
 extern "C" __global__ void __launch_bounds__(RF_THREADS, RF_BLOCKS)
     edge_faces_runs(const i32* __restrict__ fe, const u32* __restrict__ d1off, const i32* __restrict__ d1,
                     const u32* __restrict__ vf, const u32* __restrict__ rs, const uint4* __restrict__ btab,
-                    const u32* __restrict__ av, u32 nb, u32 ne, u32 nnz, u32 rcap, u32 vcap, u32 fcap, u32 acap,
-                    u32* offs, i32* out) {
+                    const u32* __restrict__ av, u32 nb, u32 ne, u32 nnz, u32* offs, i32* out) {
     extern __shared__ u32 smem[];
     __shared__ u32 ws[RF_WARPS + 1];
     const u32 t0 = threadIdx.x, lane = t0 & 31, warp = t0 >> 5, k = blockIdx.x;
-    // per row cA (A faces counted, then the row's first entry), cB (B faces counted, then its
-    // first B entry), rsl (rs local to the bucket, then its run C's first entry less its first
-    // face); per vertex vA (first A face), vF (first own face) and vD (first δ1 entry, local);
-    // per own face frow (position-0 row and sign in the low half, position-2 row and sign in the
-    // high half); per A face aface and arow (position-1 row and sign)
-    u32* cA = smem;
-    u32* cB = cA + rcap;
-    u32* rsl = cB + rcap;
-    u32* vA = rsl + rcap + 1;
-    u32* vF = vA + vcap + 1;
-    u32* vD = vF + vcap + 1;
-    u32* frow = vD + vcap + 1;
-    u32* aface = frow + fcap;
-    u16* arow = (u16*)(aface + acap);
     const uint4 lo = btab[k], hi = btab[k + 1];
     const u32 u0 = lo.x, u1 = hi.x, nv = u1 - u0, E0 = lo.y, R = hi.y - E0, F0 = lo.z, NF = hi.z - F0;
-    const u32 base = lo.w;
+    const u32 base = lo.w, na = hi.w - base - 2 * NF;
+    const RfLayout L = rf_layout(smem, R, nv, NF, na);
+    u32 *cA = L.cA, *cB = L.cB, *rsl = L.rsl, *vA = L.vA, *vF = L.vF, *vD = L.vD;
     if (k == nb - 1 && t0 == 0) offs[ne] = nnz;
-    // loads of 8 rows a thread in flight together
-    for (u32 r0 = t0; r0 <= R; r0 += 8 * RF_THREADS) {
-        u32 x8[8];
+    // the vertices' indices 0..nv: a contiguous run a thread. Its global loads first, all in
+    // flight together with those of the rows: the first vertex's δ1 offset and first own face,
+    // the same of the vertex before it, and the A faces' counts
+    __shared__ u32 wD[RF_WARPS + 1], wF[RF_WARPS + 1];
+    const u32 vper = (nv + RF_THREADS) / RF_THREADS, ilo = min(nv + 1, t0 * vper), ihi = min(nv + 1, ilo + vper);
+    const u32 D0 = d1off[u0], nd = d1off[u1] - D0;
+    const bool some = ilo < ihi, after = some && ilo > 0;
+    const u32 d1st = some ? d1off[u0 + ilo] - D0 : 0u, f1st = some ? vf[u0 + ilo] - F0 : 0u;
+    const u32 dprev = after ? d1off[u0 + ilo - 1] - D0 : 0u, fprev = after ? vf[u0 + ilo - 1] - F0 : 0u;
+    const u32 aprev = after ? av[u0 + ilo - 1] : 0u;
+    u32 sa = 0;
+    for (u32 i = ilo; i < ihi && i < nv; i++) sa += av[u0 + i];
+    // the rows' run starts, 4 a thread in flight together; the marks cleared
+    for (u32 r0 = t0; r0 <= R; r0 += 4 * RF_THREADS) {
+        u32 x4[4];
 #pragma unroll
-        for (int x = 0; x < 8; x++) x8[x] = r0 + x * RF_THREADS <= R ? rs[E0 + r0 + x * RF_THREADS] : 0u;
+        for (int x = 0; x < 4; x++) x4[x] = r0 + x * RF_THREADS <= R ? rs[E0 + r0 + x * RF_THREADS] : 0u;
 #pragma unroll
-        for (int x = 0; x < 8; x++) {
+        for (int x = 0; x < 4; x++) {
             const u32 r = r0 + x * RF_THREADS;
-            if (r <= R) rsl[r] = x8[x] - F0;
+            if (r <= R) rsl[r] = x4[x] - F0;
             if (r < R) cA[r] = cB[r] = 0;
         }
     }
-    // the vertices' indices 0..nv: a contiguous run a thread; their first A faces by a block scan;
-    // where each warp's share of the A faces, the δ1 entries and the own faces starts (wA, wD, wF:
-    // whole vertices, about equal shares)
-    __shared__ u32 wA[RF_WARPS + 1], wD[RF_WARPS + 1], wF[RF_WARPS + 1];
-    const u32 vper = (nv + RF_THREADS) / RF_THREADS, ilo = min(nv + 1, t0 * vper), ihi = min(nv + 1, ilo + vper);
-    const u32 D0 = d1off[u0], nd = d1off[u1] - D0;
-    u32 sa = 0;
-    for (u32 i = ilo; i < ihi && i < nv; i++) sa += av[u0 + i];
-    u32 na;
-    u32 ap = block_exclusive_scan<u32, RF_WARPS>(sa, &na, ws);
-    if (ilo < ihi) {
-        u32 pA = ilo ? ap - av[u0 + ilo - 1] : 0u, pD = ilo ? d1off[u0 + ilo - 1] - D0 : 0u,
-            pF = ilo ? vf[u0 + ilo - 1] - F0 : 0u;
+    for (u32 i = t0; i <= na / 32; i += RF_THREADS) L.bits[i] = 0;
+    // the vertices' first A faces by a block scan; where each warp's shares start (whole
+    // vertices): wD of the δ1 entries and A faces together (entries + 2 A faces, steps 1 and 2),
+    // wF of the own faces (step 3)
+    u32 atot;
+    u32 ap = block_exclusive_scan<u32, RF_WARPS>(sa, &atot, ws);
+    if (some) {
+        u32 pD = dprev + 2 * (ap - aprev), pF = fprev;
         for (u32 i = ilo; i < ihi; i++) {
-            const u32 a = ap, d = d1off[u0 + i] - D0, f = vf[u0 + i] - F0;
-            vA[i] = a;
+            const u32 d = i == ilo ? d1st : d1off[u0 + i] - D0, f = i == ilo ? f1st : vf[u0 + i] - F0;
+            vA[i] = ap;
             vD[i] = d;
             vF[i] = f;
-            rf_mark(wA, i, pA, a, na);
-            rf_mark(wD, i, pD, d, nd);
+            rf_mark(wD, i, pD, d + 2 * ap, nd + 2 * na);
             rf_mark(wF, i, pF, f, NF);
-            if (i < nv) ap += av[u0 + i];
-            pA = a;
-            pD = d;
+            pD = d + 2 * ap;
             pF = f;
+            if (i < nv) ap += av[u0 + i];
         }
     }
     __syncthreads();
-    // the A faces: a warp walks δ1's rows of a run of whole vertices (about equal entries a warp),
-    // RF_B steps of 32 entries at a time (their loads in flight together); an in-edge's run is its
-    // faces, numbered in order by a warp scan a step
     {
+        // 1. the runs of the in-edges of the warp's vertices, RF_B steps of 32 δ1 entries at a
+        //    time (their loads in flight together): each run's first face at its first position
         const u32 wlo = wD[warp], whi = wD[warp + 1];
         const u32 jhi = D0 + vD[whi];
         u32 carry = vA[wlo];
         for (u32 j0 = D0 + vD[wlo]; j0 < jhi; j0 += 32 * RF_B) {
-            i32 v[RF_B], c0[RF_B], c1[RF_B];
+            i32 v[RF_B];
             u32 st[RF_B], len[RF_B];
 #pragma unroll
             for (int x = 0; x < RF_B; x++) {
@@ -2047,43 +2074,72 @@ extern "C" __global__ void __launch_bounds__(RF_THREADS, RF_BLOCKS)
             }
 #pragma unroll
             for (int x = 0; x < RF_B; x++) {
-                len[x] -= st[x];
-                c0[x] = len[x] ? fe[3 * (u64)st[x] + 1] : 0;
-                c1[x] = len[x] > 1 ? fe[3 * (u64)st[x] + 4] : 0;
-            }
-#pragma unroll
-            for (int x = 0; x < RF_B; x++) {
                 if (j0 + 32 * x >= jhi) break;
+                len[x] -= st[x];
                 const u32 inc = warp_inclusive_scan<u32>(len[x], lane);
                 const u32 ex = carry + inc - len[x];
-                for (u32 t = 0; t < len[x]; t++) {
-                    const i32 c = t == 0 ? c0[x] : t == 1 ? c1[x] : fe[3 * (u64)(st[x] + t) + 1];
-                    const u32 r = tcol(c) - E0;
-                    aface[ex + t] = st[x] + t;
-                    arow[ex + t] = (u16)(r | (c < 0 ? 0x8000u : 0u));
-                    atomicAdd(cA + r, 1u);
+                if (len[x]) {
+                    L.aface[ex] = st[x];
+                    atomicOr(L.bits + (ex >> 5), 1u << (ex & 31u));
                 }
                 carry += __shfl_sync(0xffffffffu, inc, 31);
             }
         }
-    }
-    // the bucket's own faces: their position-0 (C) and position-2 (B) rows
-    for (u32 i0 = t0; i0 < NF; i0 += 4 * RF_THREADS) {
-        i32 p0[4], p2[4];
+        __syncwarp();
+        // 2. the A faces in order, 32 at a time (RF_R of them with their loads in flight)
+        const u32 qa = vA[wlo], qb = vA[whi];
+        for (u32 q0 = qa; q0 < qb; q0 += 32 * RF_R) {
+            u32 f[RF_R];
+            i32 c[RF_R];
 #pragma unroll
-        for (int x = 0; x < 4; x++) {
-            const u64 f = (u64)F0 + i0 + x * RF_THREADS;
-            const bool in = i0 + x * RF_THREADS < NF;
-            p0[x] = in ? fe[3 * f] : 0;
-            p2[x] = in ? fe[3 * f + 2] : 0;
+            for (int x = 0; x < RF_R; x++) {
+                const u32 q = q0 + 32 * x + lane;
+                f[x] = 0;
+                if (q < qb) {
+                    const u32 h = rf_head(L.bits, q);
+                    f[x] = L.aface[h] + (q - h);
+                }
+            }
+#pragma unroll
+            for (int x = 0; x < RF_R; x++) c[x] = q0 + 32 * x + lane < qb ? fe[3 * (u64)f[x] + 1] : 0;
+#pragma unroll
+            for (int x = 0; x < RF_R; x++) {
+                if (q0 + 32 * x >= qb) break;
+                const u32 q = q0 + 32 * x + lane;
+                const bool in = q < qb;
+                const u32 r = in ? tcol(c[x]) - E0 : 0u;
+                const u32 rank = rf_rank(cA, r, in, lane);
+                if (in) {
+                    L.aface[q] = f[x];
+                    L.apack[q] = r | (c[x] < 0 ? 0x8000u : 0u) | (rank << 16);
+                }
+            }
         }
+    }
+    {
+        // 3. the own faces in order, 32 at a time: their position-0 (C) and position-2 (B) rows
+        const u32 flo = vF[wF[warp]], fhi = vF[wF[warp + 1]];
+        for (u32 i0 = flo; i0 < fhi; i0 += 32 * RF_R) {
+            i32 p0[RF_R], p2[RF_R];
 #pragma unroll
-        for (int x = 0; x < 4; x++) {
-            const u32 i = i0 + x * RF_THREADS;
-            if (i >= NF) break;
-            const u32 r0 = tcol(p0[x]) - E0, r2 = tcol(p2[x]) - E0;
-            frow[i] = r0 | (p0[x] < 0 ? 0x8000u : 0u) | (r2 << 16) | (p2[x] < 0 ? 0x80000000u : 0u);
-            atomicAdd(cB + r2, 1u);
+            for (int x = 0; x < RF_R; x++) {
+                const u32 i = i0 + 32 * x + lane;
+                const u64 f = (u64)F0 + i;
+                p0[x] = i < fhi ? fe[3 * f] : 0;
+                p2[x] = i < fhi ? fe[3 * f + 2] : 0;
+            }
+#pragma unroll
+            for (int x = 0; x < RF_R; x++) {
+                if (i0 + 32 * x >= fhi) break;
+                const u32 i = i0 + 32 * x + lane;
+                const bool in = i < fhi;
+                const u32 r0 = tcol(p0[x]) - E0, r2 = in ? tcol(p2[x]) - E0 : 0u;
+                const u32 rank = rf_rank(cB, r2, in, lane);
+                if (in) {
+                    L.frow[i] = r0 | (p0[x] < 0 ? 0x8000u : 0u) | (r2 << 16) | (p2[x] < 0 ? 0x80000000u : 0u);
+                    L.brank[i] = (u16)rank;
+                }
+            }
         }
     }
     __syncthreads();
@@ -2103,14 +2159,14 @@ extern "C" __global__ void __launch_bounds__(RF_THREADS, RF_BLOCKS)
         o += a + b + c1 - c0;
     }
     __syncthreads();
-    // in place, by warps that take the faces of whole vertices (no two warps share a row)
-    rf_place_in_order(vA[wA[warp]], vA[wA[warp + 1]], lane, cA, [&](u32 i) { return arow[i] & 0x7fffu; },
-                      [&](u32 i, u32 pos) { out[pos] = tenc(aface[i], arow[i] >> 15); });
-    // the own faces: B by rank, C by its place in its run
-    rf_place_in_order(vF[wF[warp]], vF[wF[warp + 1]], lane, cB, [&](u32 i) { return (frow[i] >> 16) & 0x7fffu; },
-                      [&](u32 i, u32 pos) {
-                          const u32 w = frow[i];
-                          out[pos] = tenc(F0 + i, w >> 31);
-                          out[rsl[w & 0x7fffu] + i] = tenc(F0 + i, (w >> 15) & 1u);
-                      });
+    // every entry at its row's offset plus its rank
+    for (u32 i = t0; i < na; i += RF_THREADS) {
+        const u32 p = L.apack[i];
+        out[cA[p & 0x7fffu] + (p >> 16)] = tenc(L.aface[i], (p >> 15) & 1u);
+    }
+    for (u32 i = t0; i < NF; i += RF_THREADS) {
+        const u32 w = L.frow[i];
+        out[cB[(w >> 16) & 0x7fffu] + L.brank[i]] = tenc(F0 + i, w >> 31);
+        out[rsl[w & 0x7fffu] + i] = tenc(F0 + i, (w >> 15) & 1u);
+    }
 }
