@@ -197,13 +197,25 @@ fn precompute_relations<'a>(
     mark(st, "pre: face vertices")?;
     let face_cells = get(&c.face_cells, &|| k.transpose_short_rows(cf))?;
     mark(st, "pre: δ3")?;
-    let edge_faces = get(&c.edge_faces, &|| transpose(fe))?;
-    mark(st, "pre: δ2")?;
-    let vertex_edges = get(&c.vertex_edges, &|| match flag {
-        Some(f) => k.transpose_edge_pairs_deferred(ev, nv, f),
-        None => k.transpose_edge_pairs(ev, nv),
+    // δ1 by the buckets cut at upload where there are some (exact, no synchronisation), and
+    // δ2 read off it for faces found canonical at upload (issue 20)
+    let vertex_edges = get(&c.vertex_edges, &|| {
+        if dm.edge_buckets.is_some() {
+            return dm.compute_vertex_edges();
+        }
+        match flag {
+            Some(f) => k.transpose_edge_pairs_deferred(ev, nv, f),
+            None => k.transpose_edge_pairs(ev, nv),
+        }
     })?;
     mark(st, "pre: δ1")?;
+    let edge_faces = get(&c.edge_faces, &|| {
+        if dm.face_buckets.is_some() {
+            return dm.edge_faces_off(&vertex_edges);
+        }
+        transpose(fe)
+    })?;
+    mark(st, "pre: δ2")?;
     let cell_edges = get(&c.cell_edges, &|| match flag {
         Some(f) => k.cell_edges_deferred(cf, fe, f),
         None => k.cell_edges(cf, fe),
