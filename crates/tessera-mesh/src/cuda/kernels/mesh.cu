@@ -1932,8 +1932,9 @@ extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc
 //      rank in the position-2 row (B) the same way.
 // After the rows' offsets (a block scan) every thread writes entries at row offset + rank.
 // The layout of a bucket's shared memory follows its own counts (rf_layout, and
-// FaceBucketLoad::shared_bytes on the host). Session 28 (dragon, file order, δ1 cached):
-// 0.072-0.076 ms with ranks found while placing; the general bucketed transpose 0.122-0.127 ms.
+// FaceBucketLoad::shared_bytes on the host). Dragon, file order, δ1 cached: 0.072-0.076 ms with
+// ranks found while placing (session 28), 0.065-0.066 ms with ranks found in steps 2 and 3
+// (session 29); the general bucketed transpose 0.122-0.127 ms.
 #define RF_THREADS 512
 #define RF_WARPS 16
 #define RF_B 4
