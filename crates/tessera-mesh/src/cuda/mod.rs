@@ -514,26 +514,24 @@ fn balanced_runs(weights: &[u64], parts: usize, full: impl Fn(usize, usize) -> b
 /// a < b < c over canonical edges and the triples increase lexicographically: the faces of
 /// Tessera's simplex derivation (§3.4.4; [`canonical_faces`]).
 ///
-/// Buckets are runs of consecutive vertices (multiples of [`FB_GROUP`], the last one ending
-/// at the last vertex), cut at upload to about equal work ([`face_bucket_weight`]) and
-/// within the shared memory of one block, which takes one bucket at a time.
+/// The work is cut at upload into tasks of one warp: runs of consecutive vertices of about
+/// equal work ([`face_bucket_weight`]), each with its own part of its block's shared memory;
+/// a block holds up to [`FR_WARPS`] consecutive tasks within its shared memory.
 pub(crate) struct FaceBuckets {
     nvertices: usize,
     nedges: usize,
     nfaces: usize,
-    /// `nb + 1` entries of 4 words: each bucket's first vertex, first edge (of its first vertex's
-    /// out-edges), first face (of its first vertex's faces) and first entry of δ2; the last
-    /// entry ends the last bucket.
-    btab: DeviceBuffer<u32>,
-    /// `nvertices` words: vertex u's A faces (the faces (x, u, w), by their second vertex).
-    av: DeviceBuffer<u32>,
-    /// `nvertices + 1` words: vertex v's own faces (v, x, y) are `vf[v] .. vf[v + 1]`.
-    vf: DeviceBuffer<u32>,
+    /// `ntasks + 1` entries of 4 words: each task's first vertex, first edge (of its first
+    /// vertex's out-edges), first face (of its first vertex's own faces) and first entry of δ2;
+    /// the last entry ends the last task.
+    wtab: DeviceBuffer<u32>,
+    /// `nb + 1` words: block b takes the tasks `btask[b] .. btask[b + 1]`.
+    btask: DeviceBuffer<u32>,
     /// `nedges + 1` words: the first face whose position-0 edge is at least e, so edge e's
     /// faces (e, x) are the run `rs[e] .. rs[e + 1]`.
     rs: DeviceBuffer<u32>,
     nb: u32,
-    /// Dynamic shared memory of the largest bucket's layout, bytes.
+    /// Dynamic shared memory of the largest block's tasks, bytes.
     shared: u32,
 }
 
@@ -543,9 +541,8 @@ impl FaceBuckets {
             nvertices: self.nvertices,
             nedges: self.nedges,
             nfaces: self.nfaces,
-            btab: g.duplicate(&self.btab)?,
-            av: g.duplicate(&self.av)?,
-            vf: g.duplicate(&self.vf)?,
+            wtab: g.duplicate(&self.wtab)?,
+            btask: g.duplicate(&self.btask)?,
             rs: g.duplicate(&self.rs)?,
             nb: self.nb,
             shared: self.shared,
@@ -553,11 +550,31 @@ impl FaceBuckets {
     }
 }
 
-/// Vertices a bucket of [`FaceBuckets`] starts on a multiple of (the cut weighs groups of this
-/// many vertices).
-const FB_GROUP: usize = 32;
-/// The most rows a bucket of [`FaceBuckets`] may hold (the kernel keeps a row's index in 15 bits).
+/// The most rows a task of [`FaceBuckets`] may hold (the kernel keeps a row's index in 15 bits).
 const FB_ROWS: u64 = 1 << 15;
+
+/// Group consecutive tasks of `bytes` shared memory each (none over `budget`) into blocks of up
+/// to `warps` tasks and at most `budget` bytes: each block's first task (and the end), and the
+/// largest block's bytes.
+fn group_tasks(bytes: impl Iterator<Item = u64>, warps: usize, budget: u64) -> (Vec<u32>, u64) {
+    let (mut first, mut most) = (vec![0u32], 0u64);
+    let (mut n, mut sum, mut t) = (0usize, 0u64, 0u32);
+    for b in bytes {
+        if n == warps || (n > 0 && sum + b > budget) {
+            first.push(t);
+            most = most.max(sum);
+            (n, sum) = (0, 0);
+        }
+        n += 1;
+        sum += b;
+        t += 1;
+    }
+    if n > 0 {
+        first.push(t);
+        most = most.max(sum);
+    }
+    (first, most)
+}
 
 /// What a run of vertices adds to its bucket's time in [`FaceBuckets`], in relative units: its
 /// A faces (a gather each) and its own faces (a load each) are read, counted and written in
@@ -566,12 +583,11 @@ fn face_bucket_weight(r: &FaceBucketLoad) -> u64 {
     2 * r.afaces + 2 * r.faces + r.rows + r.entries
 }
 
-/// The rows, vertices, own faces and A faces of a run of vertices ([`FaceBuckets`]), and their
-/// δ1 entries (their degrees; not kept in shared memory).
+/// The rows, own faces and A faces of a run of vertices ([`FaceBuckets`]), and their δ1 entries
+/// (their degrees; not kept in shared memory).
 #[derive(Clone, Copy, Default, Debug, PartialEq)]
 struct FaceBucketLoad {
     rows: u64,
-    vertices: u64,
     faces: u64,
     afaces: u64,
     entries: u64,
@@ -580,7 +596,6 @@ struct FaceBucketLoad {
 impl FaceBucketLoad {
     fn add(&mut self, o: &FaceBucketLoad) {
         self.rows += o.rows;
-        self.vertices += o.vertices;
         self.faces += o.faces;
         self.afaces += o.afaces;
         self.entries += o.entries;
@@ -589,7 +604,6 @@ impl FaceBucketLoad {
     fn minus(&self, o: &FaceBucketLoad) -> FaceBucketLoad {
         FaceBucketLoad {
             rows: self.rows - o.rows,
-            vertices: self.vertices - o.vertices,
             faces: self.faces - o.faces,
             afaces: self.afaces - o.afaces,
             entries: self.entries - o.entries,
@@ -607,23 +621,23 @@ impl FaceBucketLoad {
         }
         pre
     }
-    /// Bytes of `edge_faces_runs`' shared memory for a bucket of this load (its `rf_layout`):
-    /// three words a row and one more, three a vertex and three more, a word and a half an own
-    /// face, two words and a bit an A face and one more word.
+    /// Bytes of `edge_faces_runs`' shared memory for a task of this load (its `rf_task_words`):
+    /// three words a row and one more, a word and a half an own face, two words and a bit an A
+    /// face, and one more word.
     fn shared_bytes(&self) -> u64 {
         let words = 3 * self.rows
             + 1
-            + 3 * (self.vertices + 1)
             + self.faces
             + 2 * self.afaces
-            + self.afaces.div_ceil(32)
-            + 1;
-        4 * words + 2 * self.faces
+            + self.afaces / 32
+            + 1
+            + self.faces.div_ceil(2);
+        4 * words
     }
 }
 
-/// Cut the vertex groups `load` into runs of consecutive groups: about `parts` runs of about
-/// equal [`face_bucket_weight`], none holding more than `fits` allows. `None` when one group
+/// Cut the vertices' loads `load` into runs of consecutive vertices: about `parts` runs of about
+/// equal [`face_bucket_weight`], none holding more than `fits` allows. `None` when one vertex
 /// alone does not fit.
 fn cut_face_groups(
     load: &[FaceBucketLoad],
@@ -678,6 +692,8 @@ struct FaceRuns {
 }
 
 const FR_THREADS: u32 = 512;
+/// Warps (tasks) a block of `edge_faces_runs` (the kernel's `RF_WARPS`).
+const FR_WARPS: u32 = FR_THREADS / 32;
 /// Blocks of `edge_faces_runs` a multiprocessor holds (the kernel's `RF_BLOCKS`).
 const FR_BLOCKS: u32 = 3;
 /// Waves of blocks δ2's cut aims at (more where a bucket would not fit a block).
@@ -1403,8 +1419,8 @@ impl<'g> MeshKernels<'g> {
 
     /// δ2's buckets for the faces `fe` over the canonical pairs `ev` (the caller has checked
     /// them: [`canonical_pairs`]) of degrees `deg`, when the faces are canonical
-    /// ([`FaceBuckets`]). `None` for faces that are not, without the kernel, or where one group
-    /// of 32 vertices holds more than a block's shared memory.
+    /// ([`FaceBuckets`]). `None` for faces that are not, without the kernel, or where one vertex's
+    /// rows and faces do not fit a task (a block's shared memory, 2^15 rows).
     fn cut_canonical_faces(
         &self,
         ev: &[[u32; 2]],
@@ -1430,42 +1446,45 @@ impl<'g> MeshKernels<'g> {
                 .step_by(3)
                 .map(|&c| tessera_sparse::tcsr::col(c)),
         );
-        let ng = nvertices.div_ceil(FB_GROUP);
-        let mut load = vec![FaceBucketLoad::default(); ng];
-        for (g, l) in load.iter_mut().enumerate() {
-            let (lo, hi) = (g * FB_GROUP, ((g + 1) * FB_GROUP).min(nvertices));
-            l.rows = (e0[hi] - e0[lo]) as u64;
-            l.vertices = (hi - lo) as u64;
-            l.faces = (rs[e0[hi] as usize] - rs[e0[lo] as usize]) as u64;
-            // out-edges and in-edges
-            l.entries = l.rows + deg.indeg[lo..hi].iter().map(|&d| d as u64).sum::<u64>();
-        }
+        // each vertex's load: its rows (out-edges), own faces, A faces and δ1 entries
+        let mut load: Vec<FaceBucketLoad> = (0..nvertices)
+            .map(|v| {
+                let rows = (e0[v + 1] - e0[v]) as u64;
+                FaceBucketLoad {
+                    rows,
+                    faces: (rs[e0[v + 1] as usize] - rs[e0[v] as usize]) as u64,
+                    afaces: 0,
+                    entries: rows + deg.indeg[v] as u64,
+                }
+            })
+            .collect();
         // a face (a, b, c) is an A face of b's edge (b, c)
-        let mut av = vec![0u32; nvertices];
         for &b in &second {
-            av[b as usize] += 1;
-            load[b as usize / FB_GROUP].afaces += 1;
+            load[b as usize].afaces += 1;
         }
-        // FR_WAVES waves of blocks, or more where a bucket would not fit a block
+        // tasks of a warp: RF_WARPS a block, FR_WAVES waves of blocks; none larger than a block
         let budget = k.shared as u64;
         let fits = |l: &FaceBucketLoad| l.rows <= FB_ROWS && l.shared_bytes() <= budget;
         let pre = FaceBucketLoad::prefix(&load);
-        let Some(groups) = cut_face_groups(&load, (FR_WAVES * k.wave) as usize, fits) else {
+        let parts = (FR_WAVES * k.wave * FR_WARPS) as usize;
+        let Some(tasks) = cut_face_groups(&load, parts, fits) else {
             return Ok(None);
         };
-        let shared = groups
-            .windows(2)
-            .map(|r| pre[r[1]].minus(&pre[r[0]]).shared_bytes())
-            .max()
-            .unwrap_or(0);
+        // blocks: up to FR_WARPS consecutive tasks within the budget
+        let (btask, shared) = group_tasks(
+            tasks
+                .windows(2)
+                .map(|r| pre[r[1]].minus(&pre[r[0]]).shared_bytes()),
+            FR_WARPS as usize,
+            budget,
+        );
         let vf: Vec<u32> = e0.iter().map(|&e| rs[e as usize]).collect();
-        // a bucket's first entry: each face before its first face is in the B and C parts of
-        // rows before it, and each A face of a vertex before its first vertex in one of them
-        let btab: Vec<u32> = groups
+        // a task's first entry: each face before its first face is in the B and C parts of rows
+        // before it, and each A face of a vertex before its first vertex in one of them
+        let wtab: Vec<u32> = tasks
             .iter()
-            .flat_map(|&gi| {
-                let v = (gi * FB_GROUP).min(nvertices);
-                let first = 2 * vf[v] as u64 + pre[gi].afaces;
+            .flat_map(|&v| {
+                let first = 2 * vf[v] as u64 + pre[v].afaces;
                 [v as u32, e0[v], vf[v], first as u32]
             })
             .collect();
@@ -1474,11 +1493,10 @@ impl<'g> MeshKernels<'g> {
             nvertices,
             nedges: ne,
             nfaces: nf,
-            btab: g.upload(&btab)?,
-            av: g.upload(&av)?,
-            vf: g.upload(&vf)?,
+            wtab: g.upload(&wtab)?,
+            btask: g.upload(&btask)?,
             rs: g.upload(&rs)?,
-            nb: (groups.len() - 1) as u32,
+            nb: (btask.len() - 1) as u32,
             shared: shared as u32,
         }))
     }
@@ -1524,10 +1542,9 @@ impl<'g> MeshKernels<'g> {
         .arg(&face_edges.columns)
         .arg(&vertex_edges.offsets)
         .arg(&vertex_edges.columns)
-        .arg(&cut.vf)
         .arg(&cut.rs)
-        .arg(&cut.btab)
-        .arg(&cut.av)
+        .arg(&cut.wtab)
+        .arg(&cut.btask)
         .arg(&cut.nb)
         .arg(&ne)
         .arg(&nnz)
@@ -2419,7 +2436,7 @@ impl<'g> DeviceMesh<'g> {
             None => self.kernels.transpose(&self.face_edges),
         }
     }
-    /// The number of δ2's buckets cut at upload, if any ([`DeviceMesh::compute_edge_faces`]).
+    /// The number of blocks of δ2's tasks cut at upload, if any ([`DeviceMesh::compute_edge_faces`]).
     pub fn face_buckets(&self) -> Option<usize> {
         self.face_buckets.as_ref().map(|f| f.nb as usize)
     }
@@ -2684,7 +2701,6 @@ mod tests {
                 let k = if g > 4_000 { 8 } else { 1 };
                 FaceBucketLoad {
                     rows: k * (100 + next() % 100),
-                    vertices: 32,
                     faces: k * (200 + next() % 200),
                     afaces: k * (200 + next() % 200),
                     entries: k * k * (300 + next() % 100),
@@ -2723,6 +2739,36 @@ mod tests {
         let cuts = cut_face_groups(&idle, 4, fits).unwrap();
         assert_eq!((cuts[0], *cuts.last().unwrap()), (0, 10));
         assert!(cuts.len() <= 5 && cuts.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn tasks_grouped_into_blocks_within_the_budget() {
+        use super::group_tasks;
+        let mut next = xorshift(4242);
+        let bytes: Vec<u64> = (0..3_000).map(|_| 1 + next() % 5_000).collect();
+        for (warps, budget) in [
+            (16usize, 40_000u64),
+            (16, 5_000),
+            (4, 1_000_000),
+            (1, 5_000),
+        ] {
+            let (first, most) = group_tasks(bytes.iter().copied(), warps, budget);
+            assert_eq!((first[0], *first.last().unwrap()), (0, bytes.len() as u32));
+            let mut largest = 0;
+            for w in first.windows(2) {
+                let (a, b) = (w[0] as usize, w[1] as usize);
+                assert!(a < b && b - a <= warps, "{a}..{b}");
+                let sum: u64 = bytes[a..b].iter().sum();
+                assert!(sum <= budget, "{sum}");
+                largest = largest.max(sum);
+                // a block ends full, or where the next task would not fit
+                if b < bytes.len() {
+                    assert!(b - a == warps || sum + bytes[b] > budget);
+                }
+            }
+            assert_eq!(most, largest);
+        }
+        assert_eq!(group_tasks(std::iter::empty(), 16, 100), (vec![0], 0));
     }
 
     #[test]

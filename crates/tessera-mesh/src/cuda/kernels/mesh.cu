@@ -1916,42 +1916,30 @@ extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc
 //   C: the faces (u,w,x), x > w, whose position-0 edge e is: the run rs[e] .. rs[e + 1].
 // Every face of A is in the run C of an in-edge (x,u) of u, and δ1's row of u lists u's
 // in-edges in edge order (that of x). So vertex u's out-edges get their A faces by walking δ1's
-// row of u and those runs, in order; their B and C faces are u's own faces vf[u] .. vf[u + 1]:
-// nothing is scattered across the mesh and no row is sorted. A block takes one bucket of
-// consecutive vertices (cut on the host, `btab`: first vertex, first row, first own face, first
-// entry of δ2), with its rows' counts and offsets in shared memory; `av` holds every vertex's
-// number of A faces (found at upload, with the cut). One launch, no grid barrier: RF_BLOCKS
-// blocks share a multiprocessor, so that one block's barriers and loads overlap another's work.
-// Each warp takes a run of whole vertices twice, for their A faces (runs of about equal δ1
-// entries) and for their own faces (about equal faces), so that no two warps share a row:
-//   1. the in-edges' runs: where each run starts in the bucket's list of A faces (a warp scan)
+// row of u and those runs, in order; their B and C faces are u's own faces: nothing is
+// scattered across the mesh and no row is sorted.
+// A warp takes one task: a run of consecutive vertices cut on the host (`wtab`: first vertex,
+// first row, first own face, first entry of δ2 of each task), and no two warps share a row, so
+// the warps never wait for each other. A block holds up to RF_WARPS consecutive tasks
+// (`btask`: each block's first task), each in its own part of the block's shared memory:
+//   0. its rows' run starts (rs) and zeroed counters;
+//   1. the in-edges' runs: where each run starts in the task's list of A faces (a warp scan)
 //      and its first face, marked in a bit a position;
 //   2. the A faces in order, 32 at a time, every lane one face (its run from the marks): its
 //      position-1 row, and its rank in that row from the row's cursor and a match of the 32;
 //   3. the own faces in order, 32 at a time: their position-0 and position-2 rows, and the
-//      rank in the position-2 row (B) the same way.
-// After the rows' offsets (a block scan) every thread writes entries at row offset + rank.
-// The layout of a bucket's shared memory follows its own counts (rf_layout, and
-// FaceBucketLoad::shared_bytes on the host). Dragon, file order, δ1 cached: 0.072-0.076 ms with
-// ranks found while placing (session 28), 0.065-0.066 ms with ranks found in steps 2 and 3
-// (session 29); the general bucketed transpose 0.122-0.127 ms.
+//      rank in the position-2 row (B) the same way;
+//   4. the rows' offsets by a warp scan from the task's first entry;
+//   5. every entry at its row's offset plus its rank.
+// RF_BLOCKS blocks share a multiprocessor. Dragon, file order, δ1 cached: 0.072-0.076 ms with a
+// block a bucket and ranks found while placing (session 28), 0.065-0.066 ms with ranks found in
+// steps 2 and 3 (session 29); the general bucketed transpose 0.122-0.127 ms.
 #define RF_THREADS 512
 #define RF_WARPS 16
 #define RF_B 4
 #define RF_R 2
 #define RF_BLOCKS 3
-// Where a share of `total` starts: bnd[w] = the first index whose value v reaches
-// total * w / RF_WARPS (w = 0..RF_WARPS, v non-decreasing from 0 to total), set by index i from
-// its value `cur` and the one before it, `prev`.
-__device__ __forceinline__ void rf_mark(u32* bnd, u32 i, u32 prev, u32 cur, u32 total) {
-    u32 w = 0;
-    if (i > 0) {
-        if (total == 0) return;
-        w = (u32)(((u64)(prev + 1) * RF_WARPS + total - 1) / total);
-    }
-    for (; w <= RF_WARPS && (u32)((u64)total * w / RF_WARPS) <= cur; w++) bnd[w] = i;
-}
-// The last marked position at or before q (one is: the first position of the warp's faces).
+// The last marked position at or before q (one is: the task's first A face).
 __device__ __forceinline__ u32 rf_head(const u32* bits, u32 q) {
     u32 wi = q >> 5;
     u32 w = bits[wi] & (0xffffffffu >> (31u - (q & 31u)));
@@ -1970,103 +1958,68 @@ __device__ __forceinline__ u32 rf_rank(u32* cur, u32 r, bool valid, u32 lane) {
     __syncwarp();
     return rank;
 }
-// The bucket's shared memory (FaceBucketLoad::shared_bytes): per row cA (A faces counted, then
-// the row's first entry), cB (B faces counted, then its first B entry), rsl (rs local to the
-// bucket, then its run C's first entry less its first face); per vertex vA (first A face), vF
-// (first own face), vD (first δ1 entry, local); per own face frow (position-0 row and sign in
-// the low half, position-2 row and sign in the high half) and brank (its B rank); per A face
-// aface (its face), apack (position-1 row, sign, rank in the high half) and a bit (a run
-// starts there).
-struct RfLayout {
-    u32 *cA, *cB, *rsl, *vA, *vF, *vD, *frow, *aface, *apack, *bits;
-    u16* brank;
-};
-__device__ __forceinline__ RfLayout rf_layout(u32* smem, u32 R, u32 nv, u32 NF, u32 na) {
-    RfLayout l;
-    l.cA = smem;
-    l.cB = l.cA + R;
-    l.rsl = l.cB + R;
-    l.vA = l.rsl + R + 1;
-    l.vF = l.vA + nv + 1;
-    l.vD = l.vF + nv + 1;
-    l.frow = l.vD + nv + 1;
-    l.aface = l.frow + NF;
-    l.apack = l.aface + na;
-    l.bits = l.apack + na;
-    l.brank = (u16*)(l.bits + (na + 31) / 32 + 1);
-    return l;
+// A task's shared memory in words (FaceBucketLoad::shared_bytes on the host): per row cA (A
+// faces counted, then the row's first entry), cB (B faces counted, then its first B entry),
+// rsl (rs local to the task, then its run C's first entry less its first face), and one more;
+// per own face frow (position-0 row and sign in the low half, position-2 row and sign in the
+// high half) and brank (its B rank, 16 bits); per A face aface (its face), apack (position-1
+// row, sign, rank in the high half) and a bit (a run starts there), and one more word.
+__device__ __forceinline__ u32 rf_task_words(u32 R, u32 NF, u32 na) {
+    return 3 * R + 1 + NF + 2 * na + na / 32 + 1 + (NF + 1) / 2;
 }
 extern "C" __global__ void __launch_bounds__(RF_THREADS, RF_BLOCKS)
     edge_faces_runs(const i32* __restrict__ fe, const u32* __restrict__ d1off, const i32* __restrict__ d1,
-                    const u32* __restrict__ vf, const u32* __restrict__ rs, const uint4* __restrict__ btab,
-                    const u32* __restrict__ av, u32 nb, u32 ne, u32 nnz, u32* offs, i32* out) {
+                    const u32* __restrict__ rs, const uint4* __restrict__ wtab, const u32* __restrict__ btask,
+                    u32 nb, u32 ne, u32 nnz, u32* offs, i32* out) {
     extern __shared__ u32 smem[];
-    __shared__ u32 ws[RF_WARPS + 1];
     const u32 t0 = threadIdx.x, lane = t0 & 31, warp = t0 >> 5, k = blockIdx.x;
-    const uint4 lo = btab[k], hi = btab[k + 1];
-    const u32 u0 = lo.x, u1 = hi.x, nv = u1 - u0, E0 = lo.y, R = hi.y - E0, F0 = lo.z, NF = hi.z - F0;
-    const u32 base = lo.w, na = hi.w - base - 2 * NF;
-    const RfLayout L = rf_layout(smem, R, nv, NF, na);
-    u32 *cA = L.cA, *cB = L.cB, *rsl = L.rsl, *vA = L.vA, *vF = L.vF, *vD = L.vD;
     if (k == nb - 1 && t0 == 0) offs[ne] = nnz;
-    // the vertices' indices 0..nv: a contiguous run a thread. Its global loads first, all in
-    // flight together with those of the rows: the first vertex's δ1 offset and first own face,
-    // the same of the vertex before it, and the A faces' counts
-    __shared__ u32 wD[RF_WARPS + 1], wF[RF_WARPS + 1];
-    const u32 vper = (nv + RF_THREADS) / RF_THREADS, ilo = min(nv + 1, t0 * vper), ihi = min(nv + 1, ilo + vper);
-    const u32 D0 = d1off[u0], nd = d1off[u1] - D0;
-    const bool some = ilo < ihi, after = some && ilo > 0;
-    const u32 d1st = some ? d1off[u0 + ilo] - D0 : 0u, f1st = some ? vf[u0 + ilo] - F0 : 0u;
-    const u32 dprev = after ? d1off[u0 + ilo - 1] - D0 : 0u, fprev = after ? vf[u0 + ilo - 1] - F0 : 0u;
-    const u32 aprev = after ? av[u0 + ilo - 1] : 0u;
-    u32 sa = 0;
-    for (u32 i = ilo; i < ihi && i < nv; i++) sa += av[u0 + i];
-    // the rows' run starts, 4 a thread in flight together; the marks cleared
-    for (u32 r0 = t0; r0 <= R; r0 += 4 * RF_THREADS) {
+    // where each of the block's tasks starts in its shared memory (every warp finds the same)
+    const u32 tlo = btask[k], nt = btask[k + 1] - tlo;
+    u32 words = 0;
+    if (lane < nt) {
+        const uint4 a = wtab[tlo + lane], b = wtab[tlo + lane + 1];
+        const u32 nf = b.z - a.z;
+        words = rf_task_words(b.y - a.y, nf, b.w - a.w - 2 * nf);
+    }
+    const u32 start = __shfl_sync(0xffffffffu, warp_inclusive_scan<u32>(words, lane) - words, warp & 31u);
+    if (warp >= nt) return;
+    const uint4 lo = wtab[tlo + warp], hi = wtab[tlo + warp + 1];
+    const u32 E0 = lo.y, R = hi.y - E0, F0 = lo.z, NF = hi.z - F0, base = lo.w, na = hi.w - base - 2 * NF;
+    const u32 D0 = d1off[lo.x], D1 = d1off[hi.x];
+    u32* cA = smem + start;
+    u32* cB = cA + R;
+    u32* rsl = cB + R;
+    u32* frow = rsl + R + 1;
+    u32* aface = frow + NF;
+    u32* apack = aface + na;
+    u32* bits = apack + na;
+    u16* brank = (u16*)(bits + na / 32 + 1);
+    // 0. the rows' run starts, 4 a lane in flight together; the counters and marks cleared
+    for (u32 r0 = lane; r0 <= R; r0 += 4 * 32) {
         u32 x4[4];
 #pragma unroll
-        for (int x = 0; x < 4; x++) x4[x] = r0 + x * RF_THREADS <= R ? rs[E0 + r0 + x * RF_THREADS] : 0u;
+        for (int x = 0; x < 4; x++) x4[x] = r0 + 32 * x <= R ? rs[E0 + r0 + 32 * x] : 0u;
 #pragma unroll
         for (int x = 0; x < 4; x++) {
-            const u32 r = r0 + x * RF_THREADS;
+            const u32 r = r0 + 32 * x;
             if (r <= R) rsl[r] = x4[x] - F0;
             if (r < R) cA[r] = cB[r] = 0;
         }
     }
-    for (u32 i = t0; i <= na / 32; i += RF_THREADS) L.bits[i] = 0;
-    // the vertices' first A faces by a block scan; where each warp's shares start (whole
-    // vertices): wD of the δ1 entries and A faces together (entries + 2 A faces, steps 1 and 2),
-    // wF of the own faces (step 3)
-    u32 atot;
-    u32 ap = block_exclusive_scan<u32, RF_WARPS>(sa, &atot, ws);
-    if (some) {
-        u32 pD = dprev + 2 * (ap - aprev), pF = fprev;
-        for (u32 i = ilo; i < ihi; i++) {
-            const u32 d = i == ilo ? d1st : d1off[u0 + i] - D0, f = i == ilo ? f1st : vf[u0 + i] - F0;
-            vA[i] = ap;
-            vD[i] = d;
-            vF[i] = f;
-            rf_mark(wD, i, pD, d + 2 * ap, nd + 2 * na);
-            rf_mark(wF, i, pF, f, NF);
-            pD = d + 2 * ap;
-            pF = f;
-            if (i < nv) ap += av[u0 + i];
-        }
-    }
-    __syncthreads();
+    for (u32 i = lane; i <= na / 32; i += 32) bits[i] = 0;
+    __syncwarp();
+    // 1. the runs of the in-edges of the task's vertices, RF_B steps of 32 δ1 entries at a time
+    //    (their loads in flight together): each run's first face at its first position
     {
-        // 1. the runs of the in-edges of the warp's vertices, RF_B steps of 32 δ1 entries at a
-        //    time (their loads in flight together): each run's first face at its first position
-        const u32 wlo = wD[warp], whi = wD[warp + 1];
-        const u32 jhi = D0 + vD[whi];
-        u32 carry = vA[wlo];
-        for (u32 j0 = D0 + vD[wlo]; j0 < jhi; j0 += 32 * RF_B) {
+        u32 carry = 0;
+        for (u32 j0 = D0; j0 < D1; j0 += 32 * RF_B) {
             i32 v[RF_B];
             u32 st[RF_B], len[RF_B];
 #pragma unroll
             for (int x = 0; x < RF_B; x++) {
                 const u32 j = j0 + 32 * x + lane;
-                v[x] = j < jhi ? d1[j] : -1;
+                v[x] = j < D1 ? d1[j] : -1;
             }
 #pragma unroll
             for (int x = 0; x < RF_B; x++) {
@@ -2075,82 +2028,78 @@ extern "C" __global__ void __launch_bounds__(RF_THREADS, RF_BLOCKS)
             }
 #pragma unroll
             for (int x = 0; x < RF_B; x++) {
-                if (j0 + 32 * x >= jhi) break;
+                if (j0 + 32 * x >= D1) break;
                 len[x] -= st[x];
                 const u32 inc = warp_inclusive_scan<u32>(len[x], lane);
                 const u32 ex = carry + inc - len[x];
                 if (len[x]) {
-                    L.aface[ex] = st[x];
-                    atomicOr(L.bits + (ex >> 5), 1u << (ex & 31u));
+                    aface[ex] = st[x];
+                    atomicOr(bits + (ex >> 5), 1u << (ex & 31u));
                 }
                 carry += __shfl_sync(0xffffffffu, inc, 31);
             }
         }
-        __syncwarp();
-        // 2. the A faces in order, 32 at a time (RF_R of them with their loads in flight)
-        const u32 qa = vA[wlo], qb = vA[whi];
-        for (u32 q0 = qa; q0 < qb; q0 += 32 * RF_R) {
-            u32 f[RF_R];
-            i32 c[RF_R];
+    }
+    __syncwarp();
+    // 2. the A faces in order, 32 at a time (RF_R of them with their loads in flight)
+    for (u32 q0 = 0; q0 < na; q0 += 32 * RF_R) {
+        u32 f[RF_R];
+        i32 c[RF_R];
 #pragma unroll
-            for (int x = 0; x < RF_R; x++) {
-                const u32 q = q0 + 32 * x + lane;
-                f[x] = 0;
-                if (q < qb) {
-                    const u32 h = rf_head(L.bits, q);
-                    f[x] = L.aface[h] + (q - h);
-                }
+        for (int x = 0; x < RF_R; x++) {
+            const u32 q = q0 + 32 * x + lane;
+            f[x] = 0;
+            if (q < na) {
+                const u32 h = rf_head(bits, q);
+                f[x] = aface[h] + (q - h);
             }
+        }
 #pragma unroll
-            for (int x = 0; x < RF_R; x++) c[x] = q0 + 32 * x + lane < qb ? fe[3 * (u64)f[x] + 1] : 0;
+        for (int x = 0; x < RF_R; x++) c[x] = q0 + 32 * x + lane < na ? fe[3 * (u64)f[x] + 1] : 0;
 #pragma unroll
-            for (int x = 0; x < RF_R; x++) {
-                if (q0 + 32 * x >= qb) break;
-                const u32 q = q0 + 32 * x + lane;
-                const bool in = q < qb;
-                const u32 r = in ? tcol(c[x]) - E0 : 0u;
-                const u32 rank = rf_rank(cA, r, in, lane);
-                if (in) {
-                    L.aface[q] = f[x];
-                    L.apack[q] = r | (c[x] < 0 ? 0x8000u : 0u) | (rank << 16);
-                }
+        for (int x = 0; x < RF_R; x++) {
+            if (q0 + 32 * x >= na) break;
+            const u32 q = q0 + 32 * x + lane;
+            const bool in = q < na;
+            const u32 r = in ? tcol(c[x]) - E0 : 0u;
+            const u32 rank = rf_rank(cA, r, in, lane);
+            if (in) {
+                aface[q] = f[x];
+                apack[q] = r | (c[x] < 0 ? 0x8000u : 0u) | (rank << 16);
             }
         }
     }
-    {
-        // 3. the own faces in order, 32 at a time: their position-0 (C) and position-2 (B) rows
-        const u32 flo = vF[wF[warp]], fhi = vF[wF[warp + 1]];
-        for (u32 i0 = flo; i0 < fhi; i0 += 32 * RF_R) {
-            i32 p0[RF_R], p2[RF_R];
+    // 3. the own faces in order, 32 at a time: their position-0 (C) and position-2 (B) rows
+    for (u32 i0 = 0; i0 < NF; i0 += 32 * RF_R) {
+        i32 p0[RF_R], p2[RF_R];
 #pragma unroll
-            for (int x = 0; x < RF_R; x++) {
-                const u32 i = i0 + 32 * x + lane;
-                const u64 f = (u64)F0 + i;
-                p0[x] = i < fhi ? fe[3 * f] : 0;
-                p2[x] = i < fhi ? fe[3 * f + 2] : 0;
-            }
+        for (int x = 0; x < RF_R; x++) {
+            const u32 i = i0 + 32 * x + lane;
+            const u64 f = (u64)F0 + i;
+            p0[x] = i < NF ? fe[3 * f] : 0;
+            p2[x] = i < NF ? fe[3 * f + 2] : 0;
+        }
 #pragma unroll
-            for (int x = 0; x < RF_R; x++) {
-                if (i0 + 32 * x >= fhi) break;
-                const u32 i = i0 + 32 * x + lane;
-                const bool in = i < fhi;
-                const u32 r0 = tcol(p0[x]) - E0, r2 = in ? tcol(p2[x]) - E0 : 0u;
-                const u32 rank = rf_rank(cB, r2, in, lane);
-                if (in) {
-                    L.frow[i] = r0 | (p0[x] < 0 ? 0x8000u : 0u) | (r2 << 16) | (p2[x] < 0 ? 0x80000000u : 0u);
-                    L.brank[i] = (u16)rank;
-                }
+        for (int x = 0; x < RF_R; x++) {
+            if (i0 + 32 * x >= NF) break;
+            const u32 i = i0 + 32 * x + lane;
+            const bool in = i < NF;
+            const u32 r0 = tcol(p0[x]) - E0, r2 = in ? tcol(p2[x]) - E0 : 0u;
+            const u32 rank = rf_rank(cB, r2, in, lane);
+            if (in) {
+                frow[i] = r0 | (p0[x] < 0 ? 0x8000u : 0u) | (r2 << 16) | (p2[x] < 0 ? 0x80000000u : 0u);
+                brank[i] = (u16)rank;
             }
         }
     }
-    __syncthreads();
-    // the rows' offsets: a contiguous run of rows a thread
-    const u32 per = (R + RF_THREADS - 1) / RF_THREADS, rlo = min(R, t0 * per), rhi = min(R, rlo + per);
+    __syncwarp();
+    // 4. the rows' offsets: a contiguous run of rows a lane, a warp scan
+    const u32 per = (R + 31) / 32, rlo = min(R, lane * per), rhi = min(R, rlo + per);
     u32 s = 0;
     for (u32 r = rlo; r < rhi; r++) s += cA[r] + cB[r] + rsl[r + 1] - rsl[r];
-    const u32 rnext = rsl[rhi];  // the next thread's first row rewrites its rsl below
-    u32 total;
-    u32 o = base + block_exclusive_scan<u32, RF_WARPS>(s, &total, ws);
+    const u32 rnext = rsl[rhi];  // the next lane's first row rewrites its rsl below
+    __syncwarp();
+    u32 o = base + warp_inclusive_scan<u32>(s, lane) - s;
     for (u32 r = rlo; r < rhi; r++) {
         const u32 a = cA[r], b = cB[r], c0 = rsl[r], c1 = r + 1 < rhi ? rsl[r + 1] : rnext;
         offs[E0 + r] = o;
@@ -2159,15 +2108,15 @@ extern "C" __global__ void __launch_bounds__(RF_THREADS, RF_BLOCKS)
         rsl[r] = o + a + b - c0;
         o += a + b + c1 - c0;
     }
-    __syncthreads();
-    // every entry at its row's offset plus its rank
-    for (u32 i = t0; i < na; i += RF_THREADS) {
-        const u32 p = L.apack[i];
-        out[cA[p & 0x7fffu] + (p >> 16)] = tenc(L.aface[i], (p >> 15) & 1u);
+    __syncwarp();
+    // 5. every entry at its row's offset plus its rank
+    for (u32 i = lane; i < na; i += 32) {
+        const u32 p = apack[i];
+        out[cA[p & 0x7fffu] + (p >> 16)] = tenc(aface[i], (p >> 15) & 1u);
     }
-    for (u32 i = t0; i < NF; i += RF_THREADS) {
-        const u32 w = L.frow[i];
-        out[cB[(w >> 16) & 0x7fffu] + L.brank[i]] = tenc(F0 + i, w >> 31);
+    for (u32 i = lane; i < NF; i += 32) {
+        const u32 w = frow[i];
+        out[cB[(w >> 16) & 0x7fffu] + brank[i]] = tenc(F0 + i, w >> 31);
         out[rsl[w & 0x7fffu] + i] = tenc(F0 + i, (w >> 15) & 1u);
     }
 }
