@@ -576,7 +576,7 @@ fn group_tasks(bytes: impl Iterator<Item = u64>, warps: usize, budget: u64) -> (
     (first, most)
 }
 
-/// What a run of vertices adds to its bucket's time in [`FaceBuckets`], in relative units: its
+/// What a run of vertices adds to its task's time in [`FaceBuckets`], in relative units: its
 /// A faces (a gather each) and its own faces (a load each) are read, counted and written in
 /// order, its δ1 entries walked, its rows scanned.
 fn face_bucket_weight(r: &FaceBucketLoad) -> u64 {
@@ -639,7 +639,7 @@ impl FaceBucketLoad {
 /// Cut the vertices' loads `load` into runs of consecutive vertices: about `parts` runs of about
 /// equal [`face_bucket_weight`], none holding more than `fits` allows. `None` when one vertex
 /// alone does not fit.
-fn cut_face_groups(
+fn cut_face_tasks(
     load: &[FaceBucketLoad],
     parts: usize,
     fits: impl Fn(&FaceBucketLoad) -> bool,
@@ -696,7 +696,8 @@ const FR_THREADS: u32 = 512;
 const FR_WARPS: u32 = FR_THREADS / 32;
 /// Blocks of `edge_faces_runs` a multiprocessor holds (the kernel's `RF_BLOCKS`).
 const FR_BLOCKS: u32 = 3;
-/// Waves of blocks δ2's cut aims at (more where a bucket would not fit a block).
+/// Waves of blocks δ2's tasks are cut for (more blocks where a block's shared memory holds
+/// fewer than 16 tasks).
 const FR_WAVES: u32 = 3;
 
 impl FaceRuns {
@@ -1467,7 +1468,7 @@ impl<'g> MeshKernels<'g> {
         let fits = |l: &FaceBucketLoad| l.rows <= FB_ROWS && l.shared_bytes() <= budget;
         let pre = FaceBucketLoad::prefix(&load);
         let parts = (FR_WAVES * k.wave * FR_WARPS) as usize;
-        let Some(tasks) = cut_face_groups(&load, parts, fits) else {
+        let Some(tasks) = cut_face_tasks(&load, parts, fits) else {
             return Ok(None);
         };
         // blocks: up to FR_WARPS consecutive tasks within the budget
@@ -2693,8 +2694,8 @@ mod tests {
     }
 
     #[test]
-    fn face_groups_cut_within_the_caps() {
-        use super::{cut_face_groups, face_bucket_weight, FaceBucketLoad};
+    fn face_tasks_cut_within_the_budget() {
+        use super::{cut_face_tasks, face_bucket_weight, FaceBucketLoad};
         let mut next = xorshift(777);
         let load: Vec<FaceBucketLoad> = (0..5_000)
             .map(|g| {
@@ -2709,7 +2710,7 @@ mod tests {
             .collect();
         let fits = |l: &FaceBucketLoad| l.shared_bytes() <= 200 << 10;
         for parts in [1usize, 264, 10_000] {
-            let cuts = cut_face_groups(&load, parts, fits).unwrap();
+            let cuts = cut_face_tasks(&load, parts, fits).unwrap();
             assert_eq!((cuts[0], *cuts.last().unwrap()), (0, load.len()));
             assert!(cuts.windows(2).all(|w| w[0] < w[1]));
             let total: u64 = load.iter().map(face_bucket_weight).sum();
@@ -2733,10 +2734,10 @@ mod tests {
         // one group alone too large: no cut
         let mut big = load.clone();
         big[17].faces = 1 << 20;
-        assert!(cut_face_groups(&big, 264, fits).is_none());
+        assert!(cut_face_tasks(&big, 264, fits).is_none());
         // no work: every group once, in at most `parts` runs
         let idle = vec![FaceBucketLoad::default(); 10];
-        let cuts = cut_face_groups(&idle, 4, fits).unwrap();
+        let cuts = cut_face_tasks(&idle, 4, fits).unwrap();
         assert_eq!((cuts[0], *cuts.last().unwrap()), (0, 10));
         assert!(cuts.len() <= 5 && cuts.windows(2).all(|w| w[0] < w[1]));
     }
