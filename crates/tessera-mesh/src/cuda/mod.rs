@@ -8,7 +8,7 @@
 //!
 //! | operation | GPU algorithm | CPU reference |
 //! |---|---|---|
-//! | δ1, δ2, δ3 (coboundaries) | Listing 3.1: count (atomics) -> scan -> fill (atomics) -> SortRows, as one cooperative launch with grid barriers between the phases; δ3 from two sign slots per face (no atomics, no sort); δ1 of canonical edges and δ2 of canonical faces (read off δ1) by buckets cut at upload | [`PolyMesh::vertex_edges`] ... |
+//! | δ1, δ2, δ3 (coboundaries) | Listing 3.1: count (atomics) -> scan -> fill (atomics) -> SortRows, as one cooperative launch with grid barriers between the phases; δ3 from two sign slots per face (no atomics, no sort); δ1 of canonical edges by buckets and δ2 of canonical faces (read off δ1) by warp tasks, both cut at upload | [`PolyMesh::vertex_edges`] ... |
 //! | ∂̂2¹ face vertices | one thread per face, loop order (chained when rows are out of order) | [`PolyMesh::face_vertices`] |
 //! | ∂̂3¹ cell edges, ∂̂3² cell vertices | count -> scan -> fill -> segmented sort -> dedup -> compact | [`PolyMesh::cell_edges`] ... |
 //! | boundary (manifold and non-manifold) | flags from δ3, edge and vertex marks, one grid scan of the three that writes the lists (one cooperative launch) | [`crate::boundary::extract_boundary`] |
@@ -679,9 +679,9 @@ fn canonical_faces(ev: &[[u32; 2]], fe: &Tcsr) -> Option<Vec<u32>> {
     Some(second)
 }
 
-/// `edge_faces_runs` (`kernels/mesh.cu`): one block of [`FR_THREADS`] threads a bucket, with
-/// up to `shared` bytes of dynamic shared memory (a third of a block's most, so that
-/// [`FR_BLOCKS`] blocks share a multiprocessor), `wave` of them resident at once. Kept with the
+/// `edge_faces_runs` (`kernels/mesh.cu`): blocks of [`FR_THREADS`] threads, a warp a task of
+/// [`FaceBuckets`], with up to `shared` bytes of dynamic shared memory (a third of a block's
+/// most, so that [`FR_BLOCKS`] blocks share a multiprocessor), `wave` of them resident at once. Kept with the
 /// one-launch chains (made where cooperative launches are), although it is an ordinary launch.
 /// Session 28 (dragon, δ1 cached, op_overheads events): two blocks a multiprocessor of 64
 /// registers 0.092 ms, three of 40 registers 0.081 ms (before the warps' shares were balanced).
@@ -1447,13 +1447,15 @@ impl<'g> MeshKernels<'g> {
                 .step_by(3)
                 .map(|&c| tessera_sparse::tcsr::col(c)),
         );
+        // vertex v's own faces (v, x, y) are vf[v] .. vf[v + 1]
+        let vf: Vec<u32> = e0.iter().map(|&e| rs[e as usize]).collect();
         // each vertex's load: its rows (out-edges), own faces, A faces and δ1 entries
         let mut load: Vec<FaceBucketLoad> = (0..nvertices)
             .map(|v| {
                 let rows = (e0[v + 1] - e0[v]) as u64;
                 FaceBucketLoad {
                     rows,
-                    faces: (rs[e0[v + 1] as usize] - rs[e0[v] as usize]) as u64,
+                    faces: (vf[v + 1] - vf[v]) as u64,
                     afaces: 0,
                     entries: rows + deg.indeg[v] as u64,
                 }
@@ -1479,7 +1481,6 @@ impl<'g> MeshKernels<'g> {
             FR_WARPS as usize,
             budget,
         );
-        let vf: Vec<u32> = e0.iter().map(|&e| rs[e as usize]).collect();
         // a task's first entry: each face before its first face is in the B and C parts of rows
         // before it, and each A face of a vertex before its first vertex in one of them
         let wtab: Vec<u32> = tasks
@@ -1503,7 +1504,7 @@ impl<'g> MeshKernels<'g> {
     }
 
     /// δ2 of canonical faces by the buckets `cut` for them ([`MeshKernels::cut_canonical_faces`]),
-    /// from their δ1 `vertex_edges`: one launch of a block a bucket, no host synchronisation, no
+    /// from their δ1 `vertex_edges`: one launch of a warp a task, no host synchronisation, no
     /// check. The caller vouches that `face_edges` and `vertex_edges` are the faces the buckets
     /// were cut for and their δ1 (a [`DeviceMesh`]; only their shapes are checked here); for
     /// others the rows are unspecified. Without the kernel, the result is the same by
@@ -2660,8 +2661,9 @@ mod tests {
         assert!(cuts.windows(2).all(|w| w[1] - w[0] == 10));
     }
 
-    /// Runs without a GPU: the edges of a derived tetrahedral mesh are canonical pairs (what
-    /// `transpose_bucketed`'s mode 3 relies on), and two edges out of order are not.
+    /// Runs without a GPU: the faces of a derived tetrahedral mesh are canonical (what
+    /// `edge_faces_runs` relies on); a row rotated, two rows swapped or an edge out of range
+    /// are not.
     #[test]
     fn derived_faces_are_canonical() {
         use crate::simplex::SimplexMesh;
@@ -2719,7 +2721,7 @@ mod tests {
                 let mut run = FaceBucketLoad::default();
                 load[w[0]..w[1]].iter().for_each(|l| run.add(l));
                 assert!(fits(&run), "{run:?}");
-                // a run ends at its share, or where the next group would not fit
+                // a run ends at its share, or where the next vertex would not fit
                 let weight: u64 = load[w[0]..w[1]].iter().map(face_bucket_weight).sum();
                 let mut next = run;
                 if let Some(l) = load.get(w[1]) {
@@ -2731,11 +2733,11 @@ mod tests {
                 );
             }
         }
-        // one group alone too large: no cut
+        // one vertex alone too large: no cut
         let mut big = load.clone();
         big[17].faces = 1 << 20;
         assert!(cut_face_tasks(&big, 264, fits).is_none());
-        // no work: every group once, in at most `parts` runs
+        // no work: every vertex once, in at most `parts` runs
         let idle = vec![FaceBucketLoad::default(); 10];
         let cuts = cut_face_tasks(&idle, 4, fits).unwrap();
         assert_eq!((cuts[0], *cuts.last().unwrap()), (0, 10));
@@ -2772,6 +2774,8 @@ mod tests {
         assert_eq!(group_tasks(std::iter::empty(), 16, 100), (vec![0], 0));
     }
 
+    /// Runs without a GPU: the edges of a derived tetrahedral mesh are canonical pairs (what
+    /// `transpose_bucketed`'s mode 3 relies on), and two edges out of order are not.
     #[test]
     fn derived_edges_are_canonical() {
         use crate::generate::{box_mesh, BoxKind};
