@@ -868,7 +868,9 @@ fn tets_renamed(m: &PolyMesh, perm: &[u32], nv: usize) -> PolyMesh {
 fn edge_faces_canonical_matches_reference() {
     let Some(g) = gpu() else { return };
     let mut r = Rng(4242);
-    let mut cases: Vec<(String, PolyMesh, bool)> = Vec::new();
+    // each case with the warps a block its tasks should be grouped for (None: not cut, the
+    // general transpose)
+    let mut cases: Vec<(String, PolyMesh, Option<u32>)> = Vec::new();
     let tet = |n: usize| box_mesh(BoxKind::Tet, [n, n, n], [1.0; 3]);
     let shuffled = |r: &mut Rng, n: usize| {
         let mut p: Vec<u32> = (0..n as u32).collect();
@@ -879,19 +881,19 @@ fn edge_faces_canonical_matches_reference() {
         let m = tet(n);
         let nv = m.num_vertices();
         let id: Vec<u32> = (0..nv as u32).collect();
-        cases.push((format!("tet box {n}^3"), tets_renamed(&m, &id, nv), true));
+        cases.push((format!("tet box {n}^3"), tets_renamed(&m, &id, nv), Some(4)));
         let p = shuffled(&mut r, nv);
         cases.push((
             format!("tet box {n}^3, shuffled"),
             tets_renamed(&m, &p, nv),
-            true,
+            Some(4),
         ));
         // every third vertex used, the first and the last 100 unused
         let spread: Vec<u32> = (0..nv as u32).map(|v| 3 * v + 1).collect();
         cases.push((
             format!("tet box {n}^3, every third vertex"),
             tets_renamed(&m, &spread, 3 * nv + 100),
-            true,
+            Some(4),
         ));
     }
     // the bracket's numbering, and Morton order
@@ -899,7 +901,7 @@ fn edge_faces_canonical_matches_reference() {
     cases.push((
         "bracket(40)".into(),
         SimplexMesh::morton_ordered(&b).unwrap(),
-        true,
+        Some(4),
     ));
     cases.push((
         "one tetrahedron".into(),
@@ -911,7 +913,7 @@ fn edge_faces_canonical_matches_reference() {
         .unwrap()
         .to_poly()
         .unwrap(),
-        true,
+        Some(4),
     ));
     for (nc, nv) in [(300_000usize, 40_000u32), (20_000, 2_000)] {
         let mut cells = Vec::with_capacity(4 * nc);
@@ -925,35 +927,35 @@ fn edge_faces_canonical_matches_reference() {
         cases.push((
             format!("{nc} random tetrahedra over {nv} vertices"),
             SimplexMesh::new(3, cells, pos).unwrap().to_poly().unwrap(),
-            true,
+            Some(4),
         ));
     }
-    // a fan of 40,000 tetrahedra (0, i, i + 1, i + 2): vertex 0's 40,002 out-edges do not fit a
-    // task of one warp (no cut, general transpose)
-    let fan: Vec<u32> = (1..=40_000u32).flat_map(|i| [0, i, i + 1, i + 2]).collect();
-    cases.push((
-        "a fan of 40,000 tetrahedra".into(),
-        SimplexMesh::new(3, fan, (0..40_003).map(|v| [v as f64, 0.0, 0.0]).collect())
-            .unwrap()
-            .to_poly()
-            .unwrap(),
-        false,
-    ));
+    // fans of tetrahedra (0, i, i + 1, i + 2): vertex 0's 2,002 out-edges and 4,001 own faces
+    // (48 KB) fit a task only in a block of 16 warps; its 40,002 out-edges do not fit a task of
+    // one warp (no cut, general transpose)
+    let fan = |n: u32| {
+        let cells: Vec<u32> = (1..=n).flat_map(|i| [0, i, i + 1, i + 2]).collect();
+        let pos = (0..n + 3).map(|v| [v as f64, 0.0, 0.0]).collect();
+        SimplexMesh::new(3, cells, pos).unwrap().to_poly().unwrap()
+    };
+    cases.push(("a fan of 2,000 tetrahedra".into(), fan(2_000), Some(16)));
+    cases.push(("a fan of 40,000 tetrahedra".into(), fan(40_000), None));
     // rows rotated or reversed: not canonical
     cases.push((
         "tet box 20^3, rows permuted".into(),
         permuted_rows(tet(20)),
-        false,
+        None,
     ));
-    for (name, m, want_cut) in &cases {
+    for (name, m, want_warps) in &cases {
         let want = m.edge_faces();
         let mut dm = DeviceMesh::upload(&g, m).unwrap();
         assert_eq!(
-            dm.face_buckets().is_some(),
-            *want_cut,
-            "{name}: buckets cut at upload ({:?})",
+            dm.face_block_warps(),
+            *want_warps,
+            "{name}: warps a block of the tasks cut at upload ({:?} blocks)",
             dm.face_buckets()
         );
+        let want_cut = want_warps.is_some();
         // before δ1 is cached (the general transpose), then cached with δ1, then computed again
         // off the cached δ1
         same_tcsr(
@@ -970,7 +972,7 @@ fn edge_faces_canonical_matches_reference() {
         );
         assert_eq!(
             dm.cached().contains(&"vertex_edges"),
-            *want_cut,
+            want_cut,
             "{name}: δ1 cached beside δ2 read off it"
         );
         same_tcsr(

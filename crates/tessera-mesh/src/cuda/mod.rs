@@ -516,23 +516,26 @@ fn balanced_runs(weights: &[u64], parts: usize, full: impl Fn(usize, usize) -> b
 ///
 /// The work is cut at upload into tasks of one warp: runs of consecutive vertices of about
 /// equal work ([`face_bucket_weight`]), each with its own part of its block's shared memory;
-/// a block holds up to [`FR_WARPS`] consecutive tasks within its shared memory.
+/// a block holds as many consecutive tasks as it has warps, within its shared memory
+/// ([`FaceRuns`]).
 pub(crate) struct FaceBuckets {
     nvertices: usize,
     nedges: usize,
     nfaces: usize,
-    /// `ntasks + 1` entries of 4 words: each task's first vertex, first edge (of its first
-    /// vertex's out-edges), first face (of its first vertex's own faces) and first entry of δ2;
-    /// the last entry ends the last task.
+    /// `nb * warps + 1` entries of 4 words, block b's tasks in slots `warps * b ..
+    /// warps * (b + 1)`: each task's first vertex, first edge (of its first vertex's out-edges),
+    /// first face (of its first vertex's own faces) and first entry of δ2; a task ends where
+    /// the next slot starts. A block's last slots may hold empty tasks (each starts where the
+    /// next block's first task does); the last entry ends the last block.
     wtab: DeviceBuffer<u32>,
-    /// `nb + 1` words: block b takes the tasks `btask[b] .. btask[b + 1]`.
-    btask: DeviceBuffer<u32>,
     /// `nedges + 1` words: the first face whose position-0 edge is at least e, so edge e's
     /// faces (e, x) are the run `rs[e] .. rs[e + 1]`.
     rs: DeviceBuffer<u32>,
     nb: u32,
     /// Dynamic shared memory of the largest block's tasks, bytes.
     shared: u32,
+    /// Warps (tasks) a block: the shape of block of [`FaceRuns`] the tasks were grouped for.
+    warps: u32,
 }
 
 impl FaceBuckets {
@@ -542,10 +545,10 @@ impl FaceBuckets {
             nedges: self.nedges,
             nfaces: self.nfaces,
             wtab: g.duplicate(&self.wtab)?,
-            btask: g.duplicate(&self.btask)?,
             rs: g.duplicate(&self.rs)?,
             nb: self.nb,
             shared: self.shared,
+            warps: self.warps,
         })
     }
 }
@@ -574,6 +577,18 @@ fn group_tasks(bytes: impl Iterator<Item = u64>, warps: usize, budget: u64) -> (
         most = most.max(sum);
     }
     (first, most)
+}
+
+/// The first vertex of every slot of [`FaceBuckets`]' task table, and the end: block b's tasks
+/// (`btask[b] .. btask[b + 1]` of the runs `tasks`, given by their first vertices and the end)
+/// in slots `warps * b .. warps * (b + 1)`, the empty ones last (each starts where the next
+/// block's first task does, so it ends where it starts).
+fn task_slots(tasks: &[usize], btask: &[u32], warps: u32) -> Vec<usize> {
+    btask
+        .windows(2)
+        .flat_map(|b| (b[0]..b[0] + warps).map(|t| tasks[t.min(b[1]) as usize]))
+        .chain(tasks.last().copied())
+        .collect()
 }
 
 /// What a run of vertices adds to its task's time in [`FaceBuckets`], in relative units: its
@@ -679,45 +694,77 @@ fn canonical_faces(ev: &[[u32; 2]], fe: &Tcsr) -> Option<Vec<u32>> {
     Some(second)
 }
 
-/// `edge_faces_runs` (`kernels/mesh.cu`): blocks of [`FR_THREADS`] threads, a warp a task of
-/// [`FaceBuckets`], with up to `shared` bytes of dynamic shared memory (a third of a block's
-/// most, so that [`FR_BLOCKS`] blocks share a multiprocessor), `wave` of them resident at once. Kept with the
-/// one-launch chains (made where cooperative launches are), although it is an ordinary launch.
-/// Session 28 (dragon, δ1 cached, op_overheads events): two blocks a multiprocessor of 64
-/// registers 0.092 ms, three of 40 registers 0.081 ms (before the warps' shares were balanced).
-struct FaceRuns {
+/// One shape of block of δ2's kernel (`kernels/mesh.cu`) for the tasks of [`FaceBuckets`]: blocks
+/// of `warps` warps, a warp a task, with up to `shared` bytes of dynamic shared memory (the
+/// multiprocessor's most over the blocks it is meant to hold), `wave` of them resident at once.
+struct FaceRunsShape {
     kernel: Kernel,
+    warps: u32,
     wave: u32,
     shared: u32,
 }
 
-const FR_THREADS: u32 = 512;
-/// Warps (tasks) a block of `edge_faces_runs` (the kernel's `RF_WARPS`).
-const FR_WARPS: u32 = FR_THREADS / 32;
-/// Blocks of `edge_faces_runs` a multiprocessor holds (the kernel's `RF_BLOCKS`).
-const FR_BLOCKS: u32 = 3;
+/// δ2's kernel in its two shapes of block: `small`, 4 warps and 12 blocks a multiprocessor
+/// (`edge_faces_runs_small`), where every vertex's task fits a twelfth of its shared memory, and
+/// `large`, 16 warps and 3 blocks (`edge_faces_runs`), where one needs up to a third. Kept with
+/// the one-launch chains (made where cooperative launches are), although it is an ordinary
+/// launch. Dragon, δ1 cached, op_overheads events (session 30, before the kernel's steps 1 and 4
+/// took fewer instructions): 0.0577-0.0582 ms in blocks of 16 warps, 0.0550-0.0565 in blocks of 4.
+struct FaceRuns {
+    small: Option<FaceRunsShape>,
+    large: FaceRunsShape,
+}
+
 /// Waves of blocks δ2's tasks are cut for (more blocks where a block's shared memory holds
-/// fewer than 16 tasks).
+/// fewer tasks than it has warps).
 const FR_WAVES: u32 = 3;
+
+impl FaceRunsShape {
+    /// `None` when the device does not hold `blocks` blocks of `warps` warps a multiprocessor
+    /// with at least `least` bytes of shared memory each.
+    fn new(
+        gpu: &Gpu,
+        module: &Module,
+        name: &str,
+        warps: u32,
+        blocks: u32,
+        least: u32,
+    ) -> Result<Option<Self>, MeshError> {
+        let shared = (gpu.max_shared_per_block_optin() / blocks).saturating_sub(1024);
+        if shared < least {
+            return Ok(None);
+        }
+        let kernel = module.function(name)?;
+        kernel.set_max_dynamic_shared(shared)?;
+        let per_sm = kernel.max_active_blocks_per_sm_with_shared(32 * warps, shared)?;
+        if per_sm == 0 {
+            return Ok(None);
+        }
+        Ok(Some(FaceRunsShape {
+            kernel,
+            warps,
+            wave: per_sm * gpu.sm_count(),
+            shared,
+        }))
+    }
+}
 
 impl FaceRuns {
     /// `None` when the device holds no block of 512 threads with 32 KiB of shared memory.
     fn new(gpu: &Gpu, module: &Module) -> Result<Option<Self>, MeshError> {
-        let shared = (gpu.max_shared_per_block_optin() / FR_BLOCKS).saturating_sub(1024);
-        if shared < 32 << 10 {
+        let Some(large) = FaceRunsShape::new(gpu, module, "edge_faces_runs", 16, 3, 32 << 10)?
+        else {
             return Ok(None);
-        }
-        let kernel = module.function("edge_faces_runs")?;
-        kernel.set_max_dynamic_shared(shared)?;
-        let per_sm = kernel.max_active_blocks_per_sm_with_shared(FR_THREADS, shared)?;
-        if per_sm == 0 {
-            return Ok(None);
-        }
-        Ok(Some(FaceRuns {
-            kernel,
-            wave: per_sm * gpu.sm_count(),
-            shared,
-        }))
+        };
+        let small = FaceRunsShape::new(gpu, module, "edge_faces_runs_small", 4, 12, 8 << 10)?;
+        Ok(Some(FaceRuns { small, large }))
+    }
+    /// The shape of `warps` warps a block, if there is one.
+    fn shape(&self, warps: u32) -> Option<&FaceRunsShape> {
+        self.small
+            .iter()
+            .chain([&self.large])
+            .find(|s| s.warps == warps)
     }
 }
 
@@ -1465,30 +1512,42 @@ impl<'g> MeshKernels<'g> {
         for &b in &second {
             load[b as usize].afaces += 1;
         }
-        // tasks of a warp: RF_WARPS a block, FR_WAVES waves of blocks; none larger than a block
-        let budget = k.shared as u64;
-        let fits = |l: &FaceBucketLoad| l.rows <= FB_ROWS && l.shared_bytes() <= budget;
+        // tasks of a warp, a block's warps to a block, FR_WAVES waves of blocks; none larger than
+        // a block: in the small shape's blocks where every vertex fits one, else in the large
         let pre = FaceBucketLoad::prefix(&load);
-        let parts = (FR_WAVES * k.wave * FR_WARPS) as usize;
-        let Some(tasks) = cut_face_tasks(&load, parts, fits) else {
+        let cut = |shape: &FaceRunsShape| {
+            // the empty tasks that fill a block up to its warps take 8 bytes each
+            let budget = (shape.shared as u64).saturating_sub(8 * shape.warps as u64);
+            let fits = |l: &FaceBucketLoad| l.rows <= FB_ROWS && l.shared_bytes() <= budget;
+            let parts = (FR_WAVES * shape.wave * shape.warps) as usize;
+            let tasks = cut_face_tasks(&load, parts, fits)?;
+            // blocks: up to `warps` consecutive tasks within the budget
+            let (btask, shared) = group_tasks(
+                tasks
+                    .windows(2)
+                    .map(|r| pre[r[1]].minus(&pre[r[0]]).shared_bytes()),
+                shape.warps as usize,
+                budget,
+            );
+            Some((tasks, btask, shared + 8 * shape.warps as u64))
+        };
+        let Some((warps, (tasks, btask, shared))) = k
+            .small
+            .iter()
+            .chain([&k.large])
+            .find_map(|shape| Some((shape.warps, cut(shape)?)))
+        else {
             return Ok(None);
         };
-        // blocks: up to FR_WARPS consecutive tasks within the budget
-        let (btask, shared) = group_tasks(
-            tasks
-                .windows(2)
-                .map(|r| pre[r[1]].minus(&pre[r[0]]).shared_bytes()),
-            FR_WARPS as usize,
-            budget,
-        );
         // a task's first entry: each face before its first face is in the B and C parts of rows
         // before it, and each A face of a vertex before its first vertex in one of them
-        let wtab: Vec<u32> = tasks
-            .iter()
-            .flat_map(|&v| {
-                let first = 2 * vf[v] as u64 + pre[v].afaces;
-                [v as u32, e0[v], vf[v], first as u32]
-            })
+        let entry = |v: usize| {
+            let first = 2 * vf[v] as u64 + pre[v].afaces;
+            [v as u32, e0[v], vf[v], first as u32]
+        };
+        let wtab: Vec<u32> = task_slots(&tasks, &btask, warps)
+            .into_iter()
+            .flat_map(entry)
             .collect();
         let g = self.gpu;
         Ok(Some(FaceBuckets {
@@ -1496,10 +1555,10 @@ impl<'g> MeshKernels<'g> {
             nedges: ne,
             nfaces: nf,
             wtab: g.upload(&wtab)?,
-            btask: g.upload(&btask)?,
             rs: g.upload(&rs)?,
             nb: (btask.len() - 1) as u32,
             shared: shared as u32,
+            warps,
         }))
     }
 
@@ -1529,6 +1588,7 @@ impl<'g> MeshKernels<'g> {
             .coop
             .as_deref()
             .and_then(|c| c.face_runs.as_ref())
+            .and_then(|k| k.shape(cut.warps))
             .filter(|k| k.shared >= cut.shared)
         else {
             return self.transpose(face_edges);
@@ -1539,14 +1599,13 @@ impl<'g> MeshKernels<'g> {
         let (ne, nnz) = (cut.nedges as u32, 3 * cut.nfaces as u32);
         g.launch(
             &k.kernel,
-            LaunchConfig::blocks(cut.nb, FR_THREADS).with_shared(cut.shared),
+            LaunchConfig::blocks(cut.nb, 32 * k.warps).with_shared(cut.shared),
         )
         .arg(&face_edges.columns)
         .arg(&vertex_edges.offsets)
         .arg(&vertex_edges.columns)
         .arg(&cut.rs)
         .arg(&cut.wtab)
-        .arg(&cut.btask)
         .arg(&cut.nb)
         .arg(&ne)
         .arg(&nnz)
@@ -2442,6 +2501,11 @@ impl<'g> DeviceMesh<'g> {
     pub fn face_buckets(&self) -> Option<usize> {
         self.face_buckets.as_ref().map(|f| f.nb as usize)
     }
+    /// The warps (tasks) a block of δ2's tasks cut at upload, if any: 4 where every vertex's task
+    /// fits a twelfth of a multiprocessor's shared memory, else 16.
+    pub fn face_block_warps(&self) -> Option<u32> {
+        self.face_buckets.as_ref().map(|f| f.warps)
+    }
     require!(
         /// δ3 = ∂3ᵀ: face -> signed cells.
         face_cells, require_face_cells, |s| s.kernels.transpose_short_rows(&s.cell_faces)?
@@ -2742,6 +2806,29 @@ mod tests {
         let cuts = cut_face_tasks(&idle, 4, fits).unwrap();
         assert_eq!((cuts[0], *cuts.last().unwrap()), (0, 10));
         assert!(cuts.len() <= 5 && cuts.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn task_slots_fill_each_block_with_empty_tasks() {
+        use super::task_slots;
+        // 7 tasks over vertices 0..20, blocks of 3, 2 and 2 tasks, 4 slots a block
+        let tasks = [0usize, 2, 5, 9, 10, 14, 15, 20];
+        let btask = [0u32, 3, 5, 7];
+        let slots = task_slots(&tasks, &btask, 4);
+        assert_eq!(slots, [0, 2, 5, 9, 9, 10, 14, 14, 14, 15, 20, 20, 20]);
+        // the slots' non-empty tasks are the tasks, in order
+        let runs: Vec<(usize, usize)> = slots
+            .windows(2)
+            .map(|w| (w[0], w[1]))
+            .filter(|(a, b)| a < b)
+            .collect();
+        let want: Vec<(usize, usize)> = tasks.windows(2).map(|w| (w[0], w[1])).collect();
+        assert_eq!(runs, want);
+        // blocks of exactly `warps` tasks need no empty ones
+        assert_eq!(
+            task_slots(&tasks, &[0, 4, 7], 4)[..9],
+            [0, 2, 5, 9, 10, 14, 15, 20, 20]
+        );
     }
 
     #[test]

@@ -1920,25 +1920,27 @@ extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc
 // scattered across the mesh and no row is sorted.
 // A warp takes one task: a run of consecutive vertices cut on the host (`wtab`: first vertex,
 // first row, first own face, first entry of δ2 of each task), and no two warps share a row, so
-// the warps never wait for each other. A block holds up to RF_WARPS consecutive tasks
-// (`btask`: each block's first task), each in its own part of the block's shared memory:
+// the warps never wait for each other. Block k's warps take the tasks of slots k * warps ..
+// (k + 1) * warps of `wtab` (the host fills a block's last slots with empty tasks), each in its
+// own part of the block's shared memory:
 //   0. its rows' run starts (rs) and zeroed counters;
-//   1. the in-edges' runs: where each run starts in the task's list of A faces (a warp scan)
-//      and its first face, marked in a bit a position;
+//   1. the in-edges' runs, RF_B consecutive δ1 entries a lane: where each run starts in the
+//      task's list of A faces (a warp scan) and its first face, marked in a bit a position;
 //   2. the A faces in order, 32 at a time, every lane one face (its run from the marks): its
 //      position-1 row, and its rank in that row from the row's cursor and a match of the 32;
 //   3. the own faces in order, 32 at a time: their position-0 and position-2 rows, and the
 //      rank in the position-2 row (B) the same way;
-//   4. the rows' offsets by a warp scan from the task's first entry;
+//   4. the rows' offsets, RF_K consecutive rows a lane, by warp scans from the task's first
+//      entry;
 //   5. every entry at its row's offset plus its rank.
-// RF_BLOCKS blocks share a multiprocessor. Dragon, file order, δ1 cached: 0.072-0.076 ms with a
-// block a bucket and ranks found while placing (session 28), 0.065-0.066 ms with ranks found in
-// steps 2 and 3 (session 29); the general bucketed transpose 0.122-0.127 ms.
-#define RF_THREADS 512
-#define RF_WARPS 16
-#define RF_B 4
+// Dragon, file order, δ1 cached (op_overheads events): 0.072-0.076 ms with a block a bucket and
+// ranks found while placing (session 28), 0.065-0.066 ms with ranks found in steps 2 and 3,
+// 0.056-0.060 ms with tasks of a warp (session 29), 0.049-0.052 ms with blocks of 4 warps,
+// fewer instructions in steps 1 and 4 and no table of each block's first task (session 30); the
+// general bucketed transpose 0.122-0.127 ms.
+#define RF_B 5
+#define RF_K 2
 #define RF_R 2
-#define RF_BLOCKS 3
 // The last marked position at or before q (one is: the task's first A face).
 __device__ __forceinline__ u32 rf_head(const u32* bits, u32 q) {
     u32 wi = q >> 5;
@@ -1958,86 +1960,94 @@ __device__ __forceinline__ u32 rf_rank(u32* cur, u32 r, bool valid, u32 lane) {
     __syncwarp();
     return rank;
 }
-// A task's shared memory in words (FaceBucketLoad::shared_bytes on the host): per row cA (A
-// faces counted, then the row's first entry), cB (B faces counted, then its first B entry),
-// rsl (rs local to the task, then its run C's first entry less its first face), and one more;
-// per own face frow (position-0 row and sign in the low half, position-2 row and sign in the
-// high half) and brank (its B rank, 16 bits); per A face aface (its face), apack (position-1
-// row, sign, rank in the high half) and a bit (a run starts there), and one more word.
+// A task's shared memory in words (FaceBucketLoad::shared_bytes on the host), in this order:
+// per row cA (A faces counted, then the row's first entry) and cB (B faces counted, then its
+// first B entry); per A face a bit (a run starts there), and one more word; these three are
+// zeroed together. Then per row rsl (rs local to the task, then its run C's first entry less
+// its first face), and one more; per own face frow (position-0 row and sign in the low half,
+// position-2 row and sign in the high half); per A face aface (its face) and apack
+// (position-1 row, sign, rank in the high half); per own face brank (its B rank, 16 bits).
 __device__ __forceinline__ u32 rf_task_words(u32 R, u32 NF, u32 na) {
     return 3 * R + 1 + NF + 2 * na + na / 32 + 1 + (NF + 1) / 2;
 }
-extern "C" __global__ void __launch_bounds__(RF_THREADS, RF_BLOCKS)
-    edge_faces_runs(const i32* __restrict__ fe, const u32* __restrict__ d1off, const i32* __restrict__ d1,
-                    const u32* __restrict__ rs, const uint4* __restrict__ wtab, const u32* __restrict__ btask,
-                    u32 nb, u32 ne, u32 nnz, u32* offs, i32* out) {
+__device__ __forceinline__ void edge_faces_runs_body(const i32* __restrict__ fe, const u32* __restrict__ d1off,
+                                                     const i32* __restrict__ d1, const u32* __restrict__ rs,
+                                                     const uint4* __restrict__ wtab, u32 nb, u32 ne, u32 nnz, u32* offs, i32* out) {
     extern __shared__ u32 smem[];
     const u32 t0 = threadIdx.x, lane = t0 & 31, warp = t0 >> 5, k = blockIdx.x;
     if (k == nb - 1 && t0 == 0) offs[ne] = nnz;
     // where each of the block's tasks starts in its shared memory (every warp finds the same)
-    const u32 tlo = btask[k], nt = btask[k + 1] - tlo;
+    const u32 nt = blockDim.x >> 5, tlo = k * nt;
     u32 words = 0;
+    uint4 a = make_uint4(0u, 0u, 0u, 0u), b = a;
     if (lane < nt) {
-        const uint4 a = wtab[tlo + lane], b = wtab[tlo + lane + 1];
+        a = wtab[tlo + lane];
+        b = wtab[tlo + lane + 1];
         const u32 nf = b.z - a.z;
         words = rf_task_words(b.y - a.y, nf, b.w - a.w - 2 * nf);
     }
     const u32 start = __shfl_sync(0xffffffffu, warp_inclusive_scan<u32>(words, lane) - words, warp & 31u);
     if (warp >= nt) return;
-    const uint4 lo = wtab[tlo + warp], hi = wtab[tlo + warp + 1];
+    // this warp's task: lane `warp` loaded it
+    const u32 me = warp & 31u;
+    const uint4 lo = make_uint4(__shfl_sync(0xffffffffu, a.x, me), __shfl_sync(0xffffffffu, a.y, me),
+                                __shfl_sync(0xffffffffu, a.z, me), __shfl_sync(0xffffffffu, a.w, me));
+    const uint4 hi = make_uint4(__shfl_sync(0xffffffffu, b.x, me), __shfl_sync(0xffffffffu, b.y, me),
+                                __shfl_sync(0xffffffffu, b.z, me), __shfl_sync(0xffffffffu, b.w, me));
     const u32 E0 = lo.y, R = hi.y - E0, F0 = lo.z, NF = hi.z - F0, base = lo.w, na = hi.w - base - 2 * NF;
     const u32 D0 = d1off[lo.x], D1 = d1off[hi.x];
     u32* cA = smem + start;
     u32* cB = cA + R;
-    u32* rsl = cB + R;
+    u32* bits = cB + R;
+    u32* rsl = bits + na / 32 + 1;
     u32* frow = rsl + R + 1;
     u32* aface = frow + NF;
     u32* apack = aface + na;
-    u32* bits = apack + na;
-    u16* brank = (u16*)(bits + na / 32 + 1);
+    u16* brank = (u16*)(apack + na);
     // 0. the rows' run starts, 4 a lane in flight together; the counters and marks cleared
     for (u32 r0 = lane; r0 <= R; r0 += 4 * 32) {
         u32 x4[4];
 #pragma unroll
         for (int x = 0; x < 4; x++) x4[x] = r0 + 32 * x <= R ? rs[E0 + r0 + 32 * x] : 0u;
 #pragma unroll
-        for (int x = 0; x < 4; x++) {
-            const u32 r = r0 + 32 * x;
-            if (r <= R) rsl[r] = x4[x] - F0;
-            if (r < R) cA[r] = cB[r] = 0;
-        }
+        for (int x = 0; x < 4; x++)
+            if (r0 + 32 * x <= R) rsl[r0 + 32 * x] = x4[x] - F0;
     }
-    for (u32 i = lane; i <= na / 32; i += 32) bits[i] = 0;
+    for (u32 i = lane, n = 2 * R + na / 32 + 1; i < n; i += 32) cA[i] = 0;
     __syncwarp();
-    // 1. the runs of the in-edges of the task's vertices, RF_B steps of 32 δ1 entries at a time
-    //    (their loads in flight together): each run's first face at its first position
+    // 1. the runs of the in-edges of the task's vertices, 32 * RF_B δ1 entries at a time, RF_B
+    //    consecutive ones a lane (their loads in flight together, one warp scan): each run's
+    //    first face at its first position
     {
         u32 carry = 0;
         for (u32 j0 = D0; j0 < D1; j0 += 32 * RF_B) {
+            const u32 jl = j0 + RF_B * lane;
             i32 v[RF_B];
             u32 st[RF_B], len[RF_B];
 #pragma unroll
-            for (int x = 0; x < RF_B; x++) {
-                const u32 j = j0 + 32 * x + lane;
-                v[x] = j < D1 ? d1[j] : -1;
-            }
+            for (int x = 0; x < RF_B; x++) v[x] = jl + x < D1 ? d1[jl + x] : -1;
 #pragma unroll
             for (int x = 0; x < RF_B; x++) {
                 st[x] = v[x] >= 0 ? rs[v[x]] : 0u;
                 len[x] = v[x] >= 0 ? rs[v[x] + 1] : 0u;
             }
+            u32 sum = 0;
 #pragma unroll
             for (int x = 0; x < RF_B; x++) {
-                if (j0 + 32 * x >= D1) break;
                 len[x] -= st[x];
-                const u32 inc = warp_inclusive_scan<u32>(len[x], lane);
-                const u32 ex = carry + inc - len[x];
+                sum += len[x];
+            }
+            const u32 inc = warp_inclusive_scan<u32>(sum, lane);
+            u32 ex = carry + inc - sum;
+#pragma unroll
+            for (int x = 0; x < RF_B; x++) {
                 if (len[x]) {
                     aface[ex] = st[x];
                     atomicOr(bits + (ex >> 5), 1u << (ex & 31u));
                 }
-                carry += __shfl_sync(0xffffffffu, inc, 31);
+                ex += len[x];
             }
+            carry += __shfl_sync(0xffffffffu, inc, 31);
         }
     }
     __syncwarp();
@@ -2093,20 +2103,37 @@ extern "C" __global__ void __launch_bounds__(RF_THREADS, RF_BLOCKS)
         }
     }
     __syncwarp();
-    // 4. the rows' offsets: a contiguous run of rows a lane, a warp scan
-    const u32 per = (R + 31) / 32, rlo = min(R, lane * per), rhi = min(R, rlo + per);
-    u32 s = 0;
-    for (u32 r = rlo; r < rhi; r++) s += cA[r] + cB[r] + rsl[r + 1] - rsl[r];
-    const u32 rnext = rsl[rhi];  // the next lane's first row rewrites its rsl below
-    __syncwarp();
-    u32 o = base + warp_inclusive_scan<u32>(s, lane) - s;
-    for (u32 r = rlo; r < rhi; r++) {
-        const u32 a = cA[r], b = cB[r], c0 = rsl[r], c1 = r + 1 < rhi ? rsl[r + 1] : rnext;
-        offs[E0 + r] = o;
-        cA[r] = o;
-        cB[r] = o + a;
-        rsl[r] = o + a + b - c0;
-        o += a + b + c1 - c0;
+    // 4. the rows' offsets, 32 * RF_K rows at a time (RF_K consecutive ones a lane), by warp
+    //    scans from the task's first entry
+    {
+        u32 carry = base;
+        for (u32 r0 = 0; r0 < R; r0 += 32 * RF_K) {
+            const u32 rl = r0 + RF_K * lane;
+            u32 ra[RF_K], rb[RF_K], c[RF_K + 1], sum = 0;
+#pragma unroll
+            for (int x = 0; x <= RF_K; x++) c[x] = rl + x <= R ? rsl[rl + x] : 0u;
+#pragma unroll
+            for (int x = 0; x < RF_K; x++) {
+                const bool in = rl + x < R;
+                ra[x] = in ? cA[rl + x] : 0u;
+                rb[x] = in ? cB[rl + x] : 0u;
+                sum += in ? ra[x] + rb[x] + c[x + 1] - c[x] : 0u;
+            }
+            const u32 inc = warp_inclusive_scan<u32>(sum, lane);
+            u32 o = carry + inc - sum;
+            __syncwarp();  // the next lane reads rsl[rl + RF_K] before it rewrites it
+#pragma unroll
+            for (int x = 0; x < RF_K; x++) {
+                if (rl + x < R) {
+                    offs[E0 + rl + x] = o;
+                    cA[rl + x] = o;
+                    cB[rl + x] = o + ra[x];
+                    rsl[rl + x] = o + ra[x] + rb[x] - c[x];
+                    o += ra[x] + rb[x] + c[x + 1] - c[x];
+                }
+            }
+            carry += __shfl_sync(0xffffffffu, inc, 31);
+        }
     }
     __syncwarp();
     // 5. every entry at its row's offset plus its rank
@@ -2119,4 +2146,19 @@ extern "C" __global__ void __launch_bounds__(RF_THREADS, RF_BLOCKS)
         out[cB[(w >> 16) & 0x7fffu] + brank[i]] = tenc(F0 + i, w >> 31);
         out[rsl[w & 0x7fffu] + i] = tenc(F0 + i, (w >> 15) & 1u);
     }
+}
+// Two shapes of block for the same tasks (FaceRuns on the host): 16 warps, 3 blocks a
+// multiprocessor (up to a third of its shared memory a block), and 4 warps, 12 blocks a
+// multiprocessor (a twelfth), whose blocks wait less for their slowest task.
+extern "C" __global__ void __launch_bounds__(512, 3)
+    edge_faces_runs(const i32* __restrict__ fe, const u32* __restrict__ d1off, const i32* __restrict__ d1,
+                    const u32* __restrict__ rs, const uint4* __restrict__ wtab, u32 nb, u32 ne,
+                    u32 nnz, u32* offs, i32* out) {
+    edge_faces_runs_body(fe, d1off, d1, rs, wtab, nb, ne, nnz, offs, out);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+    edge_faces_runs_small(const i32* __restrict__ fe, const u32* __restrict__ d1off, const i32* __restrict__ d1,
+                          const u32* __restrict__ rs, const uint4* __restrict__ wtab, u32 nb,
+                          u32 ne, u32 nnz, u32* offs, i32* out) {
+    edge_faces_runs_body(fe, d1off, d1, rs, wtab, nb, ne, nnz, offs, out);
 }
