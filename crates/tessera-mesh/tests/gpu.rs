@@ -860,9 +860,10 @@ fn tets_renamed(m: &PolyMesh, perm: &[u32], nv: usize) -> PolyMesh {
 /// δ2 of canonical faces (`DeviceMesh::edge_faces` and `compute_edge_faces` off the cached δ1
 /// and the faces' runs, by the buckets cut at upload) against the CPU transpose, exactly:
 /// tetrahedral meshes derived in numberings that put the work in few or many vertices, with
-/// unused vertices, the smallest, random tetrahedra (high edge valences), and a fan whose
-/// vertex 0 does not fit a task (no cut, the general transpose). Faces whose rows are not
-/// canonical get no cut and the general transpose.
+/// unused vertices, the smallest, random tetrahedra (high edge valences), a fan whose vertex 0
+/// fits a task only in a block of 16 warps, and one whose vertex 0 does not fit a task (no cut,
+/// the general transpose). Faces whose rows are not canonical get no cut and the general
+/// transpose.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn edge_faces_canonical_matches_reference() {

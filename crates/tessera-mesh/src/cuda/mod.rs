@@ -651,19 +651,23 @@ impl FaceBucketLoad {
     }
 }
 
-/// Cut the vertices' loads `load` into runs of consecutive vertices: about `parts` runs of about
+/// Cut the vertices, given by the prefix sums `pre` of their loads
+/// ([`FaceBucketLoad::prefix`]), into runs of consecutive vertices: about `parts` runs of about
 /// equal [`face_bucket_weight`], none holding more than `fits` allows. `None` when one vertex
 /// alone does not fit.
 fn cut_face_tasks(
-    load: &[FaceBucketLoad],
+    pre: &[FaceBucketLoad],
     parts: usize,
     fits: impl Fn(&FaceBucketLoad) -> bool,
 ) -> Option<Vec<usize>> {
-    if !load.iter().all(&fits) {
+    let one = |p: &[FaceBucketLoad]| p[1].minus(&p[0]);
+    if !pre.windows(2).all(|p| fits(&one(p))) {
         return None;
     }
-    let pre = FaceBucketLoad::prefix(load);
-    let weights: Vec<u64> = load.iter().map(face_bucket_weight).collect();
+    let weights: Vec<u64> = pre
+        .windows(2)
+        .map(|p| face_bucket_weight(&one(p)))
+        .collect();
     Some(balanced_runs(&weights, parts, |start, g| {
         !fits(&pre[g + 1].minus(&pre[start]))
     }))
@@ -759,12 +763,13 @@ impl FaceRuns {
         let small = FaceRunsShape::new(gpu, module, "edge_faces_runs_small", 4, 12, 8 << 10)?;
         Ok(Some(FaceRuns { small, large }))
     }
+    /// The shapes, the small one first (if there is one).
+    fn shapes(&self) -> impl Iterator<Item = &FaceRunsShape> {
+        self.small.iter().chain([&self.large])
+    }
     /// The shape of `warps` warps a block, if there is one.
     fn shape(&self, warps: u32) -> Option<&FaceRunsShape> {
-        self.small
-            .iter()
-            .chain([&self.large])
-            .find(|s| s.warps == warps)
+        self.shapes().find(|s| s.warps == warps)
     }
 }
 
@@ -1520,7 +1525,7 @@ impl<'g> MeshKernels<'g> {
             let budget = (shape.shared as u64).saturating_sub(8 * shape.warps as u64);
             let fits = |l: &FaceBucketLoad| l.rows <= FB_ROWS && l.shared_bytes() <= budget;
             let parts = (FR_WAVES * shape.wave * shape.warps) as usize;
-            let tasks = cut_face_tasks(&load, parts, fits)?;
+            let tasks = cut_face_tasks(&pre, parts, fits)?;
             // blocks: up to `warps` consecutive tasks within the budget
             let (btask, shared) = group_tasks(
                 tasks
@@ -1532,9 +1537,7 @@ impl<'g> MeshKernels<'g> {
             Some((tasks, btask, shared + 8 * shape.warps as u64))
         };
         let Some((warps, (tasks, btask, shared))) = k
-            .small
-            .iter()
-            .chain([&k.large])
+            .shapes()
             .find_map(|shape| Some((shape.warps, cut(shape)?)))
         else {
             return Ok(None);
@@ -2776,7 +2779,7 @@ mod tests {
             .collect();
         let fits = |l: &FaceBucketLoad| l.shared_bytes() <= 200 << 10;
         for parts in [1usize, 264, 10_000] {
-            let cuts = cut_face_tasks(&load, parts, fits).unwrap();
+            let cuts = cut_face_tasks(&FaceBucketLoad::prefix(&load), parts, fits).unwrap();
             assert_eq!((cuts[0], *cuts.last().unwrap()), (0, load.len()));
             assert!(cuts.windows(2).all(|w| w[0] < w[1]));
             let total: u64 = load.iter().map(face_bucket_weight).sum();
@@ -2800,10 +2803,10 @@ mod tests {
         // one vertex alone too large: no cut
         let mut big = load.clone();
         big[17].faces = 1 << 20;
-        assert!(cut_face_tasks(&big, 264, fits).is_none());
+        assert!(cut_face_tasks(&FaceBucketLoad::prefix(&big), 264, fits).is_none());
         // no work: every vertex once, in at most `parts` runs
         let idle = vec![FaceBucketLoad::default(); 10];
-        let cuts = cut_face_tasks(&idle, 4, fits).unwrap();
+        let cuts = cut_face_tasks(&FaceBucketLoad::prefix(&idle), 4, fits).unwrap();
         assert_eq!((cuts[0], *cuts.last().unwrap()), (0, 10));
         assert!(cuts.len() <= 5 && cuts.windows(2).all(|w| w[0] < w[1]));
     }

@@ -1986,10 +1986,9 @@ __device__ __forceinline__ void edge_faces_runs_body(const i32* __restrict__ fe,
         const u32 nf = b.z - a.z;
         words = rf_task_words(b.y - a.y, nf, b.w - a.w - 2 * nf);
     }
-    const u32 start = __shfl_sync(0xffffffffu, warp_inclusive_scan<u32>(words, lane) - words, warp & 31u);
-    if (warp >= nt) return;
-    // this warp's task: lane `warp` loaded it
+    // this warp's task: lane `warp` loaded it (a block has a task a warp)
     const u32 me = warp & 31u;
+    const u32 start = __shfl_sync(0xffffffffu, warp_inclusive_scan<u32>(words, lane) - words, me);
     const uint4 lo = make_uint4(__shfl_sync(0xffffffffu, a.x, me), __shfl_sync(0xffffffffu, a.y, me),
                                 __shfl_sync(0xffffffffu, a.z, me), __shfl_sync(0xffffffffu, a.w, me));
     const uint4 hi = make_uint4(__shfl_sync(0xffffffffu, b.x, me), __shfl_sync(0xffffffffu, b.y, me),
