@@ -12,7 +12,7 @@
 
 use tessera_core::Par;
 use tessera_gpu::Gpu;
-use tessera_mesh::boundary::extract_boundary;
+use tessera_mesh::boundary::{extract_boundary, Boundary};
 use tessera_mesh::cuda::DeviceMesh;
 use tessera_mesh::generate::{box_mesh, bracket, non_manifold_example, BoxKind};
 use tessera_mesh::simplex::SimplexMesh;
@@ -1267,6 +1267,7 @@ fn boundary_matches_reference() {
         [
             (c.clone(), "one launch"),
             (c.clone(), "one launch, shared kernels"),
+            (c.clone(), "enqueued, shared kernels"),
             (c, "launches"),
         ]
     }) {
@@ -1281,8 +1282,27 @@ fn boundary_matches_reference() {
                 &shared
             };
             let fc = dm.kernels().transpose_short_rows(dm.cell_faces()).unwrap();
-            k.boundary(&fc, dm.face_edges(), dm.edge_vertices(), m.num_vertices())
-                .unwrap()
+            if how == "enqueued, shared kernels" {
+                let p = k
+                    .boundary_enqueue(&fc, dm.face_edges(), dm.edge_vertices(), m.num_vertices())
+                    .unwrap();
+                let lengths = g.download(&p.lengths).unwrap();
+                let b = p.finish(&g).unwrap();
+                assert_eq!(
+                    lengths,
+                    [
+                        b.faces.len() as u32,
+                        b.edges.len() as u32,
+                        b.vertices.len() as u32,
+                        u32::from(!b.manifold)
+                    ],
+                    "{name}: lengths on the device"
+                );
+                b
+            } else {
+                k.boundary(&fc, dm.face_edges(), dm.edge_vertices(), m.num_vertices())
+                    .unwrap()
+            }
         }
         .download(&g)
         .unwrap();
@@ -1320,6 +1340,100 @@ fn boundary_matches_reference() {
         saw_non_manifold,
         "the mesh set must contain non-manifold meshes"
     );
+}
+
+/// The CPU reference's boundary of `m` equals `got` (`name` in the messages).
+fn same_boundary(name: &str, got: &Boundary, m: &PolyMesh) {
+    let want = extract_boundary(m);
+    assert_eq!(got.manifold, want.manifold, "{name}: manifold flag");
+    assert_eq!(got.faces, want.faces, "{name}: boundary faces");
+    assert_eq!(got.edges, want.edges, "{name}: boundary edges");
+    assert_eq!(got.vertices, want.vertices, "{name}: boundary vertices");
+}
+
+/// Boundary extractions enqueued back to back on one set of kernels, none waited for until
+/// all are enqueued (meshes larger and smaller in turn, so the kept marks grow while earlier
+/// launches are in flight): each one's lengths on the device and its lists equal the CPU
+/// reference.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn boundary_enqueued_back_to_back_matches_reference() {
+    let Some(g) = gpu() else { return };
+    let k = tessera_mesh::cuda::MeshKernels::with_chains(&g, true).unwrap();
+    assert!(k.one_launch_chains());
+    let mut cases = meshes();
+    cases.push((
+        "tet box 24x20x16",
+        box_mesh(BoxKind::Tet, [24, 20, 16], [1.0, 1.0, 1.0]),
+    ));
+    cases.push((
+        "tet box 3x3x3",
+        box_mesh(BoxKind::Tet, [3, 3, 3], [1.0, 1.0, 1.0]),
+    ));
+    let mut pending = Vec::new();
+    let mut held = Vec::new();
+    for (name, m) in &cases {
+        let dm = DeviceMesh::upload(&g, m).unwrap();
+        let fc = k.transpose_short_rows(dm.cell_faces()).unwrap();
+        let p = k
+            .boundary_enqueue(&fc, dm.face_edges(), dm.edge_vertices(), m.num_vertices())
+            .unwrap();
+        pending.push((*name, m, p));
+        held.push((dm, fc)); // inputs live until their launches have run
+    }
+    for (name, m, p) in pending {
+        let lengths = g.download(&p.lengths).unwrap();
+        let want = extract_boundary(m);
+        assert_eq!(
+            lengths,
+            [
+                want.faces.len() as u32,
+                want.edges.len() as u32,
+                want.vertices.len() as u32,
+                u32::from(!want.manifold)
+            ],
+            "{name}: lengths on the device"
+        );
+        same_boundary(name, &p.finish(&g).unwrap().download(&g).unwrap(), m);
+    }
+}
+
+/// The one-launch boundary on grids of 1, 2, 3 and 5 blocks: each warp's runs of faces and
+/// edges are then longer than it keeps in registers (32 faces and 64 edges a lane), so the
+/// flags and the marks are read back from memory; with one block nothing is looked back at.
+/// The lists equal the CPU reference, and the same kernels then give it on the full grid.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn boundary_in_small_grids_matches_reference() {
+    let Some(g) = gpu() else { return };
+    let mut cases = vec![(
+        "tet box 20x20x20",
+        box_mesh(BoxKind::Tet, [20, 20, 20], [1.0, 1.0, 1.0]),
+    )];
+    cases.extend(
+        meshes()
+            .into_iter()
+            .filter(|(_, m)| !extract_boundary(m).manifold)
+            .take(1),
+    );
+    assert_eq!(cases.len(), 2, "a non-manifold mesh among the cases");
+    let big = &cases[0].1;
+    assert!(
+        big.num_faces() > 2 * 8 * 32 * 32 && big.num_edges() > 2 * 8 * 32 * 64,
+        "2 blocks keep the flags of {} faces or the marks of {} edges in registers",
+        big.num_faces(),
+        big.num_edges()
+    );
+    for (name, m) in &cases {
+        let mut dm = DeviceMesh::upload(&g, m).unwrap();
+        for blocks in [Some(1), Some(2), Some(3), Some(5), None] {
+            dm.kernels().limit_boundary_grid(blocks);
+            let name = format!("{name}, grid {blocks:?}");
+            same_boundary(&name, &dm.boundary().unwrap().download(&g).unwrap(), m);
+            let p = dm.boundary_enqueue().unwrap();
+            same_boundary(&name, &p.finish(&g).unwrap().download(&g).unwrap(), m);
+        }
+    }
 }
 
 /// The boundary of meshes whose faces of 3 or 4 edges are not all closed loops (open paths,
@@ -1549,8 +1663,8 @@ fn gpu_mesh_bench_runs() {
     let rows = tessera_mesh::cuda::bench::run_gpu_mesh_bench(&g, &m, 20).unwrap();
     assert_eq!(
         rows.len(),
-        13,
-        "8 polyhedral rows, δ2 with its δ1 and by the general transpose, cell vertices with every cell checked, the smoothing stencil and the simplex derivation (the bracket is tetrahedral)"
+        14,
+        "8 polyhedral rows, δ2 with its δ1 and by the general transpose, cell vertices with every cell checked, the boundary with its lengths on the device, the smoothing stencil and the simplex derivation (the bracket is tetrahedral)"
     );
     for (op, ms, bytes) in rows {
         eprintln!("{op:32} {ms:9.4} ms {bytes:>12} B");
@@ -1939,7 +2053,7 @@ fn chain_phases(g: &Gpu, m: &PolyMesh) {
         }),
         (&d1c, &|| dm.compute_vertex_edges().map(drop).unwrap()),
         (
-            "boundary (flags+marks, scan sums, scan+lists, tail)",
+            "boundary (flags, marks and the faces' list; edges' and vertices' lists; tail)",
             &|| {
                 k.boundary(&fc, dm.face_edges(), dm.edge_vertices(), nv)
                     .map(drop)
@@ -1998,7 +2112,7 @@ fn op_overheads_shared_meshes() {
     dm.require_vertex_edges().unwrap();
     let k = dm.kernels();
     let fc = k.transpose_short_rows(dm.cell_faces()).unwrap();
-    let ops: [(&str, &dyn Fn()); 9] = [
+    let ops: [(&str, &dyn Fn()); 10] = [
         ("δ3", &|| {
             k.transpose_short_rows(dm.cell_faces()).map(drop).unwrap()
         }),
@@ -2029,6 +2143,11 @@ fn op_overheads_shared_meshes() {
         }),
         ("boundary", &|| {
             k.boundary(&fc, dm.face_edges(), dm.edge_vertices(), nv)
+                .map(drop)
+                .unwrap()
+        }),
+        ("boundary, enq.", &|| {
+            k.boundary_enqueue(&fc, dm.face_edges(), dm.edge_vertices(), nv)
                 .map(drop)
                 .unwrap()
         }),

@@ -147,6 +147,11 @@ pub fn run_gpu_mesh_bench(
         k.boundary(fc, dm.face_edges(), dm.edge_vertices(), nv)
             .map(drop)
     })?;
+    // the same with the lists' lengths left on the device (no host synchronisation)
+    time("boundary (lengths on the device)", bbytes, &mut || {
+        k.boundary_enqueue(fc, dm.face_edges(), dm.edge_vertices(), nv)
+            .map(drop)
+    })?;
     // smoothing: 10 iterations, each reads δ1, ∂1 (per neighbour) and positions, writes positions
     let iters = 10usize;
     let sbytes = iters as u64

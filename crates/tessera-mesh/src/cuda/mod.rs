@@ -11,7 +11,7 @@
 //! | δ1, δ2, δ3 (coboundaries) | Listing 3.1: count (atomics) -> scan -> fill (atomics) -> SortRows, as one cooperative launch with grid barriers between the phases; δ3 from two sign slots per face (no atomics, no sort); δ1 of canonical edges by buckets and δ2 of canonical faces (read off δ1) by warp tasks, both cut at upload | [`PolyMesh::vertex_edges`] ... |
 //! | ∂̂2¹ face vertices | one thread per face, loop order (chained when rows are out of order) | [`PolyMesh::face_vertices`] |
 //! | ∂̂3¹ cell edges, ∂̂3² cell vertices | count -> scan -> fill -> segmented sort -> dedup -> compact | [`PolyMesh::cell_edges`] ... |
-//! | boundary (manifold and non-manifold) | flags from δ3, edge and vertex marks, one grid scan of the three that writes the lists (one cooperative launch) | [`crate::boundary::extract_boundary`] |
+//! | boundary (manifold and non-manifold) | flags from δ3 and the edge and vertex marks, then the lists by look-back prefixes (one cooperative launch, one grid barrier; the lengths on the host or, enqueued, on the device) | [`crate::boundary::extract_boundary`] |
 //! | Laplacian smoothing | one thread per vertex over δ1, double-buffered positions; the stencil (fixed vertices, neighbours) cached with the relations | [`crate::smooth::smoothed_positions`] |
 //! | safe smoothing | Laplacian candidates, then rejection rounds with one thread per cell ([`smooth`]) | [`crate::smooth::safe_smoothed_positions`] |
 //!
@@ -151,6 +151,76 @@ impl DeviceBoundary {
     }
 }
 
+/// The three lists of a boundary extraction in the buffers they were written into, each
+/// possibly longer than its list.
+pub struct BoundaryLists {
+    /// Boundary half-faces (capacity 2 nf).
+    pub faces: DeviceBuffer<i32>,
+    /// Edges of boundary faces (capacity ne).
+    pub edges: DeviceBuffer<u32>,
+    /// Vertices of boundary faces (capacity nv).
+    pub vertices: DeviceBuffer<u32>,
+}
+
+impl BoundaryLists {
+    /// The lists cut to the lengths `t` (faces, edges, vertices, then the non-manifold flag).
+    fn fitted(self, g: &Gpu, t: [u32; 4]) -> Result<DeviceBoundary, MeshError> {
+        Ok(DeviceBoundary {
+            faces: fitted(g, self.faces, t[0] as usize)?,
+            edges: fitted(g, self.edges, t[1] as usize)?,
+            vertices: fitted(g, self.vertices, t[2] as usize)?,
+            manifold: t[3] == 0,
+        })
+    }
+}
+
+/// A boundary extraction enqueued on the device ([`MeshKernels::boundary_enqueue`]): its lists
+/// and, in device memory, their lengths.
+pub struct PendingBoundary {
+    /// The lists, each a prefix of its buffer.
+    pub lists: BoundaryLists,
+    /// Four words: the lengths of the faces', edges' and vertices' lists, then 1 where some
+    /// face is non-manifold (else 0). Written by the extraction's launch, for the kernels that
+    /// follow it on the stream.
+    pub lengths: DeviceBuffer<u32>,
+}
+
+impl PendingBoundary {
+    /// The extraction's result with its lengths read on the host (one host synchronisation).
+    pub fn finish(self, g: &Gpu) -> Result<DeviceBoundary, MeshError> {
+        let t = g.download(&self.lengths)?;
+        let t: [u32; 4] = t.try_into().map_err(|t: Vec<u32>| {
+            MeshError::Gpu(GpuError::InvalidArgument(format!(
+                "boundary lengths: {} words, not 4",
+                t.len()
+            )))
+        })?;
+        self.lists.fitted(g, t)
+    }
+}
+
+/// `buf` holding `n` elements: the same allocation, shortened, when at most
+/// [`KEEP_IDLE_BYTES`] of it would sit idle, else a copy into a buffer of `n`.
+fn fitted<T: tessera_gpu::Element>(
+    g: &Gpu,
+    mut buf: DeviceBuffer<T>,
+    n: usize,
+) -> Result<DeviceBuffer<T>, MeshError> {
+    if n > buf.len() {
+        return Err(MeshError::Gpu(GpuError::InvalidArgument(format!(
+            "a list of {n} elements in a buffer of {}",
+            buf.len()
+        ))));
+    }
+    if (buf.capacity() - n) * std::mem::size_of::<T>() <= KEEP_IDLE_BYTES {
+        buf.truncate(n);
+        return Ok(buf);
+    }
+    let mut out = g.alloc::<T>(n)?;
+    g.copy_device_range(&buf, 0, &mut out, 0, n)?;
+    Ok(out)
+}
+
 /// Derived relations cached on the device.
 #[derive(Default)]
 struct DeviceRelations {
@@ -198,28 +268,36 @@ struct CoopChains {
     face_runs: Option<FaceRuns>,
     /// Grid of the last launch (where its phase stamps are).
     last_grid: std::sync::atomic::AtomicU32,
+    /// At most this many blocks for the boundary extraction (0: its co-resident grid); see
+    /// [`MeshKernels::limit_boundary_grid`].
+    boundary_grid_cap: std::sync::atomic::AtomicU32,
 }
 
 /// The edge and vertex marks of `boundary_coop`, kept from call to call and grown to the
-/// largest mesh seen: each launch marks with a stamp that no earlier launch on these buffers
-/// used (a mark is set where it equals the stamp), so no call zeroes them first. On the
-/// stamp's wrap-around (after 2^32 - 1 launches) the buffers are replaced by zeroed ones.
+/// largest mesh seen, with its look-back words (`lb` in `kernels/mesh.cu`: each block's
+/// counts tagged with the launch's stamp): each launch marks and tags with a stamp that no
+/// earlier launch on these buffers used (a mark is set where it equals the stamp), so no call
+/// zeroes them first. On the stamp's wrap-around (after 2^32 - 1 launches) the buffers are
+/// replaced by zeroed ones.
 #[derive(Default)]
 struct StampedMarks {
     emark: Option<DeviceBuffer<u32>>,
     vmark: Option<DeviceBuffer<u32>>,
+    lookback: Option<DeviceBuffer<u64>>,
     stamp: u32,
 }
 
 impl StampedMarks {
-    /// The marks for the next launch, at least `ne` and `nv` words (grown, or replaced by
-    /// zeroed ones on the stamp's wrap-around), and the launch's stamp.
+    /// The marks for the next launch, at least `ne` and `nv` words, and look-back words for
+    /// a grid of `grid` blocks (grown, or replaced by zeroed ones on the stamp's
+    /// wrap-around), and the launch's stamp.
     fn next(
         &mut self,
         g: &Gpu,
         ne: usize,
         nv: usize,
-    ) -> Result<(&DeviceBuffer<u32>, &DeviceBuffer<u32>, u32), MeshError> {
+        grid: u32,
+    ) -> Result<StampedLaunch<'_>, MeshError> {
         self.stamp = self.stamp.wrapping_add(1);
         let wrapped = self.stamp == 0;
         if wrapped {
@@ -231,12 +309,26 @@ impl StampedMarks {
                 *buf = Some(g.zeros::<u32>(n.max(1))?);
             }
         }
-        Ok((
-            self.emark.as_ref().expect("set above"),
-            self.vmark.as_ref().expect("set above"),
-            self.stamp,
-        ))
+        let nlb = 3 * grid as usize + 1;
+        if wrapped || self.lookback.as_ref().is_none_or(|b| b.len() < nlb) {
+            self.lookback = None;
+            self.lookback = Some(g.zeros::<u64>(nlb)?);
+        }
+        Ok(StampedLaunch {
+            emark: self.emark.as_ref().expect("set above"),
+            vmark: self.vmark.as_ref().expect("set above"),
+            lookback: self.lookback.as_ref().expect("set above"),
+            stamp: self.stamp,
+        })
     }
+}
+
+/// What one `boundary_coop` launch marks and tags with (see [`StampedMarks`]).
+struct StampedLaunch<'a> {
+    emark: &'a DeviceBuffer<u32>,
+    vmark: &'a DeviceBuffer<u32>,
+    lookback: &'a DeviceBuffer<u64>,
+    stamp: u32,
 }
 
 /// `transpose_bucketed` (`kernels/mesh.cu`): one block of [`BT_THREADS`] threads per
@@ -809,6 +901,7 @@ impl CoopChains {
             bucketed,
             face_runs,
             last_grid: 0.into(),
+            boundary_grid_cap: 0.into(),
         }))
     }
     /// Blocks for `items` items of work (one per thread), at most the co-resident grid.
@@ -881,6 +974,20 @@ impl<'g> MeshKernels<'g> {
             words: self.words.clone(),
         })
     }
+    /// Run the one-launch boundary extraction on at most `blocks` blocks (`None`: on as many
+    /// as fit the device at once, the default). Fewer blocks give each warp longer runs of
+    /// faces, edges and vertices, past what it keeps in registers: the tests reach the
+    /// kernel's paths through memory this way on small meshes. No effect without one-launch
+    /// chains.
+    pub fn limit_boundary_grid(&self, blocks: Option<u32>) {
+        if let Some(c) = self.coop.as_deref() {
+            c.boundary_grid_cap.store(
+                blocks.map_or(0, |b| b.max(1)),
+                std::sync::atomic::Ordering::Relaxed,
+            );
+        }
+    }
+
     /// Whether the mesh chains run as one cooperative launch each (transposes, boundary).
     pub fn one_launch_chains(&self) -> bool {
         self.coop.is_some()
@@ -2069,9 +2176,9 @@ impl<'g> MeshKernels<'g> {
         self.sort_dedup(offsets, out, nvertices)
     }
 
-    /// Boundary extraction (dissertation §3.4.2) from δ3 (`fc`), ∂2 and ∂1. Flags, marks
-    /// and their scans are enqueued back to back; one host synchronisation reads the three
-    /// totals and the manifold flag to size the outputs.
+    /// Boundary extraction (dissertation §3.4.2) from δ3 (`fc`), ∂2 and ∂1, with the lists'
+    /// lengths read on the host (one host synchronisation; [`MeshKernels::boundary_enqueue`]
+    /// leaves them on the device).
     pub fn boundary(
         &self,
         fc: &DeviceTcsr,
@@ -2080,17 +2187,57 @@ impl<'g> MeshKernels<'g> {
         nvertices: usize,
     ) -> Result<DeviceBoundary, MeshError> {
         if let Some(c) = self.coop.as_deref() {
-            return self.boundary_one_launch(c, fc, fe, edge_vertices, nvertices);
+            // the lengths and the non-manifold flag land in mapped host words: no download
+            let (lists, t) = self.with_words(|totals| {
+                self.boundary_one_launch(c, fc, fe, edge_vertices, nvertices, totals)
+            })?;
+            return lists.fitted(self.gpu, t);
         }
         let m = self.boundary_marks(fc, fe, edge_vertices, nvertices)?;
         self.boundary_from_marks(m)
     }
 
-    /// [`MeshKernels::boundary`] as one cooperative launch (`boundary_coop`: flags and
-    /// marks, then one grid scan of the three arrays that writes the lists), its lengths and
-    /// non-manifold word left in mapped host words (one host synchronisation, no download),
-    /// the lists kept in their first allocation unless much of it would sit idle
-    /// ([`KEEP_IDLE_BYTES`]).
+    /// [`MeshKernels::boundary`] enqueued with no host synchronisation: the three lists in
+    /// buffers of their largest lengths (2 nf, ne, nv) and their lengths in device memory,
+    /// as CUB's selections leave their counts, for kernels that follow on the stream;
+    /// [`PendingBoundary::finish`] reads them. Without cooperative launches (the chains of
+    /// separate launches) the extraction reads its lengths on the host before it returns.
+    pub fn boundary_enqueue(
+        &self,
+        fc: &DeviceTcsr,
+        fe: &DeviceTcsr,
+        edge_vertices: &DeviceBuffer<u32>,
+        nvertices: usize,
+    ) -> Result<PendingBoundary, MeshError> {
+        let g = self.gpu;
+        let Some(c) = self.coop.as_deref() else {
+            let b = self.boundary(fc, fe, edge_vertices, nvertices)?;
+            let lengths = g.upload(&[
+                b.faces.len() as u32,
+                b.edges.len() as u32,
+                b.vertices.len() as u32,
+                u32::from(!b.manifold),
+            ])?;
+            return Ok(PendingBoundary {
+                lists: BoundaryLists {
+                    faces: b.faces,
+                    edges: b.edges,
+                    vertices: b.vertices,
+                },
+                lengths,
+            });
+        };
+        // every word of `lengths` is written by the launch: nothing to clear
+        let lengths = g.alloc::<u32>(4)?;
+        let lists = self.boundary_one_launch(c, fc, fe, edge_vertices, nvertices, &lengths)?;
+        Ok(PendingBoundary { lists, lengths })
+    }
+
+    /// One cooperative launch of `boundary_coop` (the faces' flags, the marks of the edges
+    /// and vertices of boundary faces and the half-faces' list; then the edges' and vertices'
+    /// lists: one grid barrier, prefixes by look-back), enqueued with no host synchronisation: the lists in buffers of their
+    /// largest lengths, their lengths and the non-manifold flag written to the four words
+    /// `totals`.
     fn boundary_one_launch(
         &self,
         c: &CoopChains,
@@ -2098,20 +2245,30 @@ impl<'g> MeshKernels<'g> {
         fe: &DeviceTcsr,
         edge_vertices: &DeviceBuffer<u32>,
         nvertices: usize,
-    ) -> Result<DeviceBoundary, MeshError> {
+        totals: &dyn tessera_gpu::KernelArg,
+    ) -> Result<BoundaryLists, MeshError> {
         let g = self.gpu;
         let (nf, ne) = (fc.nrows(), fe.ncols);
         half_faces_fit(nf)?;
-        let grid = CoopChains::grid(c.grid_boundary, nf.max(ne).max(nvertices));
+        let cap = c
+            .boundary_grid_cap
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let max = if cap == 0 {
+            c.grid_boundary
+        } else {
+            cap.min(c.grid_boundary)
+        };
+        let grid = CoopChains::grid(max, nf.max(ne).max(nvertices));
         // the kernel keeps the faces' flags in registers where each warp's run of faces
         // (`grid_warp_run` in mesh.cu: a block's share cut into one run per warp; this is its
         // longest run) is at most 32 faces a lane, and needs the flags' scratch only otherwise
         let warps = (BLOCK / 32) as usize;
         let flags_in_regs = nf.div_ceil(grid as usize).div_ceil(warps) <= 32 * 32;
         let flags = g.alloc::<u32>(if flags_in_regs { 1 } else { nf })?;
-        // held until the launch has run (with_words synchronises): one launch at a time marks
+        // held while the launch is enqueued: launches on the one stream then run in the order
+        // of their stamps, and buffers the marks replace go back to the pool in stream order
         let mut marks = c.marks.lock().unwrap_or_else(|p| p.into_inner());
-        let (emark, vmark, stamp) = marks.next(g, ne, nvertices)?;
+        let m = marks.next(g, ne, nvertices, grid)?;
         let faces = g.alloc::<i32>(2 * nf)?;
         let edges = g.alloc::<u32>(ne)?;
         let vertices = g.alloc::<u32>(nvertices)?;
@@ -2121,59 +2278,34 @@ impl<'g> MeshKernels<'g> {
             .row_len()
             .filter(|&k| matches!(k, 3 | 4) && fe.nrows() == nf)
             .unwrap_or(0);
-        let ((), t) = self.with_words(|totals| {
-            c.last_grid
-                .store(grid, std::sync::atomic::Ordering::Relaxed);
-            g.launch(&c.boundary, LaunchConfig::blocks(grid, BLOCK))
-                .arg(&fc.offsets)
-                .arg(&fc.columns)
-                .arg(&nf64)
-                .arg(&fe.offsets)
-                .arg(&fe.columns)
-                .arg(edge_vertices)
-                .arg(&fe_k)
-                .arg(&ne64)
-                .arg(&nv64)
-                .arg(&flags)
-                .arg(emark)
-                .arg(vmark)
-                .arg(&c.sync)
-                .arg(&faces)
-                .arg(&edges)
-                .arg(&vertices)
-                .arg(totals)
-                .arg(&stamp)
-                .run_cooperative()?;
-            Ok(())
-        })?;
-        Ok(DeviceBoundary {
-            faces: self.fitted(faces, t[0] as usize)?,
-            edges: self.fitted(edges, t[1] as usize)?,
-            vertices: self.fitted(vertices, t[2] as usize)?,
-            manifold: t[3] == 0,
+        c.last_grid
+            .store(grid, std::sync::atomic::Ordering::Relaxed);
+        g.launch(&c.boundary, LaunchConfig::blocks(grid, BLOCK))
+            .arg(&fc.offsets)
+            .arg(&fc.columns)
+            .arg(&nf64)
+            .arg(&fe.offsets)
+            .arg(&fe.columns)
+            .arg(edge_vertices)
+            .arg(&fe_k)
+            .arg(&ne64)
+            .arg(&nv64)
+            .arg(&flags)
+            .arg(m.emark)
+            .arg(m.vmark)
+            .arg(&c.sync)
+            .arg(m.lookback)
+            .arg(&faces)
+            .arg(&edges)
+            .arg(&vertices)
+            .arg(totals)
+            .arg(&m.stamp)
+            .run_cooperative()?;
+        Ok(BoundaryLists {
+            faces,
+            edges,
+            vertices,
         })
-    }
-
-    /// `buf` holding `n` elements: the same allocation, shortened, when at most
-    /// [`KEEP_IDLE_BYTES`] of it would sit idle, else a copy into a buffer of `n`.
-    fn fitted<T: tessera_gpu::Element>(
-        &self,
-        mut buf: DeviceBuffer<T>,
-        n: usize,
-    ) -> Result<DeviceBuffer<T>, MeshError> {
-        if n > buf.len() {
-            return Err(MeshError::Gpu(GpuError::InvalidArgument(format!(
-                "a list of {n} elements in a buffer of {}",
-                buf.len()
-            ))));
-        }
-        if (buf.capacity() - n) * std::mem::size_of::<T>() <= KEEP_IDLE_BYTES {
-            buf.truncate(n);
-            return Ok(buf);
-        }
-        let mut out = self.gpu.alloc::<T>(n)?;
-        self.gpu.copy_device_range(&buf, 0, &mut out, 0, n)?;
-        Ok(out)
     }
 
     /// The 0/1 mark of every vertex (1 on the boundary, as the vertices of
@@ -2562,6 +2694,15 @@ impl<'g> DeviceMesh<'g> {
         let fc = self.cache.face_cells.as_ref().expect("required");
         self.kernels
             .boundary(fc, &self.face_edges, &self.edge_vertices, self.nvertices)
+    }
+
+    /// [`DeviceMesh::boundary`] with no host synchronisation: the lists' lengths stay on the
+    /// device (see [`MeshKernels::boundary_enqueue`]).
+    pub fn boundary_enqueue(&mut self) -> Result<PendingBoundary, MeshError> {
+        self.require_face_cells()?;
+        let fc = self.cache.face_cells.as_ref().expect("required");
+        self.kernels
+            .boundary_enqueue(fc, &self.face_edges, &self.edge_vertices, self.nvertices)
     }
 
     /// The other end of every entry of δ1 (the neighbour of the row's vertex along that

@@ -509,13 +509,13 @@ extern "C" __global__ void compact_rows(const u32* old_offs, const i32* old_cols
 // ---------------------------------------------------------------- boundary (§3.4.2)
 // flags: bit 0 = +f is boundary (no cell in front), bit 1 = -f is boundary (no cell behind),
 // bit 2 = non-manifold face (not 1 or 2 cells with opposite orientations; also raises
-// *nonmanifold). boundary_flags: the flags of a face from the signs of its δ3 row.
-__device__ __forceinline__ u32 boundary_flags(u32 plus, u32 minus, u32* nonmanifold) {
+// *nonmanifold to `raise`). boundary_flags: the flags of a face from the signs of its δ3 row.
+__device__ __forceinline__ u32 boundary_flags(u32 plus, u32 minus, u32* nonmanifold, u32 raise) {
     u32 fl = (minus == 0 ? 1u : 0u) | (plus == 0 ? 2u : 0u);
     bool manifold = (plus == 1 && minus == 0) || (plus == 0 && minus == 1) || (plus == 1 && minus == 1);
     if (!manifold) {
         fl |= 4u;
-        *nonmanifold = 1u;  // a plain store: the word may be mapped host memory
+        *nonmanifold = raise;  // a plain store: the word may be mapped host memory
     }
     return fl;
 }
@@ -537,7 +537,7 @@ extern "C" __global__ void boundary_face_flags(const u32* fc_offs, const i32* fc
     for (u32 j = fc_offs[f]; j < fc_offs[f + 1]; j++) {
         if (fc_cols[j] < 0) minus++; else plus++;
     }
-    u32 fl = boundary_flags(plus, minus, nonmanifold);
+    u32 fl = boundary_flags(plus, minus, nonmanifold, 1u);
     flags[f] = fl;
     nhalf[f] = (fl & 1u) + ((fl >> 1) & 1u);
 }
@@ -697,8 +697,7 @@ __device__ __forceinline__ u64 grid_warp_run(u64 n, u64* lo, u64* hi) {
 // phase). Each warp walks its run 32 items a step, GS_STEPS steps of loads in flight, with
 // shuffle scans and a carried prefix: no block barrier per step. Returns the K totals (every
 // block). The block's first phase leaves its warps' sums in shared memory for the second.
-// The cut comes from grid_warp_run, which boundary_coop calls too, to keep its faces' flags
-// in registers from its flags phase to this scan.
+// The cut comes from grid_warp_run, which boundary_coop's phases use too.
 #define GS_STEPS 4
 template <int K, class Load, class Cnt, class Put>
 __device__ void grid_scan(const u64* n, u32* sync, u32* sh, u32* totals, Load load, Cnt cnt, Put put) {
@@ -1765,143 +1764,302 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS, 1) transpose_bucketed_p
     bt_transpose<true>(BT_ARGS);
 }
 
-// The marks of the edges and vertices of the `n` boundary faces in `list`, one face a lane
-// (the warp's `lane`). Rows of ∂2 of 3 or 4 entries (`fe_k`, uniform) are loaded at once,
-// then their edges' vertex pairs, then the marks are stored: two dependent loads a face,
-// not two an edge (a store to the marks would otherwise order every later load). When
-// every end of the face's edges is the tail of one of them, as in a closed loop, each
-// vertex is marked once, as a tail; else both ends of every edge are.
+// The marks of the edges and vertices of one boundary face whose ∂2 row `c` (fe_k = 3 or 4
+// entries) and its edges' vertex pairs `p` are loaded: every edge is marked, and where every
+// end of the face's edges is the tail of one of them, as in a closed loop, each vertex is
+// marked once, as a tail; else both ends of every edge are.
+__device__ __forceinline__ void boundary_mark_loop(const i32* c, const uint2* p, u32 fe_k, u32* emark, u32* vmark,
+                                                   u32 mark) {
+    u32 tail[4], head[4];
+#pragma unroll
+    for (u32 j = 0; j < 4; j++) {
+        tail[j] = c[j] < 0 ? p[j].y : p[j].x;
+        head[j] = c[j] < 0 ? p[j].x : p[j].y;
+    }
+    bool closed = true;
+#pragma unroll
+    for (u32 j = 0; j < 4; j++) {
+        bool found = j >= fe_k;
+#pragma unroll
+        for (u32 q = 0; q < 4; q++) found |= q < fe_k && head[j] == tail[q];
+        closed &= found;
+    }
+#pragma unroll
+    for (u32 j = 0; j < 4; j++) {
+        if (j < fe_k) {
+            emark[tcol(c[j])] = mark;
+            vmark[tail[j]] = mark;
+            if (!closed) vmark[head[j]] = mark;
+        }
+    }
+}
+// The marks of the edges and vertices of the `n` boundary faces in `list`, BM_ILP faces a
+// lane at once (the warp's `lane`). Rows of ∂2 of 3 or 4 entries (`fe_k`, uniform) are
+// loaded together, then their edges' vertex pairs, then the marks are stored: two dependent
+// loads a face, not two an edge (a store to the marks would otherwise order every later
+// load). Rows of other lengths go edge by edge.
+#define BM_ILP 2
 __device__ __forceinline__ void boundary_mark_list(const u32* list, u32 n, u32 lane, u32 fe_k, const u32* fe_offs,
                                                    const i32* fe_cols, const u32* ev, u32* emark, u32* vmark, u32 mark) {
-    for (u32 i = lane; i < n; i += 32) {
-        const u32 f = list[i];
+    for (u32 i0 = lane; i0 < n; i0 += 32 * BM_ILP) {
+        u32 f[BM_ILP];
+        bool ok[BM_ILP];
+#pragma unroll
+        for (int u = 0; u < BM_ILP; u++) {
+            ok[u] = i0 + 32 * u < n;
+            f[u] = ok[u] ? list[i0 + 32 * u] : 0u;
+        }
         if (fe_k == 3u || fe_k == 4u) {
-            i32 c[4];
-            uint2 p[4];
+            i32 c[BM_ILP][4];
+            uint2 p[BM_ILP][4];
 #pragma unroll
-            for (u32 j = 0; j < 4; j++) c[j] = j < fe_k ? fe_cols[(u64)f * fe_k + j] : 0;
+            for (int u = 0; u < BM_ILP; u++)
 #pragma unroll
-            for (u32 j = 0; j < 4; j++) p[j] = j < fe_k ? *(const uint2*)(ev + 2 * (u64)tcol(c[j])) : make_uint2(0u, 0u);
-            u32 tail[4], head[4];
+                for (u32 j = 0; j < 4; j++) c[u][j] = ok[u] && j < fe_k ? fe_cols[(u64)f[u] * fe_k + j] : 0;
 #pragma unroll
-            for (u32 j = 0; j < 4; j++) {
-                tail[j] = c[j] < 0 ? p[j].y : p[j].x;
-                head[j] = c[j] < 0 ? p[j].x : p[j].y;
-            }
-            bool closed = true;
+            for (int u = 0; u < BM_ILP; u++)
 #pragma unroll
-            for (u32 j = 0; j < 4; j++) {
-                bool found = j >= fe_k;
+                for (u32 j = 0; j < 4; j++)
+                    p[u][j] = ok[u] && j < fe_k ? *(const uint2*)(ev + 2 * (u64)tcol(c[u][j])) : make_uint2(0u, 0u);
 #pragma unroll
-                for (u32 q = 0; q < 4; q++) found |= q < fe_k && head[j] == tail[q];
-                closed &= found;
-            }
-#pragma unroll
-            for (u32 j = 0; j < 4; j++) {
-                if (j < fe_k) {
-                    emark[tcol(c[j])] = mark;
-                    vmark[tail[j]] = mark;
-                    if (!closed) vmark[head[j]] = mark;
-                }
-            }
+            for (int u = 0; u < BM_ILP; u++)
+                if (ok[u]) boundary_mark_loop(c[u], p[u], fe_k, emark, vmark, mark);
         } else {
-            boundary_mark_face(f, fe_offs, fe_cols, ev, emark, vmark, mark);
+#pragma unroll
+            for (int u = 0; u < BM_ILP; u++)
+                if (ok[u]) boundary_mark_face(f[u], fe_offs, fe_cols, ev, emark, vmark, mark);
         }
     }
 }
 
-// Boundary extraction (§3.4.2) in one launch: face flags (as boundary_face_flags) and the
-// marks of the edges and vertices of boundary faces, then one grid scan of the three
-// arrays that writes the three lists directly. `faces` holds 2 nf, `edges` ne, `vertices`
-// nv words (the lists are prefixes; totals[0..3] their lengths, totals[3] the non-manifold
-// word, which the caller clears: all written with plain stores, the totals may be mapped
-// host memory). `emark` (ne words) and `vmark` (nv) are marks kept from launch to launch:
-// this launch marks with `stamp`, which no earlier launch on them used, so they need no
-// zeroing (a mark is set where it equals `stamp`). `flags` is nf words of scratch where a
-// warp's run of faces is longer than 32 faces a lane (else unused: see below). `fe_k`: the length of
-// every row of ∂2 when they are all 3 or all 4 entries long, else 0. Blocks of 256
-// (SCAN_WARPS warps).
-extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc_offs, const i32* fc_cols, u64 nf, const u32* fe_offs,
-                                         const i32* fe_cols, const u32* ev, u32 fe_k, u64 ne, u64 nv, u32* flags, u32* emark,
-                                         u32* vmark, u32* sync, i32* faces, u32* edges, u32* vertices, u32* totals,
-                                         u32 stamp) {
-    __shared__ u32 sh[33];
-    __shared__ u32 blist[SCAN_WARPS * 32 * CB_ILP];
-    const u64 t0 = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    const u32 lane = threadIdx.x & 31;
-    u32* wl = blist + (threadIdx.x >> 5) * 32 * CB_ILP;
+// Look-back words of boundary_coop (`lb`, kept from launch to launch): lb[k G + b] is block
+// b's count in list k (0 half-faces, 1 edges, 2 vertices) in the low half, tagged with the
+// launch's stamp in the high half; lb[3 G] holds the stamp of the last launch that found a
+// non-manifold face. A word belongs to this launch once its tag is the stamp, so no launch
+// zeroes them first.
+typedef unsigned long long u64w;
+#define LB_SLEEP 32
+__device__ __forceinline__ void lb_publish(u64w* w, u32 stamp, u32 v) {
+    *(volatile u64w*)w = ((u64w)stamp << 32) | v;
+}
+// The count of a look-back word, once this launch has published it.
+__device__ __forceinline__ u32 lb_wait(const u64w* w, u32 stamp) {
+    u64w v = *(const volatile u64w*)w;
+    while ((u32)(v >> 32) != stamp) {
+        __nanosleep(LB_SLEEP);
+        v = *(const volatile u64w*)w;
+    }
+    return (u32)v;
+}
+// The block's exclusive prefix in lists k0 (low half) and k1 (high half; none when k1 < 0):
+// the counts that blocks 0 .. b - 1 published, summed over the block. Each thread loads its
+// words LB_ILP at a time (their loads in flight together), then waits for those not yet
+// published. Every thread gets the prefix (`ws`: the block sum's shared scratch). The sums
+// fit their halves: a list has fewer than 2^32 entries. (One warp doing all of it while the
+// others wait at a block barrier was slower: 0.0573-0.0589 against 0.0505-0.0522 ms.)
+#define LB_ILP 4
+__device__ __forceinline__ u64w lb_prefix(const u64w* lb, u32 b, u32 stamp, int k0, int k1, u64w* ws) {
+    const u64 G = gridDim.x;
+    const int nk = k1 < 0 ? 1 : 2;
+    u64w s = 0;
+    for (u32 q0 = threadIdx.x; q0 < b; q0 += LB_ILP * blockDim.x) {
+        u64w v[2][LB_ILP];
+#pragma unroll
+        for (int k = 0; k < 2; k++)
+#pragma unroll
+            for (int u = 0; u < LB_ILP; u++) {
+                const u32 q = q0 + u * blockDim.x;
+                v[k][u] = k < nk && q < b ? *(const volatile u64w*)(lb + (u64)(k ? k1 : k0) * G + q)
+                                          : (u64w)stamp << 32;
+            }
+#pragma unroll
+        for (int k = 0; k < 2; k++)
+#pragma unroll
+            for (int u = 0; u < LB_ILP; u++) {
+                u32 c = (u32)v[k][u];
+                if ((u32)(v[k][u] >> 32) != stamp) c = lb_wait(lb + (u64)(k ? k1 : k0) * G + q0 + u * blockDim.x, stamp);
+                s += (u64w)c << (32 * k);
+            }
+    }
+    return block_sum<u64w>(s, ws);
+}
+
+// Boundary extraction (§3.4.2) in one launch of two phases and one grid barrier:
+//   1. each warp the flags of a run of faces (as boundary_face_flags: from the signs of the
+//      first two entries of their δ3 rows), BF_ILP faces a lane at once, and the marks of the
+//      edges and vertices of the batch's boundary faces (boundary_mark_list). The flags stay
+//      in a register (2 bits a face, where a run has at most 32 faces a lane; longer runs go
+//      through `flags`). The block's count of boundary half-faces is published and its
+//      prefix read back from the blocks before it (look-back, `lb` above); then the warps
+//      write their half-faces to `faces`;
+//   2. each warp reads the marks of a run of edges and one of vertices, LS_ILP loads a lane
+//      in flight, into bits of a register (at most 64 a lane, else they are read again); the
+//      block publishes its counts and reads back its prefixes, and the warps write the
+//      edges' and vertices' lists.
+// Before (session 30): the flags and marks, then a grid scan of the faces' flags and the
+// marks in two passes with a grid barrier between them (dragon, file order: 58.6 µs of
+// phases against 42-43 µs now). Marking in a phase of its own, the boundary faces' list
+// shared evenly over the grid, was slower (flags 20.7 + marks 21.2 µs: the marks' random
+// stores no longer overlap the flags' loads).
+// `faces` holds 2 nf, `edges` ne, `vertices` nv words (the lists are prefixes); the last
+// block writes their lengths to totals[0..3] and the non-manifold flag to totals[3] (plain
+// stores: the totals may be mapped host memory; every word is written, so nothing is cleared
+// first). `emark` (ne words) and `vmark` (nv) are marks kept from launch to launch: this
+// launch marks with `stamp`, which no earlier launch on them used, so they need no zeroing
+// (a mark is set where it equals `stamp`); `lb` (3 G + 1 words) is tagged with the same
+// stamp. `flags`: nf words of scratch where a warp's run of faces is longer than 32 faces a
+// lane (else unused). `fe_k`: the length of every row of ∂2 when they are all 3 or all 4
+// entries long, else 0. Blocks of 256 (SCAN_WARPS warps).
+#define BF_ILP 4
+#define LS_ILP 8
+extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc_offs, const i32* fc_cols, u64 nf, const u32* fe_offs, const i32* fe_cols, const u32* ev, u32 fe_k, u64 ne, u64 nv, u32* flags, u32* emark, u32* vmark, u32* sync, u64w* lb, i32* faces, u32* edges, u32* vertices, u32* totals, u32 stamp) {
+    __shared__ u32 wcnt[3 * SCAN_WARPS];
+    __shared__ u64w ws64[SCAN_WARPS + 1];
+    __shared__ u32 blist[SCAN_WARPS * 32 * BF_ILP];
+    const u32 G = gridDim.x, b = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const u32 lt = (1u << lane) - 1u;
+    u32* const wl = blist + warp * 32 * BF_ILP;
+    u32* const nonmanifold = (u32*)(lb + 3 * (u64)G);
     coop_start(sync);
-    // Each warp takes the run of faces that grid_scan gives it below (grid_warp_run), so that the flags of a lane's faces (2 bits each: the lane's
-    // k-th face is the run's start + 32 k + lane) can stay in a register until the scan
-    // reads them, where a run has at most 32 faces a lane; longer runs go through `flags`.
+    // 1. Flags and marks. The lane's k-th face of the warp's run is the run's start + 32 k +
+    // lane; faces in batches of BF_ILP a lane, their δ3 rows' offsets and first two entries
+    // loaded together (a face of a manifold has at most two cells); the batch's boundary
+    // faces are then shared out over the warp's lanes for their marks.
     u64 flo, fhi;
     const bool in_regs = grid_warp_run(nf, &flo, &fhi) <= 32 * 32;
     u64 fbits = 0;
-    // faces in batches of CB_ILP per lane (the warp's lanes on consecutive faces), their
-    // δ3 rows' offsets and first two entries loaded together (a face of a manifold has at
-    // most two cells); the batch's boundary faces are then shared out over the warp's lanes
-    for (u64 w0 = flo; w0 < fhi; w0 += 32 * CB_ILP) {
-        u32 fa[CB_ILP], fb[CB_ILP];
-        i32 e0[CB_ILP], e1[CB_ILP];
+    u32 nh = 0;
+    bool both = false;  // a face of the lane's with both sides on the boundary (no cell)
+    for (u64 w0 = flo; w0 < fhi; w0 += 32 * BF_ILP) {
+        u32 fa[BF_ILP], fb[BF_ILP];
+        i32 e0[BF_ILP], e1[BF_ILP];
 #pragma unroll
-        for (int u = 0; u < CB_ILP; u++) {
+        for (int u = 0; u < BF_ILP; u++) {
             u64 f = w0 + lane + 32 * u;
             fa[u] = f < fhi ? fc_offs[f] : 0u;
             fb[u] = f < fhi ? fc_offs[f + 1] : 0u;
         }
 #pragma unroll
-        for (int u = 0; u < CB_ILP; u++) {
+        for (int u = 0; u < BF_ILP; u++) {
             e0[u] = fb[u] > fa[u] ? fc_cols[fa[u]] : 0;
             e1[u] = fb[u] > fa[u] + 1 ? fc_cols[fa[u] + 1] : 0;
         }
         u32 n = 0;
 #pragma unroll
-        for (int u = 0; u < CB_ILP; u++) {
+        for (int u = 0; u < BF_ILP; u++) {
             u64 f = w0 + lane + 32 * u;
-            bool bnd = false;
+            u32 fl = 0;
             if (f < fhi) {
                 u32 plus = 0, minus = 0;
                 for (u32 j = fa[u]; j < fb[u]; j++) {
                     i32 v = j == fa[u] ? e0[u] : j == fa[u] + 1 ? e1[u] : fc_cols[j];
                     if (v < 0) minus++; else plus++;
                 }
-                u32 fl = boundary_flags(plus, minus, totals + 3);
-                if (in_regs) fbits |= (u64)(fl & 3u) << (2 * ((f - flo) >> 5));
+                fl = boundary_flags(plus, minus, nonmanifold, stamp) & 3u;
+                if (in_regs) fbits |= (u64)fl << (2 * ((f - flo) >> 5));
                 else flags[f] = fl;
-                bnd = (fl & 3u) != 0;
+                nh += (fl & 1u) + (fl >> 1);
+                both |= fl == 3u;
             }
-            u32 m = __ballot_sync(0xffffffffu, bnd);
-            if (bnd) wl[n + __popc(m & ((1u << lane) - 1u))] = (u32)f;
+            const u32 m = __ballot_sync(0xffffffffu, fl != 0);
+            if (fl) wl[n + __popc(m & lt)] = (u32)f;
             n += __popc(m);
         }
         __syncwarp();
         boundary_mark_list(wl, n, lane, fe_k, fe_offs, fe_cols, ev, emark, vmark, stamp);
         __syncwarp();
     }
-    grid_sync(sync);
-    u64 n3[3] = {nf, ne, nv};
-    u32 tot[3];
-    // payload: a face's flags (bit 0: +f, bit 1: -f on the boundary) or a 0/1 mark
-    grid_scan<3>(
-        n3, sync, sh, tot,
-        [&](int k, u64 i) -> u32 {
-            if (k == 0 && in_regs) return (u32)(fbits >> (2 * ((i - flo) >> 5))) & 3u;  // this lane's face
-            if (k == 0) return ldcg(flags + i);
-            return ldcg((k == 1 ? emark : vmark) + i) == stamp ? 1u : 0u;
-        },
-        [](u32 fl) -> u32 { return (fl & 1u) + ((fl >> 1) & 1u); },
-        [&](int k, u64 i, u32 pos, u32 fl) {
-            if (k == 0) {
-                if (fl & 1u) faces[pos++] = tenc((u32)i, false);
-                if (fl & 2u) faces[pos] = tenc((u32)i, true);
-            } else if (fl) {
-                (k == 1 ? edges : vertices)[pos] = (u32)i;
+    // the half-faces' list: the block's count published, its prefix looked back at
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) nh += __shfl_xor_sync(0xffffffffu, nh, o);
+    if (lane == 0) wcnt[warp] = nh;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        u32 s = 0;
+        for (u32 w = 0; w < SCAN_WARPS; w++) s += wcnt[w];
+        lb_publish(lb + b, stamp, s);
+    }
+    {
+        u32 pos = (u32)lb_prefix(lb, b, stamp, 0, -1, ws64);
+        if (b == G - 1 && threadIdx.x == 0) {
+            u32 t = pos;
+            for (u32 w = 0; w < SCAN_WARPS; w++) t += wcnt[w];
+            totals[0] = t;
+        }
+        for (u32 w = 0; w < warp; w++) pos += wcnt[w];
+        // one half-face a face (fl 1: +f, 2: -f) unless some face of the warp's has none
+        const bool two = __any_sync(0xffffffffu, both);
+        for (u64 base = flo; base < fhi; base += 32) {
+            const u64 f = base + lane;
+            u32 fl = 0;
+            if (f < fhi) fl = in_regs ? (u32)(fbits >> (2 * ((base - flo) >> 5))) & 3u : flags[f];
+            if (!two) {
+                const u32 m = __ballot_sync(0xffffffffu, fl != 0);
+                if (fl) faces[pos + __popc(m & lt)] = tenc((u32)f, fl == 2u);
+                pos += __popc(m);
+            } else {
+                const u32 m1 = __ballot_sync(0xffffffffu, fl & 1u), m2 = __ballot_sync(0xffffffffu, fl & 2u);
+                u32 p = pos + __popc(m1 & lt) + __popc(m2 & lt);
+                if (fl & 1u) faces[p++] = tenc((u32)f, false);
+                if (fl & 2u) faces[p] = tenc((u32)f, true);
+                pos += __popc(m1) + __popc(m2);
             }
-        });
-    if (t0 == 0) {
-        totals[0] = tot[0];
-        totals[1] = tot[1];
-        totals[2] = tot[2];
+        }
+    }
+    grid_sync(sync);
+    // 2. The edges' and vertices' lists from their marks.
+    const u64 n2[2] = {ne, nv};
+    u32* const mk[2] = {emark, vmark};
+    u64 lo[2], hi[2], bits[2] = {0, 0};
+    bool regs[2];
+#pragma unroll
+    for (int k = 0; k < 2; k++) {
+        regs[k] = grid_warp_run(n2[k], &lo[k], &hi[k]) <= 32 * 64;
+        u32 c = 0;
+        for (u64 b0 = lo[k]; b0 < hi[k]; b0 += 32 * LS_ILP) {
+            u32 v[LS_ILP];
+#pragma unroll
+            for (int u = 0; u < LS_ILP; u++) {
+                const u64 i = b0 + 32 * u + lane;
+                v[u] = i < hi[k] ? ldcg(mk[k] + i) : 0u;
+            }
+#pragma unroll
+            for (int u = 0; u < LS_ILP; u++) {
+                const bool m = v[u] == stamp;  // stamps are never 0
+                c += m ? 1u : 0u;
+                if (m && regs[k]) bits[k] |= 1ull << ((b0 - lo[k]) / 32 + u);
+            }
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) c += __shfl_xor_sync(0xffffffffu, c, o);
+        if (lane == 0) wcnt[SCAN_WARPS * (1 + k) + warp] = c;
+    }
+    __syncthreads();
+    if (threadIdx.x < 2) {
+        u32 s = 0;
+        for (u32 w = 0; w < SCAN_WARPS; w++) s += wcnt[SCAN_WARPS * (1 + threadIdx.x) + w];
+        lb_publish(lb + (1 + threadIdx.x) * (u64)G + b, stamp, s);
+    }
+    const u64w pre2 = lb_prefix(lb, b, stamp, 1, 2, ws64);
+#pragma unroll
+    for (int k = 0; k < 2; k++) {
+        u32 pos = (u32)(pre2 >> (32 * k));
+        if (b == G - 1 && threadIdx.x == 0) {
+            u32 t = pos;
+            for (u32 w = 0; w < SCAN_WARPS; w++) t += wcnt[SCAN_WARPS * (1 + k) + w];
+            totals[1 + k] = t;
+            if (k == 1) totals[3] = ldcg(nonmanifold) == stamp ? 1u : 0u;
+        }
+        for (u32 w = 0; w < warp; w++) pos += wcnt[SCAN_WARPS * (1 + k) + w];
+        u32* const out = k == 0 ? edges : vertices;
+        for (u64 base = lo[k]; base < hi[k]; base += 32) {
+            const u64 i = base + lane;
+            const bool m = i < hi[k] && (regs[k] ? ((bits[k] >> ((base - lo[k]) >> 5)) & 1ull) != 0
+                                                 : ldcg(mk[k] + i) == stamp);
+            const u32 bm = __ballot_sync(0xffffffffu, m);
+            if (m) out[pos + __popc(bm & lt)] = (u32)i;
+            pos += __popc(bm);
+        }
     }
     coop_end(sync);
 }
