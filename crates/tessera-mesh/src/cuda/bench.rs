@@ -143,14 +143,10 @@ pub fn run_gpu_mesh_bench(
         + tcsr_bytes(nf, fe_nnz)
         + 8 * ne as u64
         + 4 * (b.faces.len() + b.edges.len() + b.vertices.len()) as u64;
-    time("boundary", bbytes, &mut || {
-        k.boundary(fc, dm.face_edges(), dm.edge_vertices(), nv)
-            .map(drop)
-    })?;
+    time("boundary", bbytes, &mut || dm.boundary_from(fc).map(drop))?;
     // the same with the lists' lengths left on the device (no host synchronisation)
     time("boundary (lengths on the device)", bbytes, &mut || {
-        k.boundary_enqueue(fc, dm.face_edges(), dm.edge_vertices(), nv)
-            .map(drop)
+        dm.boundary_enqueue_from(fc).map(drop)
     })?;
     // smoothing: 10 iterations, each reads δ1, ∂1 (per neighbour) and positions, writes positions
     let iters = 10usize;

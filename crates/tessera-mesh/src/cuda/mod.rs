@@ -2186,14 +2186,23 @@ impl<'g> MeshKernels<'g> {
         edge_vertices: &DeviceBuffer<u32>,
         nvertices: usize,
     ) -> Result<DeviceBoundary, MeshError> {
+        self.boundary_of(&BoundaryInput {
+            fc,
+            fe,
+            edge_vertices,
+            nvertices,
+            canonical: false,
+        })
+    }
+
+    /// [`MeshKernels::boundary`], of faces known canonical or not ([`BoundaryInput`]).
+    fn boundary_of(&self, inp: &BoundaryInput) -> Result<DeviceBoundary, MeshError> {
         if let Some(c) = self.coop.as_deref() {
             // the lengths and the non-manifold flag land in mapped host words: no download
-            let (lists, t) = self.with_words(|totals| {
-                self.boundary_one_launch(c, fc, fe, edge_vertices, nvertices, totals)
-            })?;
+            let (lists, t) = self.with_words(|totals| self.boundary_one_launch(c, inp, totals))?;
             return lists.fitted(self.gpu, t);
         }
-        let m = self.boundary_marks(fc, fe, edge_vertices, nvertices)?;
+        let m = self.boundary_marks(inp.fc, inp.fe, inp.edge_vertices, inp.nvertices)?;
         self.boundary_from_marks(m)
     }
 
@@ -2209,9 +2218,20 @@ impl<'g> MeshKernels<'g> {
         edge_vertices: &DeviceBuffer<u32>,
         nvertices: usize,
     ) -> Result<PendingBoundary, MeshError> {
+        self.boundary_enqueue_of(&BoundaryInput {
+            fc,
+            fe,
+            edge_vertices,
+            nvertices,
+            canonical: false,
+        })
+    }
+
+    /// [`MeshKernels::boundary_enqueue`], of faces known canonical or not ([`BoundaryInput`]).
+    fn boundary_enqueue_of(&self, inp: &BoundaryInput) -> Result<PendingBoundary, MeshError> {
         let g = self.gpu;
         let Some(c) = self.coop.as_deref() else {
-            let b = self.boundary(fc, fe, edge_vertices, nvertices)?;
+            let b = self.boundary_of(inp)?;
             let lengths = g.upload(&[
                 b.faces.len() as u32,
                 b.edges.len() as u32,
@@ -2229,7 +2249,7 @@ impl<'g> MeshKernels<'g> {
         };
         // every word of `lengths` is written by the launch: nothing to clear
         let lengths = g.alloc::<u32>(4)?;
-        let lists = self.boundary_one_launch(c, fc, fe, edge_vertices, nvertices, &lengths)?;
+        let lists = self.boundary_one_launch(c, inp, &lengths)?;
         Ok(PendingBoundary { lists, lengths })
     }
 
@@ -2241,13 +2261,17 @@ impl<'g> MeshKernels<'g> {
     fn boundary_one_launch(
         &self,
         c: &CoopChains,
-        fc: &DeviceTcsr,
-        fe: &DeviceTcsr,
-        edge_vertices: &DeviceBuffer<u32>,
-        nvertices: usize,
+        inp: &BoundaryInput,
         totals: &dyn tessera_gpu::KernelArg,
     ) -> Result<BoundaryLists, MeshError> {
         let g = self.gpu;
+        let &BoundaryInput {
+            fc,
+            fe,
+            edge_vertices,
+            nvertices,
+            canonical,
+        } = inp;
         let (nf, ne) = (fc.nrows(), fe.ncols);
         half_faces_fit(nf)?;
         let cap = c
@@ -2278,6 +2302,7 @@ impl<'g> MeshKernels<'g> {
             .row_len()
             .filter(|&k| matches!(k, 3 | 4) && fe.nrows() == nf)
             .unwrap_or(0);
+        let canon = u32::from(canonical && fe_k == 3);
         c.last_grid
             .store(grid, std::sync::atomic::Ordering::Relaxed);
         g.launch(&c.boundary, LaunchConfig::blocks(grid, BLOCK))
@@ -2288,6 +2313,7 @@ impl<'g> MeshKernels<'g> {
             .arg(&fe.columns)
             .arg(edge_vertices)
             .arg(&fe_k)
+            .arg(&canon)
             .arg(&ne64)
             .arg(&nv64)
             .arg(&flags)
@@ -2422,6 +2448,17 @@ impl<'g> MeshKernels<'g> {
             manifold: t[3] == 0,
         })
     }
+}
+
+/// What a boundary extraction reads: δ3 (`fc`), ∂2 (`fe`), ∂1 (`edge_vertices`), the vertex
+/// count, and whether the faces are known canonical (every row of ∂2 the loop (a,b), (b,c),
+/// (a,c) of a triple a < b < c over edges from < to, as [`FaceBuckets`] checks them).
+struct BoundaryInput<'a> {
+    fc: &'a DeviceTcsr,
+    fe: &'a DeviceTcsr,
+    edge_vertices: &'a DeviceBuffer<u32>,
+    nvertices: usize,
+    canonical: bool,
 }
 
 /// The boundary kernels address half-faces (two per face) with 32-bit positions.
@@ -2692,8 +2729,7 @@ impl<'g> DeviceMesh<'g> {
     pub fn boundary(&mut self) -> Result<DeviceBoundary, MeshError> {
         self.require_face_cells()?;
         let fc = self.cache.face_cells.as_ref().expect("required");
-        self.kernels
-            .boundary(fc, &self.face_edges, &self.edge_vertices, self.nvertices)
+        self.boundary_from(fc)
     }
 
     /// [`DeviceMesh::boundary`] with no host synchronisation: the lists' lengths stay on the
@@ -2701,8 +2737,31 @@ impl<'g> DeviceMesh<'g> {
     pub fn boundary_enqueue(&mut self) -> Result<PendingBoundary, MeshError> {
         self.require_face_cells()?;
         let fc = self.cache.face_cells.as_ref().expect("required");
-        self.kernels
-            .boundary_enqueue(fc, &self.face_edges, &self.edge_vertices, self.nvertices)
+        self.boundary_enqueue_from(fc)
+    }
+
+    /// The boundary of this mesh from its δ3 `fc` held by the caller (as
+    /// [`MeshKernels::transpose_short_rows`] gives it): [`MeshKernels::boundary`], with the
+    /// faces' marks read off two vertex pairs a face where the upload found the faces
+    /// canonical (the faces of Tessera's simplex derivation).
+    pub fn boundary_from(&self, fc: &DeviceTcsr) -> Result<DeviceBoundary, MeshError> {
+        self.kernels.boundary_of(&self.boundary_input(fc))
+    }
+
+    /// [`DeviceMesh::boundary_from`] with the lists' lengths left on the device.
+    pub fn boundary_enqueue_from(&self, fc: &DeviceTcsr) -> Result<PendingBoundary, MeshError> {
+        self.kernels.boundary_enqueue_of(&self.boundary_input(fc))
+    }
+
+    /// What the boundary extraction reads of this mesh, with its δ3 `fc`.
+    fn boundary_input<'a>(&'a self, fc: &'a DeviceTcsr) -> BoundaryInput<'a> {
+        BoundaryInput {
+            fc,
+            fe: &self.face_edges,
+            edge_vertices: &self.edge_vertices,
+            nvertices: self.nvertices,
+            canonical: self.face_buckets.is_some(),
+        }
     }
 
     /// The other end of every entry of δ1 (the neighbour of the row's vertex along that

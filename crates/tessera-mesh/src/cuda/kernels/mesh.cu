@@ -1798,8 +1798,11 @@ __device__ __forceinline__ void boundary_mark_loop(const i32* c, const uint2* p,
 // loaded together, then their edges' vertex pairs, then the marks are stored: two dependent
 // loads a face, not two an edge (a store to the marks would otherwise order every later
 // load). Rows of other lengths go edge by edge.
+// With `canon` (faces the host found canonical: every row the loop (a,b), (b,c), (a,c) of a
+// triple a < b < c over edges from < to), the vertices are a and b of the first edge and c of
+// the second: two vertex pairs a face, not three, and no test of the loop.
 #define BM_ILP 2
-__device__ __forceinline__ void boundary_mark_list(const u32* list, u32 n, u32 lane, u32 fe_k, const u32* fe_offs,
+__device__ __forceinline__ void boundary_mark_list(const u32* list, u32 n, u32 lane, u32 fe_k, u32 canon, const u32* fe_offs,
                                                    const i32* fe_cols, const u32* ev, u32* emark, u32* vmark, u32 mark) {
     for (u32 i0 = lane; i0 < n; i0 += 32 * BM_ILP) {
         u32 f[BM_ILP];
@@ -1809,7 +1812,29 @@ __device__ __forceinline__ void boundary_mark_list(const u32* list, u32 n, u32 l
             ok[u] = i0 + 32 * u < n;
             f[u] = ok[u] ? list[i0 + 32 * u] : 0u;
         }
-        if (fe_k == 3u || fe_k == 4u) {
+        if (canon) {
+            i32 c[BM_ILP][3];
+            uint2 p[BM_ILP][2];
+#pragma unroll
+            for (int u = 0; u < BM_ILP; u++)
+#pragma unroll
+                for (u32 j = 0; j < 3; j++) c[u][j] = ok[u] ? fe_cols[3 * (u64)f[u] + j] : 0;
+#pragma unroll
+            for (int u = 0; u < BM_ILP; u++)
+#pragma unroll
+                for (u32 j = 0; j < 2; j++)
+                    p[u][j] = ok[u] ? *(const uint2*)(ev + 2 * (u64)tcol(c[u][j])) : make_uint2(0u, 0u);
+#pragma unroll
+            for (int u = 0; u < BM_ILP; u++) {
+                if (ok[u]) {
+#pragma unroll
+                    for (u32 j = 0; j < 3; j++) emark[tcol(c[u][j])] = mark;
+                    vmark[p[u][0].x] = mark;
+                    vmark[p[u][0].y] = mark;
+                    vmark[p[u][1].y] = mark;
+                }
+            }
+        } else if (fe_k == 3u || fe_k == 4u) {
             i32 c[BM_ILP][4];
             uint2 p[BM_ILP][4];
 #pragma unroll
@@ -1889,18 +1914,20 @@ __device__ __forceinline__ u64w lb_prefix(const u64w* lb, u32 b, u32 stamp, int 
 //      first two entries of their δ3 rows), BF_ILP faces a lane at once, and the marks of the
 //      edges and vertices of the batch's boundary faces (boundary_mark_list). The flags stay
 //      in a register (2 bits a face, where a run has at most 32 faces a lane; longer runs go
-//      through `flags`). The block's count of boundary half-faces is published and its
-//      prefix read back from the blocks before it (look-back, `lb` above); then the warps
-//      write their half-faces to `faces`;
+//      through `flags`), and the block publishes its count of boundary half-faces;
 //   2. each warp reads the marks of a run of edges and one of vertices, LS_ILP loads a lane
-//      in flight, into bits of a register (at most 64 a lane, else they are read again); the
-//      block publishes its counts and reads back its prefixes, and the warps write the
-//      edges' and vertices' lists.
-// Before (session 30): the flags and marks, then a grid scan of the faces' flags and the
-// marks in two passes with a grid barrier between them (dragon, file order: 58.6 µs of
-// phases against 42-43 µs now). Marking in a phase of its own, the boundary faces' list
-// shared evenly over the grid, was slower (flags 20.7 + marks 21.2 µs: the marks' random
-// stores no longer overlap the flags' loads).
+//      in flight, into bits of a register (at most 64 a lane, else they are read again), and
+//      the block publishes its counts. Then the block reads back its prefix of half-faces
+//      (published before the barrier: no wait) and writes its half-faces to `faces`, and
+//      reads back its prefixes of edges and vertices (look-back, `lb` above: the wait for
+//      the blocks before it overlaps the faces' writes) and writes those lists.
+// Dragon in file order (session 31, phase stamps): 58.6 µs with session 30's kernel (the
+// flags and marks, then a grid scan of the faces' flags and the marks in two passes with a
+// grid barrier between them); 42.4 µs with one barrier and the faces' list written before
+// it; 39.3 with the faces' list after it; 36.1-36.8 with that and canonical faces' marks off
+// two vertex pairs. Marking in a phase of its own, the boundary faces' list shared evenly
+// over the grid, was slower (flags 20.7 + marks 21.2 µs: the marks' random stores no longer
+// overlap the flags' loads); so was the look-back done by one warp of the block.
 // `faces` holds 2 nf, `edges` ne, `vertices` nv words (the lists are prefixes); the last
 // block writes their lengths to totals[0..3] and the non-manifold flag to totals[3] (plain
 // stores: the totals may be mapped host memory; every word is written, so nothing is cleared
@@ -1909,10 +1936,11 @@ __device__ __forceinline__ u64w lb_prefix(const u64w* lb, u32 b, u32 stamp, int 
 // (a mark is set where it equals `stamp`); `lb` (3 G + 1 words) is tagged with the same
 // stamp. `flags`: nf words of scratch where a warp's run of faces is longer than 32 faces a
 // lane (else unused). `fe_k`: the length of every row of ∂2 when they are all 3 or all 4
-// entries long, else 0. Blocks of 256 (SCAN_WARPS warps).
+// entries long, else 0; `canon`: the faces are canonical (boundary_mark_list; fe_k is 3).
+// Blocks of 256 (SCAN_WARPS warps).
 #define BF_ILP 4
 #define LS_ILP 8
-extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc_offs, const i32* fc_cols, u64 nf, const u32* fe_offs, const i32* fe_cols, const u32* ev, u32 fe_k, u64 ne, u64 nv, u32* flags, u32* emark, u32* vmark, u32* sync, u64w* lb, i32* faces, u32* edges, u32* vertices, u32* totals, u32 stamp) {
+extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc_offs, const i32* fc_cols, u64 nf, const u32* fe_offs, const i32* fe_cols, const u32* ev, u32 fe_k, u32 canon, u64 ne, u64 nv, u32* flags, u32* emark, u32* vmark, u32* sync, u64w* lb, i32* faces, u32* edges, u32* vertices, u32* totals, u32 stamp) {
     __shared__ u32 wcnt[3 * SCAN_WARPS];
     __shared__ u64w ws64[SCAN_WARPS + 1];
     __shared__ u32 blist[SCAN_WARPS * 32 * BF_ILP];
@@ -1966,10 +1994,12 @@ extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc
             n += __popc(m);
         }
         __syncwarp();
-        boundary_mark_list(wl, n, lane, fe_k, fe_offs, fe_cols, ev, emark, vmark, stamp);
+        boundary_mark_list(wl, n, lane, fe_k, canon, fe_offs, fe_cols, ev, emark, vmark, stamp);
         __syncwarp();
     }
-    // the half-faces' list: the block's count published, its prefix looked back at
+    // the half-faces' list: the block's count published (before the barrier), its prefix
+    // looked back at and the list written (after the barrier, while the blocks' counts of
+    // edges and vertices are awaited)
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) nh += __shfl_xor_sync(0xffffffffu, nh, o);
     if (lane == 0) wcnt[warp] = nh;
@@ -1979,7 +2009,9 @@ extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc
         for (u32 w = 0; w < SCAN_WARPS; w++) s += wcnt[w];
         lb_publish(lb + b, stamp, s);
     }
-    {
+    // one half-face a face (fl 1: +f, 2: -f) unless some face of the warp's has none
+    const bool two = __any_sync(0xffffffffu, both);
+    auto write_faces = [&]() {
         u32 pos = (u32)lb_prefix(lb, b, stamp, 0, -1, ws64);
         if (b == G - 1 && threadIdx.x == 0) {
             u32 t = pos;
@@ -1987,8 +2019,6 @@ extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc
             totals[0] = t;
         }
         for (u32 w = 0; w < warp; w++) pos += wcnt[w];
-        // one half-face a face (fl 1: +f, 2: -f) unless some face of the warp's has none
-        const bool two = __any_sync(0xffffffffu, both);
         for (u64 base = flo; base < fhi; base += 32) {
             const u64 f = base + lane;
             u32 fl = 0;
@@ -2005,7 +2035,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc
                 pos += __popc(m1) + __popc(m2);
             }
         }
-    }
+    };
     grid_sync(sync);
     // 2. The edges' and vertices' lists from their marks.
     const u64 n2[2] = {ne, nv};
@@ -2040,6 +2070,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc
         for (u32 w = 0; w < SCAN_WARPS; w++) s += wcnt[SCAN_WARPS * (1 + threadIdx.x) + w];
         lb_publish(lb + (1 + threadIdx.x) * (u64)G + b, stamp, s);
     }
+    write_faces();
     const u64w pre2 = lb_prefix(lb, b, stamp, 1, 2, ws64);
 #pragma unroll
     for (int k = 0; k < 2; k++) {
