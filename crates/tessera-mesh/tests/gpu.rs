@@ -1058,11 +1058,7 @@ fn boundary_of_a_large_mesh_matches_reference() {
             got.faces.capacity() == got.faces.len().max(1),
             "copied to its length"
         );
-        let got = got.download(&g).unwrap();
-        assert_eq!(got.manifold, want.manifold);
-        assert_eq!(got.faces, want.faces, "boundary faces");
-        assert_eq!(got.edges, want.edges, "boundary edges");
-        assert_eq!(got.vertices, want.vertices, "boundary vertices");
+        same_boundary("tet box 64^3", &got.download(&g).unwrap(), &m);
     }
 }
 
@@ -1074,7 +1070,6 @@ fn boundary_of_a_large_mesh_matches_reference() {
 fn boundary_with_face_flags_in_memory_matches_reference() {
     let Some(g) = gpu() else { return };
     let m = box_mesh(BoxKind::Tet, [80, 80, 80], [1.0, 1.0, 1.0]);
-    let want = extract_boundary(&m);
     let mut dm = DeviceMesh::upload(&g, &m).unwrap();
     let (_, grid) = dm.kernels().one_launch_grids().expect("one-launch chains");
     assert!(
@@ -1083,10 +1078,7 @@ fn boundary_with_face_flags_in_memory_matches_reference() {
         m.num_faces()
     );
     let got = dm.boundary().unwrap().download(&g).unwrap();
-    assert_eq!(got.manifold, want.manifold);
-    assert_eq!(got.faces, want.faces, "boundary faces");
-    assert_eq!(got.edges, want.edges, "boundary edges");
-    assert_eq!(got.vertices, want.vertices, "boundary vertices");
+    same_boundary("tet box 80^3", &got, &m);
 }
 
 /// Two threads on one set of mesh kernels, one transposing (mapped flag, then the chains'
@@ -1290,12 +1282,7 @@ fn boundary_matches_reference() {
                 let b = p.finish(&g).unwrap();
                 assert_eq!(
                     lengths,
-                    [
-                        b.faces.len() as u32,
-                        b.edges.len() as u32,
-                        b.vertices.len() as u32,
-                        u32::from(!b.manifold)
-                    ],
+                    lengths_words(b.faces.len(), b.edges.len(), b.vertices.len(), b.manifold),
                     "{name}: lengths on the device"
                 );
                 b
@@ -1342,6 +1329,17 @@ fn boundary_matches_reference() {
     );
 }
 
+/// The four words [`tessera_mesh::cuda::PendingBoundary::lengths`] holds for lists of these
+/// lengths.
+fn lengths_words(faces: usize, edges: usize, vertices: usize, manifold: bool) -> Vec<u32> {
+    vec![
+        faces as u32,
+        edges as u32,
+        vertices as u32,
+        u32::from(!manifold),
+    ]
+}
+
 /// The CPU reference's boundary of `m` equals `got` (`name` in the messages).
 fn same_boundary(name: &str, got: &Boundary, m: &PolyMesh) {
     let want = extract_boundary(m);
@@ -1386,12 +1384,12 @@ fn boundary_enqueued_back_to_back_matches_reference() {
         let want = extract_boundary(m);
         assert_eq!(
             lengths,
-            [
-                want.faces.len() as u32,
-                want.edges.len() as u32,
-                want.vertices.len() as u32,
-                u32::from(!want.manifold)
-            ],
+            lengths_words(
+                want.faces.len(),
+                want.edges.len(),
+                want.vertices.len(),
+                want.manifold
+            ),
             "{name}: lengths on the device"
         );
         same_boundary(name, &p.finish(&g).unwrap().download(&g).unwrap(), m);
@@ -1442,6 +1440,15 @@ fn boundary_in_small_grids_matches_reference() {
             same_boundary(&name, &p.finish(&g).unwrap().download(&g).unwrap(), m);
         }
     }
+    // δ3 of another mesh: refused before any launch
+    let a = DeviceMesh::upload(&g, &cases[0].1).unwrap();
+    let b = DeviceMesh::upload(&g, &cases[1].1).unwrap();
+    let fc_b = b.kernels().transpose_short_rows(b.cell_faces()).unwrap();
+    assert!(a.boundary_from(&fc_b).is_err(), "δ3 of another mesh");
+    assert!(
+        a.boundary_enqueue_from(&fc_b).is_err(),
+        "δ3 of another mesh"
+    );
 }
 
 /// The boundary of meshes whose faces of 3 or 4 edges are not all closed loops (open paths,

@@ -2186,17 +2186,12 @@ impl<'g> MeshKernels<'g> {
         edge_vertices: &DeviceBuffer<u32>,
         nvertices: usize,
     ) -> Result<DeviceBoundary, MeshError> {
-        self.boundary_of(&BoundaryInput {
-            fc,
-            fe,
-            edge_vertices,
-            nvertices,
-            canonical: false,
-        })
+        self.boundary_of(&BoundaryInput::any_faces(fc, fe, edge_vertices, nvertices))
     }
 
     /// [`MeshKernels::boundary`], of faces known canonical or not ([`BoundaryInput`]).
     fn boundary_of(&self, inp: &BoundaryInput) -> Result<DeviceBoundary, MeshError> {
+        inp.check()?;
         if let Some(c) = self.coop.as_deref() {
             // the lengths and the non-manifold flag land in mapped host words: no download
             let (lists, t) = self.with_words(|totals| self.boundary_one_launch(c, inp, totals))?;
@@ -2218,17 +2213,12 @@ impl<'g> MeshKernels<'g> {
         edge_vertices: &DeviceBuffer<u32>,
         nvertices: usize,
     ) -> Result<PendingBoundary, MeshError> {
-        self.boundary_enqueue_of(&BoundaryInput {
-            fc,
-            fe,
-            edge_vertices,
-            nvertices,
-            canonical: false,
-        })
+        self.boundary_enqueue_of(&BoundaryInput::any_faces(fc, fe, edge_vertices, nvertices))
     }
 
     /// [`MeshKernels::boundary_enqueue`], of faces known canonical or not ([`BoundaryInput`]).
     fn boundary_enqueue_of(&self, inp: &BoundaryInput) -> Result<PendingBoundary, MeshError> {
+        inp.check()?;
         let g = self.gpu;
         let Some(c) = self.coop.as_deref() else {
             let b = self.boundary_of(inp)?;
@@ -2253,9 +2243,9 @@ impl<'g> MeshKernels<'g> {
         Ok(PendingBoundary { lists, lengths })
     }
 
-    /// One cooperative launch of `boundary_coop` (the faces' flags, the marks of the edges
-    /// and vertices of boundary faces and the half-faces' list; then the edges' and vertices'
-    /// lists: one grid barrier, prefixes by look-back), enqueued with no host synchronisation: the lists in buffers of their
+    /// One cooperative launch of `boundary_coop` (the faces' flags and the marks of the edges
+    /// and vertices of boundary faces; one grid barrier; the three lists, their prefixes by
+    /// look-back), enqueued with no host synchronisation: the lists in buffers of their
     /// largest lengths, their lengths and the non-manifold flag written to the four words
     /// `totals`.
     fn boundary_one_launch(
@@ -2459,6 +2449,39 @@ struct BoundaryInput<'a> {
     edge_vertices: &'a DeviceBuffer<u32>,
     nvertices: usize,
     canonical: bool,
+}
+
+impl<'a> BoundaryInput<'a> {
+    /// Faces not known canonical.
+    fn any_faces(
+        fc: &'a DeviceTcsr,
+        fe: &'a DeviceTcsr,
+        edge_vertices: &'a DeviceBuffer<u32>,
+        nvertices: usize,
+    ) -> Self {
+        BoundaryInput {
+            fc,
+            fe,
+            edge_vertices,
+            nvertices,
+            canonical: false,
+        }
+    }
+
+    /// δ3, ∂2 and ∂1 of one mesh: a row of δ3 for every row of ∂2, a vertex pair for every
+    /// column of ∂2 (else the kernels would read past the operators).
+    fn check(&self) -> Result<(), MeshError> {
+        if self.fc.nrows() != self.fe.nrows() || self.edge_vertices.len() != 2 * self.fe.ncols {
+            return Err(MeshError::Gpu(GpuError::InvalidArgument(format!(
+                "boundary: δ3 of {} faces, ∂2 of {} faces and {} edges, {} edge-vertex words",
+                self.fc.nrows(),
+                self.fe.nrows(),
+                self.fe.ncols,
+                self.edge_vertices.len()
+            ))));
+        }
+        Ok(())
+    }
 }
 
 /// The boundary kernels address half-faces (two per face) with 32-bit positions.

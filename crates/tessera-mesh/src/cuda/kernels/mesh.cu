@@ -2011,31 +2011,6 @@ extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc
     }
     // one half-face a face (fl 1: +f, 2: -f) unless some face of the warp's has none
     const bool two = __any_sync(0xffffffffu, both);
-    auto write_faces = [&]() {
-        u32 pos = (u32)lb_prefix(lb, b, stamp, 0, -1, ws64);
-        if (b == G - 1 && threadIdx.x == 0) {
-            u32 t = pos;
-            for (u32 w = 0; w < SCAN_WARPS; w++) t += wcnt[w];
-            totals[0] = t;
-        }
-        for (u32 w = 0; w < warp; w++) pos += wcnt[w];
-        for (u64 base = flo; base < fhi; base += 32) {
-            const u64 f = base + lane;
-            u32 fl = 0;
-            if (f < fhi) fl = in_regs ? (u32)(fbits >> (2 * ((base - flo) >> 5))) & 3u : flags[f];
-            if (!two) {
-                const u32 m = __ballot_sync(0xffffffffu, fl != 0);
-                if (fl) faces[pos + __popc(m & lt)] = tenc((u32)f, fl == 2u);
-                pos += __popc(m);
-            } else {
-                const u32 m1 = __ballot_sync(0xffffffffu, fl & 1u), m2 = __ballot_sync(0xffffffffu, fl & 2u);
-                u32 p = pos + __popc(m1 & lt) + __popc(m2 & lt);
-                if (fl & 1u) faces[p++] = tenc((u32)f, false);
-                if (fl & 2u) faces[p] = tenc((u32)f, true);
-                pos += __popc(m1) + __popc(m2);
-            }
-        }
-    };
     grid_sync(sync);
     // 2. The edges' and vertices' lists from their marks.
     const u64 n2[2] = {ne, nv};
@@ -2070,7 +2045,32 @@ extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc
         for (u32 w = 0; w < SCAN_WARPS; w++) s += wcnt[SCAN_WARPS * (1 + threadIdx.x) + w];
         lb_publish(lb + (1 + threadIdx.x) * (u64)G + b, stamp, s);
     }
-    write_faces();
+    // the half-faces' list (every block's count was published before the barrier: no wait)
+    {
+        u32 pos = (u32)lb_prefix(lb, b, stamp, 0, -1, ws64);
+        if (b == G - 1 && threadIdx.x == 0) {
+            u32 t = pos;
+            for (u32 w = 0; w < SCAN_WARPS; w++) t += wcnt[w];
+            totals[0] = t;
+        }
+        for (u32 w = 0; w < warp; w++) pos += wcnt[w];
+        for (u64 base = flo; base < fhi; base += 32) {
+            const u64 f = base + lane;
+            u32 fl = 0;
+            if (f < fhi) fl = in_regs ? (u32)(fbits >> (2 * ((base - flo) >> 5))) & 3u : flags[f];
+            if (!two) {
+                const u32 m = __ballot_sync(0xffffffffu, fl != 0);
+                if (fl) faces[pos + __popc(m & lt)] = tenc((u32)f, fl == 2u);
+                pos += __popc(m);
+            } else {
+                const u32 m1 = __ballot_sync(0xffffffffu, fl & 1u), m2 = __ballot_sync(0xffffffffu, fl & 2u);
+                u32 p = pos + __popc(m1 & lt) + __popc(m2 & lt);
+                if (fl & 1u) faces[p++] = tenc((u32)f, false);
+                if (fl & 2u) faces[p] = tenc((u32)f, true);
+                pos += __popc(m1) + __popc(m2);
+            }
+        }
+    }
     const u64w pre2 = lb_prefix(lb, b, stamp, 1, 2, ws64);
 #pragma unroll
     for (int k = 0; k < 2; k++) {
