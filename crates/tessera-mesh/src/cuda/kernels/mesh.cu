@@ -1924,8 +1924,8 @@ __device__ __forceinline__ u64w lb_prefix(const u64w* lb, u32 b, u32 stamp, int 
 // Dragon in file order (session 31, phase stamps): 58.6 µs with session 30's kernel (the
 // flags and marks, then a grid scan of the faces' flags and the marks in two passes with a
 // grid barrier between them); 42.4 µs with one barrier and the faces' list written before
-// it; 39.3 with the faces' list after it; 36.1-36.8 with that and canonical faces' marks off
-// two vertex pairs. Marking in a phase of its own, the boundary faces' list shared evenly
+// it; 38.2 with the faces' list after it (39.3 with the canonical faces' marks alone);
+// 36.1-36.8 with both. Marking in a phase of its own, the boundary faces' list shared evenly
 // over the grid, was slower (flags 20.7 + marks 21.2 µs: the marks' random stores no longer
 // overlap the flags' loads); so was the look-back done by one warp of the block.
 // `faces` holds 2 nf, `edges` ne, `vertices` nv words (the lists are prefixes); the last
