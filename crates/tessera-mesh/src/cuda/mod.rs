@@ -1586,6 +1586,7 @@ impl<'g> MeshKernels<'g> {
         ev: &[[u32; 2]],
         fe: &Tcsr,
         deg: &PairDegrees,
+        second: &[u32],
     ) -> Result<Option<FaceBuckets>, MeshError> {
         let Some(k) = self.coop.as_deref().and_then(|c| c.face_runs.as_ref()) else {
             return Ok(None);
@@ -1594,9 +1595,6 @@ impl<'g> MeshKernels<'g> {
         if nf == 0 || 3 * nf as u64 >= u32::MAX as u64 {
             return Ok(None);
         }
-        let Some(second) = canonical_faces(ev, fe) else {
-            return Ok(None);
-        };
         let e0 = &deg.e0;
         // the faces' position-0 edges are non-decreasing (the triples are)
         let rs = crate::simplex::first_vertex_offsets(
@@ -1621,7 +1619,7 @@ impl<'g> MeshKernels<'g> {
             })
             .collect();
         // a face (a, b, c) is an A face of b's edge (b, c)
-        for &b in &second {
+        for &b in second {
             load[b as usize].afaces += 1;
         }
         // tasks of a warp, a block's warps to a block, FR_WAVES waves of blocks; none larger than
@@ -2218,7 +2216,6 @@ impl<'g> MeshKernels<'g> {
 
     /// [`MeshKernels::boundary_enqueue`], of faces known canonical or not ([`BoundaryInput`]).
     fn boundary_enqueue_of(&self, inp: &BoundaryInput) -> Result<PendingBoundary, MeshError> {
-        inp.check()?;
         let g = self.gpu;
         let Some(c) = self.coop.as_deref() else {
             let b = self.boundary_of(inp)?;
@@ -2237,6 +2234,7 @@ impl<'g> MeshKernels<'g> {
                 lengths,
             });
         };
+        inp.check()?;
         // every word of `lengths` is written by the launch: nothing to clear
         let lengths = g.alloc::<u32>(4)?;
         let lists = self.boundary_one_launch(c, inp, &lengths)?;
@@ -2523,6 +2521,10 @@ pub struct DeviceMesh<'g> {
     /// δ2's buckets, cut at upload for faces found canonical there ([`FaceBuckets`]; then δ2
     /// is read off δ1 and the faces' runs).
     face_buckets: Option<FaceBuckets>,
+    /// The faces were found canonical at upload ([`canonical_faces`]; looked for only with
+    /// the one-launch kernels, which read it): the boundary's marks read two vertex pairs a
+    /// face, with or without δ2's buckets.
+    faces_canonical: bool,
 }
 
 macro_rules! require {
@@ -2552,12 +2554,24 @@ impl<'g> DeviceMesh<'g> {
         let ev: Vec<u32> = mesh.edge_vertices().iter().flat_map(|p| *p).collect();
         let pos: Vec<f64> = mesh.positions().iter().flat_map(|p| *p).collect();
         let canonical = canonical_pairs(mesh.edge_vertices());
+        // every face's second vertex where the faces are canonical too
+        let second = if canonical && kernels.one_launch_chains() {
+            canonical_faces(mesh.edge_vertices(), mesh.face_edges())
+        } else {
+            None
+        };
         let (edge_buckets, face_buckets) = if canonical {
             let deg = PairDegrees::of(mesh.edge_vertices(), mesh.num_vertices())?;
-            (
-                kernels.cut_canonical_pairs(mesh.num_edges(), &deg)?,
-                kernels.cut_canonical_faces(mesh.edge_vertices(), mesh.face_edges(), &deg)?,
-            )
+            let faces = match &second {
+                Some(second) => kernels.cut_canonical_faces(
+                    mesh.edge_vertices(),
+                    mesh.face_edges(),
+                    &deg,
+                    second,
+                )?,
+                None => None,
+            };
+            (kernels.cut_canonical_pairs(mesh.num_edges(), &deg)?, faces)
         } else {
             (None, None)
         };
@@ -2572,6 +2586,7 @@ impl<'g> DeviceMesh<'g> {
             try_canonical_edges: canonical,
             edge_buckets,
             face_buckets,
+            faces_canonical: second.is_some(),
             kernels,
         })
     }
@@ -2783,7 +2798,7 @@ impl<'g> DeviceMesh<'g> {
             fe: &self.face_edges,
             edge_vertices: &self.edge_vertices,
             nvertices: self.nvertices,
-            canonical: self.face_buckets.is_some(),
+            canonical: self.faces_canonical,
         }
     }
 

@@ -338,6 +338,7 @@ pub fn catmull_clark_levels_gpu<'g>(
                 .as_ref()
                 .map(|f| f.duplicate(g))
                 .transpose()?,
+            faces_canonical: dm.faces_canonical,
         });
     }
     let mut cur = catmull_clark_gpu(dm)?;
@@ -428,8 +429,9 @@ fn loop_ordered<'g>(dm: &DeviceMesh<'g>, m: &Module) -> Result<Option<DeviceMesh
         cells_closed: dm.cells_closed,
         try_canonical_edges: dm.try_canonical_edges,
         edge_buckets: dup_edge_buckets(dm)?,
-        // the rows are reordered: not the faces the buckets were cut for
+        // the rows are reordered: not the faces the buckets were cut for, nor canonical
         face_buckets: None,
+        faces_canonical: false,
     }))
 }
 
@@ -708,6 +710,7 @@ fn subdivide<'g>(
         try_canonical_edges: true,
         edge_buckets: None,
         face_buckets: None,
+        faces_canonical: false,
     }))
 }
 

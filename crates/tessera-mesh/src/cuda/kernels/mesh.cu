@@ -1940,6 +1940,12 @@ __device__ __forceinline__ u64w lb_prefix(const u64w* lb, u32 b, u32 stamp, int 
 // Blocks of 256 (SCAN_WARPS warps).
 #define BF_ILP 4
 #define LS_ILP 8
+// The block's count: the sum of its SCAN_WARPS warps' counts `w` (shared memory).
+__device__ __forceinline__ u32 block_count(const u32* w) {
+    u32 s = 0;
+    for (u32 i = 0; i < SCAN_WARPS; i++) s += w[i];
+    return s;
+}
 extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc_offs, const i32* fc_cols, u64 nf, const u32* fe_offs, const i32* fe_cols, const u32* ev, u32 fe_k, u32 canon, u64 ne, u64 nv, u32* flags, u32* emark, u32* vmark, u32* sync, u64w* lb, i32* faces, u32* edges, u32* vertices, u32* totals, u32 stamp) {
     __shared__ u32 wcnt[3 * SCAN_WARPS];
     __shared__ u64w ws64[SCAN_WARPS + 1];
@@ -2004,11 +2010,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc
     for (int o = 16; o > 0; o >>= 1) nh += __shfl_xor_sync(0xffffffffu, nh, o);
     if (lane == 0) wcnt[warp] = nh;
     __syncthreads();
-    if (threadIdx.x == 0) {
-        u32 s = 0;
-        for (u32 w = 0; w < SCAN_WARPS; w++) s += wcnt[w];
-        lb_publish(lb + b, stamp, s);
-    }
+    if (threadIdx.x == 0) lb_publish(lb + b, stamp, block_count(wcnt));
     // one half-face a face (fl 1: +f, 2: -f) unless some face of the warp's has none
     const bool two = __any_sync(0xffffffffu, both);
     grid_sync(sync);
@@ -2040,19 +2042,12 @@ extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc
         if (lane == 0) wcnt[SCAN_WARPS * (1 + k) + warp] = c;
     }
     __syncthreads();
-    if (threadIdx.x < 2) {
-        u32 s = 0;
-        for (u32 w = 0; w < SCAN_WARPS; w++) s += wcnt[SCAN_WARPS * (1 + threadIdx.x) + w];
-        lb_publish(lb + (1 + threadIdx.x) * (u64)G + b, stamp, s);
-    }
+    if (threadIdx.x < 2)
+        lb_publish(lb + (1 + threadIdx.x) * (u64)G + b, stamp, block_count(wcnt + SCAN_WARPS * (1 + threadIdx.x)));
     // the half-faces' list (every block's count was published before the barrier: no wait)
     {
         u32 pos = (u32)lb_prefix(lb, b, stamp, 0, -1, ws64);
-        if (b == G - 1 && threadIdx.x == 0) {
-            u32 t = pos;
-            for (u32 w = 0; w < SCAN_WARPS; w++) t += wcnt[w];
-            totals[0] = t;
-        }
+        if (b == G - 1 && threadIdx.x == 0) totals[0] = pos + block_count(wcnt);
         for (u32 w = 0; w < warp; w++) pos += wcnt[w];
         for (u64 base = flo; base < fhi; base += 32) {
             const u64 f = base + lane;
@@ -2076,9 +2071,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc
     for (int k = 0; k < 2; k++) {
         u32 pos = (u32)(pre2 >> (32 * k));
         if (b == G - 1 && threadIdx.x == 0) {
-            u32 t = pos;
-            for (u32 w = 0; w < SCAN_WARPS; w++) t += wcnt[SCAN_WARPS * (1 + k) + w];
-            totals[1 + k] = t;
+            totals[1 + k] = pos + block_count(wcnt + SCAN_WARPS * (1 + k));
             if (k == 1) totals[3] = ldcg(nonmanifold) == stamp ? 1u : 0u;
         }
         for (u32 w = 0; w < warp; w++) pos += wcnt[SCAN_WARPS * (1 + k) + w];
