@@ -1023,6 +1023,14 @@ impl HostWords {
             unsafe { std::ptr::write_volatile(self.host.add(i), 0) }
         }
     }
+    /// Set word `i` to `v` (a signal to a running kernel that polls it); nothing past the
+    /// end.
+    pub fn set(&self, i: usize, v: u32) {
+        if i < self.len {
+            // SAFETY: as in `clear`, and `i < len`.
+            unsafe { std::ptr::write_volatile(self.host.add(i), v) }
+        }
+    }
     /// Word `i` as the kernels left it (call after a synchronisation of the stream that
     /// ran them); 0 past the end.
     pub fn get(&self, i: usize) -> u32 {
@@ -1036,6 +1044,11 @@ impl HostWords {
     pub fn len(&self) -> usize {
         self.len
     }
+    /// The device address of word `i` (a kernel argument that points at that one word), or
+    /// `None` past the end.
+    pub fn device_address(&self, i: usize) -> Option<u64> {
+        (i < self.len).then(|| self.dev + 4 * i as u64)
+    }
     /// Whether there are no words (never: at least one is allocated).
     pub fn is_empty(&self) -> bool {
         self.len == 0
@@ -1047,7 +1060,8 @@ impl Drop for HostWords {
         let host = self.host;
         with_current(&self.ctx, || {
             // SAFETY: `host` came from cuMemHostAlloc in `Gpu::host_words` and is freed
-            // once; kernels that wrote it were synchronised by the calls that read it.
+            // once; kernels that wrote it were synchronised by the calls that read it, or
+            // (`Gpu::wait_word`) write nothing to it after the word waited for.
             unsafe {
                 cudarc::driver::sys::cuMemFreeHost(host as *mut std::ffi::c_void);
             }
@@ -1091,7 +1105,60 @@ impl std::fmt::Debug for HostWords {
     }
 }
 
+/// How often [`Gpu::wait_word`] asks the stream whether its work has ended.
+const WAIT_WORD_QUERY: std::time::Duration = std::time::Duration::from_micros(20);
+
 impl Gpu {
+    /// Wait until word `i` of `words` is non-zero, without waiting for the launch that writes
+    /// it to end: a kernel on this stream that writes its results into the words before `i`,
+    /// then a system-scope fence (`__threadfence_system`), then a non-zero word `i`, hands
+    /// those results to the host as soon as they are final, while its other blocks still
+    /// finish (a stream synchronisation would wait for the launch's end and the driver's
+    /// wake-up). Spins on the word and asks the stream every 20 µs whether its work has
+    /// ended; when it has and the word is still 0, no kernel wrote it: `Ok(false)` (the
+    /// caller synchronises, or decides). An error of the stream's work found by the query is
+    /// returned as [`Gpu::synchronize`] returns it. Work still running after `Ok(true)` stays
+    /// ordered before later work on the stream; its errors surface at the next
+    /// synchronisation.
+    pub fn wait_word(&self, words: &HostWords, i: usize) -> GpuResult<bool> {
+        use cudarc::driver::sys;
+        if i >= words.len() {
+            return Err(GpuError::InvalidArgument(format!(
+                "word {i} of {} mapped words",
+                words.len()
+            )));
+        }
+        let mut asked = std::time::Instant::now();
+        loop {
+            if words.get(i) != 0 {
+                // the words before `i` were written before it (the kernel's fence)
+                std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+                return Ok(true);
+            }
+            if asked.elapsed() >= WAIT_WORD_QUERY {
+                let r = guard("cuStreamQuery", || {
+                    make_current(&self.ctx).map_err(|e| GpuError::driver("cuCtxSetCurrent", e))?;
+                    // SAFETY: the stream is live for as long as `self` is.
+                    Ok(unsafe { sys::cuStreamQuery(self.stream.cu_stream()) })
+                })?;
+                match r {
+                    sys::CUresult::CUDA_ERROR_NOT_READY => {}
+                    sys::CUresult::CUDA_SUCCESS => return Ok(words.get(i) != 0),
+                    _ => {
+                        // the stream's error, as a synchronisation reports it
+                        self.synchronize()?;
+                        return Err(GpuError::Driver {
+                            op: "cuStreamQuery",
+                            msg: format!("{r:?}"),
+                        });
+                    }
+                }
+                asked = std::time::Instant::now();
+            }
+            std::hint::spin_loop();
+        }
+    }
+
     /// `n` (at least 1) new mapped host words, cleared (see [`HostWords`]).
     pub fn host_words(&self, n: usize) -> GpuResult<HostWords> {
         use cudarc::driver::sys;

@@ -727,6 +727,62 @@ fn host_words_written_by_kernel_and_cleared_by_host() {
     }
 }
 
+/// [`Gpu::wait_word`] returns once a kernel has marked its words final, before the launch ends:
+/// block 0 writes word 0, fences, then marks word 1, while block 1 runs until the host answers
+/// through word 2 (or gives up after about a second and says so in word 3, so that a wait for
+/// the launch's end fails here instead of hanging). A launch that never marks the word makes
+/// the wait return `false` once the stream is idle; a word past the end is refused.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn wait_word_returns_before_the_launch_ends() {
+    let Some(g) = gpu() else { return };
+    let m = g
+        .compile(
+            r#"extern "C" __global__ void mark_then_wait(unsigned* w, unsigned v, unsigned mark) {
+                if (threadIdx.x != 0) return;
+                if (blockIdx.x == 0) {
+                    w[0] = v;
+                    __threadfence_system();
+                    if (mark) *(volatile unsigned*)(w + 1) = 1u;
+                } else if (mark) {
+                    const long long t0 = clock64();
+                    while (*(volatile unsigned*)(w + 2) == 0u) {
+                        if (clock64() - t0 > 2000000000ll) { w[3] = 1u; return; }
+                    }
+                }
+            }"#,
+            &CompileOptions::named("wait_word_test.cu"),
+        )
+        .unwrap();
+    let k = m.function("mark_then_wait").unwrap();
+    let w = g.host_words(4).unwrap();
+    for v in [7u32, 11] {
+        w.clear();
+        g.launch(&k, LaunchConfig::blocks(2, 32))
+            .arg(&w)
+            .arg(&v)
+            .arg(&1u32)
+            .run()
+            .unwrap();
+        assert!(g.wait_word(&w, 1).unwrap(), "marked");
+        assert_eq!(w.get(0), v, "the word before the mark");
+        // block 1 is still running: it ends once the host answers
+        w.set(2, 1);
+        g.synchronize().unwrap();
+        assert_eq!(w.get(3), 0, "the wait returned before the launch ended");
+    }
+    w.clear();
+    g.launch(&k, LaunchConfig::blocks(2, 32))
+        .arg(&w)
+        .arg(&5u32)
+        .arg(&0u32)
+        .run()
+        .unwrap();
+    assert!(!g.wait_word(&w, 1).unwrap(), "never marked");
+    assert_eq!(w.get(0), 5);
+    assert!(g.wait_word(&w, 4).is_err(), "past the end");
+}
+
 /// Buffers dropped on a thread that never used the device free with the context bound
 /// there (cudarc's free does not bind it): without that, the free fails with
 /// `CUDA_ERROR_INVALID_CONTEXT`, cudarc keeps the error, and the next call of the context

@@ -1352,7 +1352,9 @@ fn same_boundary(name: &str, got: &Boundary, m: &PolyMesh) {
 /// Boundary extractions enqueued back to back on one set of kernels, none waited for until
 /// all are enqueued (meshes larger and smaller in turn, so the kept marks grow while earlier
 /// launches are in flight): each one's lengths on the device and its lists equal the CPU
-/// reference.
+/// reference. Between them, synchronous extractions, which return once their lengths are
+/// final, before their launch ends (so the next launch clears the mapped words while the last
+/// may still run): their lists, downloaded after all, equal it too.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn boundary_enqueued_back_to_back_matches_reference() {
@@ -1370,6 +1372,7 @@ fn boundary_enqueued_back_to_back_matches_reference() {
     ));
     let mut pending = Vec::new();
     let mut held = Vec::new();
+    let mut synchronous = Vec::new();
     for (name, m) in &cases {
         let dm = DeviceMesh::upload(&g, m).unwrap();
         let fc = k.transpose_short_rows(dm.cell_faces()).unwrap();
@@ -1377,7 +1380,14 @@ fn boundary_enqueued_back_to_back_matches_reference() {
             .boundary_enqueue(&fc, dm.face_edges(), dm.edge_vertices(), m.num_vertices())
             .unwrap();
         pending.push((*name, m, p));
+        let s = k
+            .boundary(&fc, dm.face_edges(), dm.edge_vertices(), m.num_vertices())
+            .unwrap();
+        synchronous.push((*name, m, s));
         held.push((dm, fc)); // inputs live until their launches have run
+    }
+    for (name, m, s) in synchronous {
+        same_boundary(name, &s.download(&g).unwrap(), m);
     }
     for (name, m, p) in pending {
         let lengths = g.download(&p.lengths).unwrap();

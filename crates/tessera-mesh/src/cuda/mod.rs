@@ -242,8 +242,9 @@ pub struct MeshKernels<'g> {
     module: Arc<Module>,
     coop: Option<Arc<CoopChains>>,
     /// The flag of the fast paths that read one (word 0) and the boundary's three lengths
-    /// and non-manifold word: mapped host words (no memset before the launch, no copy after
-    /// it), held locked from their clearing to their reading ([`MeshKernels::with_words`]).
+    /// and non-manifold word, then the boundary's word that says they are final (word
+    /// [`WORD_DONE`]): mapped host words (no memset before the launch, no copy after it), held
+    /// locked from their clearing to their reading ([`MeshKernels::with_words`]).
     words: Arc<std::sync::Mutex<HostWords>>,
 }
 
@@ -914,6 +915,13 @@ impl CoopChains {
 /// many bytes of it sit idle, and are copied into buffers of their length otherwise.
 const KEEP_IDLE_BYTES: usize = 16 << 20;
 
+/// The mapped host words of [`MeshKernels`]: a flag or the boundary's four words, then
+/// [`WORD_DONE`].
+const WORDS: usize = 5;
+/// The word `boundary_coop` sets (after a system-scope fence) once it has written its four
+/// result words: the host reads them then, not at the launch's end.
+const WORD_DONE: usize = 4;
+
 /// The input of a one-launch transpose (see `transpose_coop` in `kernels/mesh.cu`).
 struct TransposeInput<'a> {
     offsets: &'a DeviceBuffer<u32>,
@@ -961,7 +969,7 @@ impl<'g> MeshKernels<'g> {
             prims: gpu.primitives()?,
             module,
             coop,
-            words: Arc::new(std::sync::Mutex::new(gpu.host_words(4)?)),
+            words: Arc::new(std::sync::Mutex::new(gpu.host_words(WORDS)?)),
         })
     }
     /// Another handle on the same kernels and the same device stream.
@@ -1121,6 +1129,39 @@ impl<'g> MeshKernels<'g> {
         let r = launch(&*words);
         self.gpu.synchronize()?;
         Ok((r?, std::array::from_fn(|i| words.get(i))))
+    }
+
+    /// [`MeshKernels::with_words`] for a launch that also writes word [`WORD_DONE`] (given its
+    /// device address) once words 0-3 are final: waits for that word, not for the launch's
+    /// end ([`Gpu::wait_word`]); the launch's other work stays ordered on the stream. A launch
+    /// that ended without writing it is waited for and its error returned.
+    fn with_words_done<T>(
+        &self,
+        launch: impl FnOnce(&dyn KernelArg, u64) -> Result<T, MeshError>,
+    ) -> Result<(T, [u32; 4]), MeshError> {
+        let words = self.words.lock().unwrap_or_else(|p| p.into_inner());
+        words.clear();
+        let done = words.device_address(WORD_DONE).ok_or_else(|| {
+            MeshError::Gpu(GpuError::InvalidArgument(
+                "no word for the done mark".into(),
+            ))
+        })?;
+        let r = launch(&*words, done);
+        let r = match r {
+            Ok(r) => r,
+            Err(e) => {
+                // what was enqueued before the failure ends before the words are unlocked
+                self.gpu.synchronize()?;
+                return Err(e);
+            }
+        };
+        if !self.gpu.wait_word(&words, WORD_DONE)? {
+            self.gpu.synchronize()?;
+            return Err(MeshError::Gpu(GpuError::InvalidArgument(
+                "the launch ended without marking its words final".into(),
+            )));
+        }
+        Ok((r, std::array::from_fn(|i| words.get(i))))
     }
 
     /// A deferred transpose (given a zeroed flag) with its flag read (one host
@@ -2175,8 +2216,12 @@ impl<'g> MeshKernels<'g> {
     }
 
     /// Boundary extraction (dissertation §3.4.2) from δ3 (`fc`), ∂2 and ∂1, with the lists'
-    /// lengths read on the host (one host synchronisation; [`MeshKernels::boundary_enqueue`]
-    /// leaves them on the device).
+    /// lengths read on the host ([`MeshKernels::boundary_enqueue`] leaves them on the device).
+    /// With the one-launch kernel the host waits for the launch's mark that the lengths are
+    /// final, not for its end ([`Gpu::wait_word`]): the lists' last writes may still be running
+    /// when this returns, ordered before any later work on the device's stream (downloads
+    /// included); an error of the launch's later part surfaces at the next synchronisation.
+    /// Without it, one host synchronisation.
     pub fn boundary(
         &self,
         fc: &DeviceTcsr,
@@ -2191,8 +2236,10 @@ impl<'g> MeshKernels<'g> {
     fn boundary_of(&self, inp: &BoundaryInput) -> Result<DeviceBoundary, MeshError> {
         inp.check()?;
         if let Some(c) = self.coop.as_deref() {
-            // the lengths and the non-manifold flag land in mapped host words: no download
-            let (lists, t) = self.with_words(|totals| self.boundary_one_launch(c, inp, totals))?;
+            // the lengths and the non-manifold flag land in mapped host words (no download),
+            // read as soon as the launch marks them final
+            let (lists, t) = self
+                .with_words_done(|totals, done| self.boundary_one_launch(c, inp, totals, done))?;
             return lists.fitted(self.gpu, t);
         }
         let m = self.boundary_marks(inp.fc, inp.fe, inp.edge_vertices, inp.nvertices)?;
@@ -2237,7 +2284,7 @@ impl<'g> MeshKernels<'g> {
         inp.check()?;
         // every word of `lengths` is written by the launch: nothing to clear
         let lengths = g.alloc::<u32>(4)?;
-        let lists = self.boundary_one_launch(c, inp, &lengths)?;
+        let lists = self.boundary_one_launch(c, inp, &lengths, 0)?;
         Ok(PendingBoundary { lists, lengths })
     }
 
@@ -2251,6 +2298,7 @@ impl<'g> MeshKernels<'g> {
         c: &CoopChains,
         inp: &BoundaryInput,
         totals: &dyn tessera_gpu::KernelArg,
+        done: u64,
     ) -> Result<BoundaryLists, MeshError> {
         let g = self.gpu;
         let &BoundaryInput {
@@ -2313,6 +2361,7 @@ impl<'g> MeshKernels<'g> {
             .arg(&edges)
             .arg(&vertices)
             .arg(totals)
+            .arg(&done)
             .arg(&m.stamp)
             .run_cooperative()?;
         Ok(BoundaryLists {

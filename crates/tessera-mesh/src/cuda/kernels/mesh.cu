@@ -1931,7 +1931,8 @@ __device__ __forceinline__ u64w lb_prefix(const u64w* lb, u32 b, u32 stamp, int 
 // `faces` holds 2 nf, `edges` ne, `vertices` nv words (the lists are prefixes); the last
 // block writes their lengths to totals[0..3] and the non-manifold flag to totals[3] (plain
 // stores: the totals may be mapped host memory; every word is written, so nothing is cleared
-// first). `emark` (ne words) and `vmark` (nv) are marks kept from launch to launch: this
+// first), then, where `done` is not null, sets *done to 1 after a system-scope fence: the host
+// reads the totals then, while the other blocks finish their lists. `emark` (ne words) and `vmark` (nv) are marks kept from launch to launch: this
 // launch marks with `stamp`, which no earlier launch on them used, so they need no zeroing
 // (a mark is set where it equals `stamp`); `lb` (3 G + 1 words) is tagged with the same
 // stamp. `flags`: nf words of scratch where a warp's run of faces is longer than 32 faces a
@@ -1946,7 +1947,7 @@ __device__ __forceinline__ u32 block_count(const u32* w) {
     for (u32 i = 0; i < SCAN_WARPS; i++) s += w[i];
     return s;
 }
-extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc_offs, const i32* fc_cols, u64 nf, const u32* fe_offs, const i32* fe_cols, const u32* ev, u32 fe_k, u32 canon, u64 ne, u64 nv, u32* flags, u32* emark, u32* vmark, u32* sync, u64w* lb, i32* faces, u32* edges, u32* vertices, u32* totals, u32 stamp) {
+extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc_offs, const i32* fc_cols, u64 nf, const u32* fe_offs, const i32* fe_cols, const u32* ev, u32 fe_k, u32 canon, u64 ne, u64 nv, u32* flags, u32* emark, u32* vmark, u32* sync, u64w* lb, i32* faces, u32* edges, u32* vertices, u32* totals, u32* done, u32 stamp) {
     __shared__ u32 wcnt[3 * SCAN_WARPS];
     __shared__ u64w ws64[SCAN_WARPS + 1];
     __shared__ u32 blist[SCAN_WARPS * 32 * BF_ILP];
@@ -2072,7 +2073,15 @@ extern "C" __global__ void __launch_bounds__(256, 4) boundary_coop(const u32* fc
         u32 pos = (u32)(pre2 >> (32 * k));
         if (b == G - 1 && threadIdx.x == 0) {
             totals[1 + k] = pos + block_count(wcnt + SCAN_WARPS * (1 + k));
-            if (k == 1) totals[3] = ldcg(nonmanifold) == stamp ? 1u : 0u;
+            if (k == 1) {
+                totals[3] = ldcg(nonmanifold) == stamp ? 1u : 0u;
+                // the four words are final: mark them so (after them, system-wide), for a host
+                // that reads them before the launch's end
+                if (done) {
+                    __threadfence_system();
+                    *(volatile u32*)done = 1u;
+                }
+            }
         }
         for (u32 w = 0; w < warp; w++) pos += wcnt[SCAN_WARPS * (1 + k) + w];
         u32* const out = k == 0 ? edges : vertices;
