@@ -1542,6 +1542,66 @@ fn assert_positions_close(name: &str, m: &PolyMesh, got: &[[f64; 3]], want: &[[f
     );
 }
 
+/// The smoothing's stencil in one launch (`MeshKernels::smoothing_stencil`): the fixed
+/// vertices are exactly the CPU boundary's vertices (open, non-manifold and closed meshes),
+/// the neighbour of every δ1 entry is the other end of its edge, and
+/// `boundary_vertex_marks` (the same launch without δ1) gives the same marks.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn smoothing_stencil_matches_reference() {
+    let Some(g) = gpu() else { return };
+    let mut cases = meshes();
+    cases.push((
+        "tet box 12x10x8",
+        box_mesh(BoxKind::Tet, [12, 10, 8], [1.0, 1.0, 1.0]),
+    ));
+    for (name, m) in &cases {
+        let dm = DeviceMesh::upload(&g, m).unwrap();
+        let k = dm.kernels();
+        let fc = k.transpose(dm.cell_faces()).unwrap();
+        let ve = dm.compute_vertex_edges().unwrap();
+        let nv = m.num_vertices();
+        let (fixed, nbr) = k
+            .smoothing_stencil(&fc, dm.face_edges(), dm.edge_vertices(), nv, &ve)
+            .unwrap();
+        let mut want = vec![0u32; nv];
+        for &v in &extract_boundary(m).vertices {
+            want[v as usize] = 1;
+        }
+        assert_eq!(g.download(&fixed).unwrap(), want, "{name}: fixed vertices");
+        let marks = k
+            .boundary_vertex_marks(&fc, dm.face_edges(), dm.edge_vertices(), nv)
+            .unwrap();
+        assert_eq!(g.download(&marks).unwrap(), want, "{name}: marks alone");
+        let ev = m.edge_vertices();
+        let want_nbr: Vec<u32> = m
+            .vertex_edges()
+            .columns()
+            .iter()
+            .map(|&c| {
+                let [a, b] = ev[(c ^ (c >> 31)) as usize];
+                if c < 0 {
+                    b
+                } else {
+                    a
+                }
+            })
+            .collect();
+        assert_eq!(g.download(&nbr).unwrap(), want_nbr, "{name}: neighbours");
+        // δ1 of another mesh is refused
+        if nv > 1 {
+            let other = box_mesh(BoxKind::Tet, [2, 2, 2], [1.0, 1.0, 1.0]);
+            let dother = DeviceMesh::upload(&g, &other).unwrap();
+            let ve2 = dother.compute_vertex_edges().unwrap();
+            if other.num_vertices() != nv {
+                assert!(k
+                    .smoothing_stencil(&fc, dm.face_edges(), dm.edge_vertices(), nv, &ve2)
+                    .is_err());
+            }
+        }
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn laplacian_smoothing_matches_reference() {

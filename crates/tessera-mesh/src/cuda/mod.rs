@@ -2381,7 +2381,63 @@ impl<'g> MeshKernels<'g> {
         edge_vertices: &DeviceBuffer<u32>,
         nvertices: usize,
     ) -> Result<DeviceBuffer<u32>, MeshError> {
-        Ok(self.boundary_marks(fc, fe, edge_vertices, nvertices)?.vmark)
+        let inp = BoundaryInput::any_faces(fc, fe, edge_vertices, nvertices);
+        Ok(self.stencil(&inp, None)?.0)
+    }
+
+    /// The Laplacian smoothing's stencil (dissertation §3.4.2): the boundary vertex marks of
+    /// [`MeshKernels::boundary_vertex_marks`] (the fixed vertices) and the other end of every
+    /// entry of δ1 (`vertex_edges`), the neighbour each step reads, in one launch after the
+    /// marks' memset; no host synchronisation.
+    pub fn smoothing_stencil(
+        &self,
+        fc: &DeviceTcsr,
+        fe: &DeviceTcsr,
+        edge_vertices: &DeviceBuffer<u32>,
+        nvertices: usize,
+        vertex_edges: &DeviceTcsr,
+    ) -> Result<(DeviceBuffer<u32>, DeviceBuffer<u32>), MeshError> {
+        let inp = BoundaryInput::any_faces(fc, fe, edge_vertices, nvertices);
+        if vertex_edges.nrows() != nvertices || vertex_edges.ncols != fe.ncols {
+            return Err(MeshError::Gpu(GpuError::InvalidArgument(format!(
+                "smoothing stencil: δ1 of {} vertices and {} edges, for {nvertices} vertices and {} edges",
+                vertex_edges.nrows(),
+                vertex_edges.ncols,
+                fe.ncols
+            ))));
+        }
+        let (fixed, nbr) = self.stencil(&inp, Some(vertex_edges))?;
+        Ok((fixed, nbr.expect("asked for")))
+    }
+
+    /// `smoothing_stencil` in mesh.cu: the vertex marks, and the neighbours of δ1's entries
+    /// where `vertex_edges` is given.
+    fn stencil(
+        &self,
+        inp: &BoundaryInput,
+        vertex_edges: Option<&DeviceTcsr>,
+    ) -> Result<(DeviceBuffer<u32>, Option<DeviceBuffer<u32>>), MeshError> {
+        inp.check()?;
+        let g = self.gpu;
+        let nf = inp.fc.nrows();
+        let vmark = g.zeros::<u32>(inp.nvertices)?;
+        let nnz = vertex_edges.map_or(0, |ve| ve.nnz());
+        let nbr = vertex_edges.map(|_| g.alloc::<u32>(nnz)).transpose()?;
+        let (nf64, nnz64) = (nf as u64, nnz as u64);
+        g.launch(&self.k("smoothing_stencil")?, Self::cfg(nf + nnz)?)
+            .arg(&inp.fc.offsets)
+            .arg(&inp.fc.columns)
+            .arg(&nf64)
+            .arg(&inp.fe.offsets)
+            .arg(&inp.fe.columns)
+            .arg(inp.edge_vertices)
+            .arg(&vmark)
+            // without δ1 no thread reads or writes these two (nnz = 0)
+            .arg(vertex_edges.map_or(&inp.fe.columns, |ve| &ve.columns))
+            .arg(&nnz64)
+            .arg(nbr.as_ref().unwrap_or(&vmark))
+            .run()?;
+        Ok((vmark, nbr))
     }
 
     /// Face flags (boundary sides, non-manifold), their half-face counts, and the marks of
@@ -2916,14 +2972,16 @@ impl<'g> DeviceMesh<'g> {
         if self.cache.smoothing_stencil.is_none() {
             let fc = self.cache.face_cells.as_ref().expect("required");
             // boundary vertices stay fixed: the vertex marks of the boundary extraction
-            // (marks only: no scans, no host synchronisation)
-            let fixed = self.kernels.boundary_vertex_marks(
+            // (marks only: no scans, no host synchronisation), in one launch with the
+            // neighbours
+            let ve = self.cache.vertex_edges.as_ref().expect("required");
+            let (fixed, nbr) = self.kernels.smoothing_stencil(
                 fc,
                 &self.face_edges,
                 &self.edge_vertices,
                 self.nvertices,
+                ve,
             )?;
-            let nbr = self.vertex_neighbours()?;
             self.cache.smoothing_stencil = Some((fixed, nbr));
         }
         Ok(())

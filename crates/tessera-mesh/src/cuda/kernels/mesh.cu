@@ -555,6 +555,34 @@ extern "C" __global__ void boundary_mark(const u32* flags, const u32* fe_offs, c
     if (f >= nf || (flags[f] & 3u) == 0) return;
     boundary_mark_face(f, fe_offs, fe_cols, ev, emark, vmark, 1u);
 }
+// The Laplacian smoothing's stencil in one launch (§3.4.2): threads [0, nf) mark the vertices of
+// the boundary faces in `vmark` (zeroed by the caller): the faces with a boundary side, as
+// boundary_face_flags + boundary_mark find them, without writing their flags or the edges'
+// marks; threads [nf, nf + nnz) write the other end of every δ1 entry, as vertex_neighbours
+// (nnz = 0: the marks alone).
+extern "C" __global__ void smoothing_stencil(const u32* fc_offs, const i32* fc_cols, u64 nf, const u32* fe_offs,
+                                             const i32* fe_cols, const u32* ev, u32* vmark, const i32* ve_cols,
+                                             u64 nnz, u32* nbr) {
+    u64 t = TID;
+    if (t < nf) {
+        u32 plus = 0, minus = 0;
+        for (u32 j = fc_offs[t]; j < fc_offs[t + 1]; j++) {
+            if (fc_cols[j] < 0) minus++; else plus++;
+        }
+        if (plus != 0 && minus != 0) return;  // boundary_flags: no boundary side
+        for (u32 k = fe_offs[t]; k < fe_offs[t + 1]; k++) {
+            const u64 e = tcol(fe_cols[k]);
+            vmark[ev[2 * e]] = 1u;
+            vmark[ev[2 * e + 1]] = 1u;
+        }
+        return;
+    }
+    t -= nf;
+    if (t < nnz) {
+        const i32 c = ve_cols[t];
+        nbr[t] = ev[2 * (u64)tcol(c) + (c < 0 ? 1 : 0)];
+    }
+}
 // the three totals (last entries of the scans) and the non-manifold word, for one download
 extern "C" __global__ void boundary_totals(const u32* fpos, u64 nf, const u32* epos, u64 ne, const u32* vpos, u64 nv,
                                            const u32* nonmanifold, u32* out) {
