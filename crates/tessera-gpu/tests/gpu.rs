@@ -686,6 +686,50 @@ fn runtime_call_costs() {
             .unwrap();
         g.synchronize().unwrap()
     });
+    // the launch alone: a null pointer for an argument (no buffer), ten arguments, and the same
+    // on a stream of its own (non-blocking; from here on the context tracks buffers' events
+    // across streams, so this comes last)
+    let null = 0u64;
+    cost("launch nop (1 block), null argument", &mut || {
+        g.launch(&nop, LaunchConfig::blocks(1, 32))
+            .arg(&null)
+            .run()
+            .unwrap()
+    });
+    let m10 = g
+        .compile(
+            "extern \"C\" __global__ void nop10(unsigned* a, unsigned* b, unsigned* c, unsigned* d, unsigned* e, unsigned* f, unsigned* g, unsigned* h, unsigned long long n, unsigned* p) { if (p && threadIdx.x == 1024) p[0] = (unsigned)n; }",
+            &CompileOptions::named("nop10.cu"),
+        )
+        .unwrap();
+    let nop10 = m10.function("nop10").unwrap();
+    cost("launch nop (1 block), 10 arguments (buffers)", &mut || {
+        let mut l = g.launch(&nop10, LaunchConfig::blocks(1, 32));
+        for _ in 0..8 {
+            l = l.arg(&flag);
+        }
+        l.arg(&null).arg(&flag).run().unwrap()
+    });
+    let side = g.fork_stream().unwrap();
+    cost(
+        "launch nop (1 block), null argument, own stream",
+        &mut || {
+            side.launch(&nop, LaunchConfig::blocks(1, 32))
+                .arg(&null)
+                .run()
+                .unwrap()
+        },
+    );
+    side.synchronize().unwrap();
+    cost(
+        "launch nop (1 block), null argument, after the fork",
+        &mut || {
+            g.launch(&nop, LaunchConfig::blocks(1, 32))
+                .arg(&null)
+                .run()
+                .unwrap()
+        },
+    );
 }
 
 /// Mapped host words ([`Gpu::host_words`]): written by a kernel's plain stores through their
