@@ -1143,7 +1143,11 @@ impl Gpu {
                 })?;
                 match r {
                     sys::CUresult::CUDA_ERROR_NOT_READY => {}
-                    sys::CUresult::CUDA_SUCCESS => return Ok(words.get(i) != 0),
+                    sys::CUresult::CUDA_SUCCESS => {
+                        let marked = words.get(i) != 0;
+                        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+                        return Ok(marked);
+                    }
                     _ => {
                         // the stream's error, as a synchronisation reports it
                         self.synchronize()?;

@@ -2382,7 +2382,7 @@ impl<'g> MeshKernels<'g> {
         nvertices: usize,
     ) -> Result<DeviceBuffer<u32>, MeshError> {
         let inp = BoundaryInput::any_faces(fc, fe, edge_vertices, nvertices);
-        Ok(self.stencil(&inp, None)?.0)
+        self.stencil(&inp, None)
     }
 
     /// The Laplacian smoothing's stencil (dissertation §3.4.2): the boundary vertex marks of
@@ -2406,23 +2406,23 @@ impl<'g> MeshKernels<'g> {
                 fe.ncols
             ))));
         }
-        let (fixed, nbr) = self.stencil(&inp, Some(vertex_edges))?;
-        Ok((fixed, nbr.expect("asked for")))
+        let nbr = self.gpu.alloc::<u32>(vertex_edges.nnz())?;
+        let fixed = self.stencil(&inp, Some((vertex_edges, &nbr)))?;
+        Ok((fixed, nbr))
     }
 
-    /// `smoothing_stencil` in mesh.cu: the vertex marks, and the neighbours of δ1's entries
-    /// where `vertex_edges` is given.
+    /// `smoothing_stencil` in mesh.cu: the vertex marks, returned, and where δ1 is given with
+    /// a buffer of its entries, their neighbours written into that buffer.
     fn stencil(
         &self,
         inp: &BoundaryInput,
-        vertex_edges: Option<&DeviceTcsr>,
-    ) -> Result<(DeviceBuffer<u32>, Option<DeviceBuffer<u32>>), MeshError> {
+        neighbours: Option<(&DeviceTcsr, &DeviceBuffer<u32>)>,
+    ) -> Result<DeviceBuffer<u32>, MeshError> {
         inp.check()?;
         let g = self.gpu;
         let nf = inp.fc.nrows();
         let vmark = g.zeros::<u32>(inp.nvertices)?;
-        let nnz = vertex_edges.map_or(0, |ve| ve.nnz());
-        let nbr = vertex_edges.map(|_| g.alloc::<u32>(nnz)).transpose()?;
+        let nnz = neighbours.map_or(0, |(ve, _)| ve.nnz());
         let (nf64, nnz64) = (nf as u64, nnz as u64);
         g.launch(&self.k("smoothing_stencil")?, Self::cfg(nf + nnz)?)
             .arg(&inp.fc.offsets)
@@ -2433,11 +2433,11 @@ impl<'g> MeshKernels<'g> {
             .arg(inp.edge_vertices)
             .arg(&vmark)
             // without δ1 no thread reads or writes these two (nnz = 0)
-            .arg(vertex_edges.map_or(&inp.fe.columns, |ve| &ve.columns))
+            .arg(neighbours.map_or(&inp.fe.columns, |(ve, _)| &ve.columns))
             .arg(&nnz64)
-            .arg(nbr.as_ref().unwrap_or(&vmark))
+            .arg(neighbours.map_or(&vmark, |(_, nbr)| nbr))
             .run()?;
-        Ok((vmark, nbr))
+        Ok(vmark)
     }
 
     /// Face flags (boundary sides, non-manifold), their half-face counts, and the marks of
