@@ -244,7 +244,7 @@ pub struct MeshKernels<'g> {
     /// The flag of the fast paths that read one (word 0) and the boundary's three lengths
     /// and non-manifold word, then the boundary's word that says they are final (word
     /// [`WORD_DONE`]): mapped host words (no memset before the launch, no copy after it), held
-    /// locked from their clearing to their reading ([`MeshKernels::with_words`]).
+    /// locked from their clearing to their reading ([`MeshKernels::with_words_until`]).
     words: Arc<std::sync::Mutex<HostWords>>,
 }
 
@@ -1124,44 +1124,43 @@ impl<'g> MeshKernels<'g> {
         &self,
         launch: impl FnOnce(&dyn KernelArg) -> Result<T, MeshError>,
     ) -> Result<(T, [u32; 4]), MeshError> {
-        let words = self.words.lock().unwrap_or_else(|p| p.into_inner());
-        words.clear();
-        let r = launch(&*words);
-        self.gpu.synchronize()?;
-        Ok((r?, std::array::from_fn(|i| words.get(i))))
+        self.with_words_until(false, |words, _| launch(words))
     }
 
-    /// [`MeshKernels::with_words`] for a launch that also writes word [`WORD_DONE`] (given its
-    /// device address) once words 0-3 are final: waits for that word, not for the launch's
-    /// end ([`Gpu::wait_word`]); the launch's other work stays ordered on the stream. A launch
-    /// that ended without writing it is waited for and its error returned.
-    fn with_words_done<T>(
+    /// [`MeshKernels::with_words`]; where `marked`, for a launch that also writes word
+    /// [`WORD_DONE`] (given its device address; else 0) once words 0-3 are final: then waits
+    /// for that word, not for the launch's end ([`Gpu::wait_word`]), and the launch's other
+    /// work stays ordered on the stream. A launch that fails to enqueue, or ends without
+    /// writing the word, is waited for and its error returned.
+    fn with_words_until<T>(
         &self,
+        marked: bool,
         launch: impl FnOnce(&dyn KernelArg, u64) -> Result<T, MeshError>,
     ) -> Result<(T, [u32; 4]), MeshError> {
         let words = self.words.lock().unwrap_or_else(|p| p.into_inner());
         words.clear();
-        let done = words.device_address(WORD_DONE).ok_or_else(|| {
-            MeshError::Gpu(GpuError::InvalidArgument(
-                "no word for the done mark".into(),
-            ))
-        })?;
-        let r = launch(&*words, done);
-        let r = match r {
-            Ok(r) => r,
-            Err(e) => {
-                // what was enqueued before the failure ends before the words are unlocked
-                self.gpu.synchronize()?;
-                return Err(e);
-            }
+        let done = if marked {
+            words.device_address(WORD_DONE).ok_or_else(|| {
+                MeshError::Gpu(GpuError::InvalidArgument(
+                    "no word for the done mark".into(),
+                ))
+            })?
+        } else {
+            0
         };
-        if !self.gpu.wait_word(&words, WORD_DONE)? {
+        let r = launch(&*words, done);
+        if marked && r.is_ok() {
+            if !self.gpu.wait_word(&words, WORD_DONE)? {
+                self.gpu.synchronize()?;
+                return Err(MeshError::Gpu(GpuError::InvalidArgument(
+                    "the launch ended without marking its words final".into(),
+                )));
+            }
+        } else {
+            // what was enqueued (before a failure, too) ends before the words are unlocked
             self.gpu.synchronize()?;
-            return Err(MeshError::Gpu(GpuError::InvalidArgument(
-                "the launch ended without marking its words final".into(),
-            )));
         }
-        Ok((r, std::array::from_fn(|i| words.get(i))))
+        Ok((r?, std::array::from_fn(|i| words.get(i))))
     }
 
     /// A deferred transpose (given a zeroed flag) with its flag read (one host
@@ -2238,8 +2237,9 @@ impl<'g> MeshKernels<'g> {
         if let Some(c) = self.coop.as_deref() {
             // the lengths and the non-manifold flag land in mapped host words (no download),
             // read as soon as the launch marks them final
-            let (lists, t) = self
-                .with_words_done(|totals, done| self.boundary_one_launch(c, inp, totals, done))?;
+            let (lists, t) = self.with_words_until(true, |totals, done| {
+                self.boundary_one_launch(c, inp, totals, done)
+            })?;
             return lists.fitted(self.gpu, t);
         }
         let m = self.boundary_marks(inp.fc, inp.fe, inp.edge_vertices, inp.nvertices)?;

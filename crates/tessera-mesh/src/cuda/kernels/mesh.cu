@@ -519,24 +519,30 @@ __device__ __forceinline__ u32 boundary_flags(u32 plus, u32 minus, u32* nonmanif
     }
     return fl;
 }
-// Mark the edges and vertices of (boundary) face f (store `mark`)
+// Mark the edges (where `emark` is not null) and vertices of (boundary) face f (store `mark`)
 __device__ __forceinline__ void boundary_mark_face(u64 f, const u32* fe_offs, const i32* fe_cols, const u32* ev,
                                                    u32* emark, u32* vmark, u32 mark) {
     for (u32 k = fe_offs[f]; k < fe_offs[f + 1]; k++) {
         u64 e = tcol(fe_cols[k]);
-        emark[e] = mark;
+        if (emark) emark[e] = mark;
         vmark[ev[2 * e]] = mark;
         vmark[ev[2 * e + 1]] = mark;
+    }
+}
+// The cells in front of face f (+1 entries of its δ3 row) and behind it (-1 entries)
+__device__ __forceinline__ void face_cell_sides(u64 f, const u32* fc_offs, const i32* fc_cols, u32* plus, u32* minus) {
+    *plus = 0;
+    *minus = 0;
+    for (u32 j = fc_offs[f]; j < fc_offs[f + 1]; j++) {
+        if (fc_cols[j] < 0) (*minus)++; else (*plus)++;
     }
 }
 extern "C" __global__ void boundary_face_flags(const u32* fc_offs, const i32* fc_cols, u64 nf, u32* flags, u32* nhalf,
                                                u32* nonmanifold) {
     u64 f = TID;
     if (f >= nf) return;
-    u32 plus = 0, minus = 0;
-    for (u32 j = fc_offs[f]; j < fc_offs[f + 1]; j++) {
-        if (fc_cols[j] < 0) minus++; else plus++;
-    }
+    u32 plus, minus;
+    face_cell_sides(f, fc_offs, fc_cols, &plus, &minus);
     u32 fl = boundary_flags(plus, minus, nonmanifold, 1u);
     flags[f] = fl;
     nhalf[f] = (fl & 1u) + ((fl >> 1) & 1u);
@@ -555,6 +561,11 @@ extern "C" __global__ void boundary_mark(const u32* flags, const u32* fe_offs, c
     if (f >= nf || (flags[f] & 3u) == 0) return;
     boundary_mark_face(f, fe_offs, fe_cols, ev, emark, vmark, 1u);
 }
+// The other end of δ1 entry j (+1: the edge ends at the row's vertex, so its start)
+__device__ __forceinline__ u32 edge_other_end(const i32* ve_cols, const u32* ev, u64 j) {
+    const i32 c = ve_cols[j];
+    return ev[2 * (u64)tcol(c) + (c < 0 ? 1 : 0)];
+}
 // The Laplacian smoothing's stencil in one launch (§3.4.2): threads [0, nf) mark the vertices of
 // the boundary faces in `vmark` (zeroed by the caller): the faces with a boundary side, as
 // boundary_face_flags + boundary_mark find them, without writing their flags or the edges'
@@ -565,23 +576,14 @@ extern "C" __global__ void smoothing_stencil(const u32* fc_offs, const i32* fc_c
                                              u64 nnz, u32* nbr) {
     u64 t = TID;
     if (t < nf) {
-        u32 plus = 0, minus = 0;
-        for (u32 j = fc_offs[t]; j < fc_offs[t + 1]; j++) {
-            if (fc_cols[j] < 0) minus++; else plus++;
-        }
-        if (plus != 0 && minus != 0) return;  // boundary_flags: no boundary side
-        for (u32 k = fe_offs[t]; k < fe_offs[t + 1]; k++) {
-            const u64 e = tcol(fe_cols[k]);
-            vmark[ev[2 * e]] = 1u;
-            vmark[ev[2 * e + 1]] = 1u;
-        }
+        u32 plus, minus;
+        face_cell_sides(t, fc_offs, fc_cols, &plus, &minus);
+        // boundary_flags: a side with no cell
+        if (plus == 0 || minus == 0) boundary_mark_face(t, fe_offs, fe_cols, ev, nullptr, vmark, 1u);
         return;
     }
     t -= nf;
-    if (t < nnz) {
-        const i32 c = ve_cols[t];
-        nbr[t] = ev[2 * (u64)tcol(c) + (c < 0 ? 1 : 0)];
-    }
+    if (t < nnz) nbr[t] = edge_other_end(ve_cols, ev, t);
 }
 // the three totals (last entries of the scans) and the non-manifold word, for one download
 extern "C" __global__ void boundary_totals(const u32* fpos, u64 nf, const u32* epos, u64 ne, const u32* vpos, u64 nv,
@@ -599,13 +601,12 @@ extern "C" __global__ void mark_scatter(const u32* mark, const u32* pos, u64 n, 
 }
 
 // ---------------------------------------------------------------- Laplacian smoothing (§3.4.2)
-// The other end of every δ1 entry (+1: the edge ends at the row's vertex, so its start),
-// computed once per smoothing run: the steps then read one index per neighbour.
+// The other end of every δ1 entry (edge_other_end), computed once per smoothing run: the
+// steps then read one index per neighbour.
 extern "C" __global__ void vertex_neighbours(const i32* ve_cols, u64 nnz, const u32* ev, u32* nbr) {
     u64 j = TID;
     if (j >= nnz) return;
-    i32 c = ve_cols[j];
-    nbr[j] = ev[2 * (u64)tcol(c) + (c < 0 ? 1 : 0)];
+    nbr[j] = edge_other_end(ve_cols, ev, j);
 }
 // One Jacobi step; neighbours over δ1 in row order (edges ascending) as on the CPU, so the
 // sums are formed in the same order. Positions are xyz-interleaved doubles.
@@ -1961,9 +1962,9 @@ __device__ __forceinline__ u64w lb_prefix(const u64w* lb, u32 b, u32 stamp, int 
 // stores: the totals may be mapped host memory; every word is written, so nothing is cleared
 // first), then, where `done` is not null, sets *done to 1 after a system-scope fence: the host
 // reads the totals then, while the other blocks finish their lists. `emark` (ne words) and
-// `vmark` (nv) are marks kept from launch to launch: this launch marks with `stamp`, which no earlier launch on them used, so they need no zeroing
-// (a mark is set where it equals `stamp`); `lb` (3 G + 1 words) is tagged with the same
-// stamp. `flags`: nf words of scratch where a warp's run of faces is longer than 32 faces a
+// `vmark` (nv) are marks kept from launch to launch: this launch marks with `stamp`, which no
+// earlier launch on them used, so they need no zeroing (a mark is set where it equals
+// `stamp`); `lb` (3 G + 1 words) is tagged with the same stamp. `flags`: nf words of scratch where a warp's run of faces is longer than 32 faces a
 // lane (else unused). `fe_k`: the length of every row of ∂2 when they are all 3 or all 4
 // entries long, else 0; `canon`: the faces are canonical (boundary_mark_list; fe_k is 3).
 // Blocks of 256 (SCAN_WARPS warps).
