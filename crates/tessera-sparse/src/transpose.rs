@@ -285,12 +285,37 @@ pub fn prefetch_write<T>(p: *const T) {
     let _ = p;
 }
 
-/// One thread: count, scan, fill with the offsets as cursors.
+/// Arrays of the one-thread transpose up to this size are allocated zeroed (`vec!`), larger
+/// ones advised for huge pages before their first write. Up to here 4 KiB pages are within
+/// the reach of a core's translation buffer (16 MiB with 4096 entries), and the zeroing
+/// brings the array into the last-level cache ahead of the scatter (δ1 of the dragon, 10 MB,
+/// measured fastest so: median 4.2 ms, against 4.5 ms allocated, advised and zeroed, and
+/// 5.2-5.7 ms written once unzeroed). Beyond it the array needs huge pages, and `vec!` can
+/// deny them: where the allocator hands out memory it had already used (a thread arena, as on
+/// a rayon worker), `calloc` zeroes it itself, faulting its pages in 4 KiB before any advice.
+/// δ2 of the dragon (22 MB) took 22.5-26.4 ms so, 15.0-17.3 ms advised and written once
+/// (BENCHMARKS.md, session 33).
+const SERIAL_ZEROED_MAX_BYTES: usize = 16 << 20;
+
+/// One thread: count, scan, fill with the offsets as cursors; the arrays allocated as
+/// [`SERIAL_ZEROED_MAX_BYTES`] says (the entry array, written once by the fill, is not
+/// zeroed beyond it).
 fn transpose_serial<E: Entries>(src: &E, ncols: usize) -> (Vec<u32>, Vec<i32>) {
     let nnz = src.nnz();
     let nrows = src.nrows();
-    let mut offsets = vec![0u32; ncols + 1];
-    advise_huge_pages(&mut offsets);
+    // the rows must hold every entry once: the count below sees entries 0..nnz and the fill
+    // the rows' entries, and a position counted but not filled would stay unwritten
+    assert!(
+        src.row_start(0) == 0 && src.row_start(nrows) == nnz,
+        "the rows' entries do not add up to nnz"
+    );
+    let mut offsets = if (ncols + 1) * 4 <= SERIAL_ZEROED_MAX_BYTES {
+        let mut v = vec![0u32; ncols + 1];
+        advise_huge_pages(&mut v);
+        v
+    } else {
+        filled(ncols + 1, 0u32, Par::Seq)
+    };
     {
         let cur = &mut offsets[1..];
         for i in 0..nnz {
@@ -306,9 +331,20 @@ fn transpose_serial<E: Entries>(src: &E, ncols: usize) -> (Vec<u32>, Vec<i32>) {
             acc += c;
         }
     }
-    let mut out = vec![0i32; nnz];
-    advise_huge_pages(&mut out);
+    let mut out: Vec<i32> = if nnz * 4 <= SERIAL_ZEROED_MAX_BYTES {
+        let mut v = vec![0i32; nnz];
+        advise_huge_pages(&mut v);
+        // the zeros stay in memory (and in the cache); the fill below treats them as
+        // capacity to write
+        v.clear();
+        v
+    } else {
+        let mut v = Vec::with_capacity(nnz);
+        advise_huge_pages(&mut v);
+        v
+    };
     {
+        let dst = &mut out.spare_capacity_mut()[..nnz];
         let cur = &mut offsets[1..];
         for r in 0..nrows {
             for i in src.row_start(r)..src.row_start(r + 1) {
@@ -320,16 +356,22 @@ fn transpose_serial<E: Entries>(src: &E, ncols: usize) -> (Vec<u32>, Vec<i32>) {
                 if i + AHEAD < nnz {
                     let o = cur[src.col(i + AHEAD) as usize] as usize;
                     if o < nnz {
-                        prefetch(&out[o]);
+                        prefetch(&dst[o]);
                     }
                 }
                 let c = src.col(i) as usize;
                 let o = cur[c];
-                out[o as usize] = (r as i32) ^ src.sign_mask(i);
+                dst[o as usize].write((r as i32) ^ src.sign_mask(i));
                 cur[c] = o + 1;
             }
         }
     }
+    // SAFETY: the count saw every entry (the rows' entries are 0..nnz: asserted above), and
+    // the scan gave each output row as many positions as it counted, after those of the rows
+    // before it: the positions are 0..nnz. The fill visited the same entries (the sealed
+    // `Entries` return the same columns in both passes) and wrote each at its row's next
+    // position, so every position of 0..nnz was written (once).
+    unsafe { out.set_len(nnz) };
     (offsets, out)
 }
 
@@ -966,6 +1008,63 @@ mod tests {
     #[should_panic(expected = "do not add up to nnz")]
     fn buckets_refuse_rows_that_miss_entries() {
         transpose_rows_that_miss_entries(TransposeSplit::Buckets);
+    }
+
+    /// The same for the one-thread transpose, whose entry array past
+    /// `SERIAL_ZEROED_MAX_BYTES` is written uninitialised.
+    #[test]
+    #[should_panic(expected = "do not add up to nnz")]
+    fn serial_transpose_refuses_rows_that_miss_entries() {
+        let columns = [0i32, 1, 2, 1];
+        let src = TcsrEntries {
+            offsets: &[0, 1, 2],
+            columns: &columns,
+        };
+        let _ = transpose_entries(&src, 3, false, TransposeParams::default());
+    }
+
+    /// The one-thread transpose with its offsets and entries both past
+    /// `SERIAL_ZEROED_MAX_BYTES` (allocated uninitialised, advised for huge pages), against
+    /// the transpose by sorting (output row, input entry) pairs.
+    #[test]
+    fn serial_transpose_past_the_zeroed_size() {
+        let nr = (SERIAL_ZEROED_MAX_BYTES / 8) + 1000;
+        let nc = (SERIAL_ZEROED_MAX_BYTES / 4) + 1000;
+        let mut cols = Vec::with_capacity(2 * nr);
+        for r in 0..nr {
+            let c0 = ((r as u64 * 2654435761) % nc as u64) as u32;
+            let c1 = (c0 + 1 + (r % 5) as u32) % nc as u32;
+            cols.push(encode(c0, r % 3 == 0));
+            cols.push(encode(c1, r % 3 != 0));
+        }
+        let offs: Vec<u32> = (0..=nr as u32).map(|r| 2 * r).collect();
+        let m = Tcsr::new(nc, offs, cols).unwrap();
+        let (_, got_offsets, got) = m.transpose(Par::Seq).into_raw();
+        assert!(got.len() * 4 > SERIAL_ZEROED_MAX_BYTES);
+        assert!(got_offsets.len() * 4 > SERIAL_ZEROED_MAX_BYTES);
+        let mut pairs: Vec<(u32, u32)> = m
+            .columns()
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| (crate::tcsr::col(v), i as u32))
+            .collect();
+        pairs.sort_unstable();
+        let mut want_offsets = vec![0u32; nc + 1];
+        for &(c, _) in &pairs {
+            want_offsets[c as usize + 1] += 1;
+        }
+        for c in 0..nc {
+            want_offsets[c + 1] += want_offsets[c];
+        }
+        let want: Vec<i32> = pairs
+            .iter()
+            .map(|&(_, i)| {
+                let v = m.columns()[i as usize];
+                encode(i / 2, v < 0)
+            })
+            .collect();
+        assert_eq!(got_offsets, want_offsets);
+        assert!(got == want, "entries differ");
     }
 
     /// Every parallel algorithm with several chunk counts (more chunks than threads and
