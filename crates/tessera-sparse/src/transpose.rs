@@ -309,7 +309,7 @@ fn transpose_serial<E: Entries>(src: &E, ncols: usize) -> (Vec<u32>, Vec<i32>) {
         src.row_start(0) == 0 && src.row_start(nrows) == nnz,
         "the rows' entries do not add up to nnz"
     );
-    let mut offsets = if (ncols + 1) * 4 <= SERIAL_ZEROED_MAX_BYTES {
+    let mut offsets = if (ncols + 1).saturating_mul(4) <= SERIAL_ZEROED_MAX_BYTES {
         let mut v = vec![0u32; ncols + 1];
         advise_huge_pages(&mut v);
         v
@@ -331,7 +331,7 @@ fn transpose_serial<E: Entries>(src: &E, ncols: usize) -> (Vec<u32>, Vec<i32>) {
             acc += c;
         }
     }
-    let mut out: Vec<i32> = if nnz * 4 <= SERIAL_ZEROED_MAX_BYTES {
+    let mut out: Vec<i32> = if nnz.saturating_mul(4) <= SERIAL_ZEROED_MAX_BYTES {
         let mut v = vec![0i32; nnz];
         advise_huge_pages(&mut v);
         // the zeros stay in memory (and in the cache); the fill below treats them as
