@@ -42,7 +42,20 @@ impl DeviceMesh<'_> {
         if iterations == 0 || nv == 0 {
             return Ok(stats);
         }
-        let nbr = self.vertex_neighbours()?;
+        // the neighbours of the plain smoothing's stencil where it is cached, else their launch
+        self.require_vertex_edges()?;
+        let own_nbr = match self.cache.smoothing_stencil {
+            Some(_) => None,
+            None => Some(self.vertex_neighbours()?),
+        };
+        let Some(nbr) = own_nbr
+            .as_ref()
+            .or(self.cache.smoothing_stencil.as_ref().map(|(_, n)| n))
+        else {
+            return Err(MeshError::Unsupported(
+                "safe smoothing: no neighbours of δ1".into(),
+            ));
+        };
         let g = self.kernels.gpu;
         let mut opts = CompileOptions::named("tessera_smooth.cu");
         // the CPU reference's rounding: no contraction of a * b + c into FMA
@@ -84,7 +97,7 @@ impl DeviceMesh<'_> {
             let ve = self.cache.vertex_edges.as_ref().expect("required above");
             g.launch(&step, vcfg)
                 .arg(&ve.offsets)
-                .arg(&nbr)
+                .arg(nbr)
                 .arg(&d_fixed)
                 .arg(&self.positions)
                 .arg(&cand)
