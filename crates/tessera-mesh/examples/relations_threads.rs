@@ -7,13 +7,17 @@
 //! shared machine disturbs much less than the wall clock.
 //!
 //! ```text
-//! cargo run --release -p tessera-mesh --example relations_threads -- MESH... [--threads 1,2,16] [--runs 7] [--only NAME] [--min] [--morton] [--interleave]
+//! cargo run --release -p tessera-mesh --example relations_threads -- MESH... [--threads 1,2,16] [--runs 7] [--only NAME] [--min] [--morton] [--interleave] [--pin]
 //! ```
 //!
 //! `--interleave` runs the thread counts in turn within each round (1, 2, ..., 1, 2, ...)
 //! instead of all runs of one thread count after the other, and adds the median over the
 //! rounds of each round's ratio: on a shared machine whose speed drifts between rounds by
 //! more than the effects measured, the ratio within a round is the robust figure.
+//!
+//! `--pin` pins worker `i` of every pool to CPU `i` ([`tessera_core::par::pin_to_cpu`]): on
+//! the 2-vCPU machine the scheduler otherwise often runs both workers of the 2-thread pool on
+//! one CPU for a whole run (BENCHMARKS.md, session 34).
 //!
 //! `--morton` renumbers a tetrahedral mesh for locality first (vertices and cells along a
 //! Morton curve, then edges and faces derived in sorted vertex order:
@@ -99,6 +103,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut use_min = false;
     let mut morton = false;
     let mut interleave = false;
+    let mut pin = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -115,13 +120,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--min" => use_min = true,
             "--morton" => morton = true,
             "--interleave" => interleave = true,
+            "--pin" => pin = true,
             f => files.push(f.to_string()),
         }
     }
     let pools: Vec<(rayon::ThreadPool, Par)> = threads
         .iter()
         .map(|&t| {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(t).build()?;
+            let mut b = rayon::ThreadPoolBuilder::new().num_threads(t);
+            if pin {
+                b = b.start_handler(|i| {
+                    tessera_core::par::pin_to_cpu(i);
+                });
+            }
+            let pool = b.build()?;
             let par = if t == 1 { Par::Seq } else { Par::Rayon };
             Ok((pool, par))
         })
@@ -132,13 +144,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             mesh = SimplexMesh::morton_ordered(&mesh)?;
         }
         println!(
-            "== {f}{}: V {} E {} F {} C {} (ms, {} of {runs} runs after a warm-up)",
+            "== {f}{}: V {} E {} F {} C {} (ms, {} of {runs} runs after a warm-up{})",
             if morton { " (Morton order)" } else { "" },
             mesh.num_vertices(),
             mesh.num_edges(),
             mesh.num_faces(),
             mesh.num_cells(),
-            if use_min { "minimum" } else { "median" }
+            if use_min { "minimum" } else { "median" },
+            if pin { "; pool workers pinned" } else { "" }
         );
         let mut head = format!("{:<22}", "operation");
         for t in &threads {

@@ -90,6 +90,11 @@ pub struct BenchMeshArgs {
     /// ratio OVM / ours; matched to a mesh by its vertex, edge, face and cell counts.
     #[arg(long, value_name = "FILE.json")]
     pub peer_ovm: Vec<PathBuf>,
+    /// Pin worker i of each CPU thread pool to CPU i (Linux), so that the scheduler cannot
+    /// run two workers of a pool on one CPU (on a 2-vCPU machine it often did, for whole
+    /// runs of a few milliseconds).
+    #[arg(long)]
+    pub pin: bool,
 }
 
 /// OpenVolumeMesh figures of one mesh (the JSON of `scripts/ovm-peer/ovm_peer.cc`).
@@ -512,6 +517,8 @@ struct MeshResult {
     paper_ours_bytes: Option<f64>,
     paper_ovm_bytes: Option<f64>,
     threads: usize,
+    /// Whether the CPU pools' workers were pinned to CPUs (`--pin`).
+    pinned: bool,
     runs: u32,
     smoothing_iterations: usize,
     /// `cpu (N threads)` or the GPU's description.
@@ -891,6 +898,7 @@ fn bench_one(
         paper_ours_bytes: pi.map(|i| TABLE_3_1[i].ours_bytes),
         paper_ovm_bytes: pi.map(|i| TABLE_3_1[i].ovm_bytes),
         threads: pools.last().expect("a pool").0.current_num_threads(),
+        pinned: a.pin,
         runs,
         smoothing_iterations: SMOOTH_ITERATIONS,
         device: backend.describe(),
@@ -958,7 +966,15 @@ fn gpu_cols(g: &Option<GpuFigure>) -> (String, String, String) {
 }
 
 fn print_table(r: &MeshResult) {
-    println!("== {} ==", r.mesh);
+    println!(
+        "== {} =={}",
+        r.mesh,
+        if r.pinned {
+            "  (CPU pool workers pinned)"
+        } else {
+            ""
+        }
+    );
     println!(
         "ours:  V {}  E {}  F {}  C {}   topology {} + positions (f32) = {}  [f64 positions as stored: {}]",
         human(r.vertices as f64),
@@ -1170,7 +1186,13 @@ pub fn run(a: BenchMeshArgs) -> anyhow::Result<()> {
     };
     let mut pools = Vec::with_capacity(counts.len());
     for &t in &counts {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(t).build()?;
+        let mut builder = rayon::ThreadPoolBuilder::new().num_threads(t);
+        if a.pin {
+            builder = builder.start_handler(|i| {
+                tessera_core::par::pin_to_cpu(i);
+            });
+        }
+        let pool = builder.build()?;
         let par = if pool.current_num_threads() == 1 {
             Par::Seq
         } else {

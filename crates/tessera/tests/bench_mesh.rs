@@ -9,9 +9,9 @@ fn num(v: &serde_json::Value, k: &str) -> f64 {
         .unwrap_or_else(|| panic!("`{k}` is not a number in {v}"))
 }
 
-#[test]
-fn bench_mesh_json_on_a_small_bracket() {
-    const MAX_ENTITIES: u64 = 200_000;
+/// `tessera bench mesh --device cpu --json ARGS` on the bracket of resolution 12: the JSON
+/// document, after checking the exit status and the one-line CPU-only note on stderr.
+fn bench_mesh_json(args: &[&str]) -> serde_json::Value {
     let o = Command::new(
         std::env::var_os("TESSERA_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_tessera").into()),
     )
@@ -20,31 +20,36 @@ fn bench_mesh_json_on_a_small_bracket() {
         "mesh",
         "--device",
         "cpu",
-        "--runs",
-        "5",
         "--resolution",
         "12",
         "--json",
     ])
-    .args([
-        "--max-entities",
-        &MAX_ENTITIES.to_string(),
-        "--subdivision-runs",
-        "1",
-    ])
+    .args(args)
     .output()
     .expect("run tessera");
     assert!(
         o.status.success(),
-        "tessera bench mesh failed: {}",
+        "tessera bench mesh {args:?} failed: {}",
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("CPU columns only"),
         "the one-line CPU-only note"
     );
-    let v: serde_json::Value =
-        serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
+    serde_json::from_slice(&o.stdout).expect("stdout is one JSON document")
+}
+
+#[test]
+fn bench_mesh_json_on_a_small_bracket() {
+    const MAX_ENTITIES: u64 = 200_000;
+    let v = bench_mesh_json(&[
+        "--runs",
+        "5",
+        "--max-entities",
+        &MAX_ENTITIES.to_string(),
+        "--subdivision-runs",
+        "1",
+    ]);
     let meshes = v.as_array().expect("an array with one object per mesh");
     assert_eq!(meshes.len(), 1);
     let m = &meshes[0];
@@ -61,6 +66,7 @@ fn bench_mesh_json_on_a_small_bracket() {
         assert!(num(m, k) > 0.0, "{k} in {m}");
     }
     assert_eq!(num(m, "runs"), 5.0);
+    assert_eq!(m["pinned"], false, "not pinned without --pin");
     assert!(
         m["gpu_device"].is_null() && m["gpu_error"].is_null(),
         "--device cpu has no GPU columns"
@@ -126,4 +132,26 @@ fn bench_mesh_json_on_a_small_bracket() {
     // the 1632-cell bracket: level 2 has 52k cells and 168k edges (< 200k), level 3 over 1M
     // edges, so the automatic rule takes exactly 2 levels
     assert_eq!(levels.len(), 2, "{sub}");
+}
+
+/// `--pin`: the pools' workers pinned to CPUs, recorded in the report, the same operations
+/// timed for every thread count.
+#[test]
+fn bench_mesh_with_pinned_pools() {
+    let v = bench_mesh_json(&["--levels", "0", "--threads", "1,2,3", "--pin"]);
+    let m = &v[0];
+    assert_eq!(m["pinned"], true, "{m}");
+    assert_eq!(num(m, "threads"), 3.0, "the last thread count: {m}");
+    let ops = m["ops"].as_array().unwrap();
+    assert_eq!(ops.len(), 8);
+    for op in ops {
+        let t: Vec<f64> = op["threads_ms"]
+            .as_array()
+            .unwrap_or_else(|| panic!("threads_ms in {op}"))
+            .iter()
+            .map(|f| num(f, "ms"))
+            .collect();
+        assert_eq!(t.len(), 3, "{op}");
+        assert!(t.iter().all(|&x| x > 0.0), "{op}");
+    }
 }
