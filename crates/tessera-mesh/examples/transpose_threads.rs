@@ -18,7 +18,6 @@
 //!   (`malloc_trim`), so that each run's arrays are fresh pages, faulted in and zeroed by the
 //!   kernel on first touch.
 //!
-//!
 //! `--pin` pins worker `i` of the pool to CPU `i` ([`tessera_core::par::pin_to_cpu`]).
 //!
 //! ```text
