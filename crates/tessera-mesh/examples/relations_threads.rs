@@ -127,13 +127,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let pools: Vec<(rayon::ThreadPool, Par)> = threads
         .iter()
         .map(|&t| {
-            let mut b = rayon::ThreadPoolBuilder::new().num_threads(t);
-            if pin {
-                b = b.start_handler(|i| {
-                    tessera_core::par::pin_to_cpu(i);
-                });
-            }
-            let pool = b.build()?;
+            let pool = tessera_core::par::thread_pool(t, pin)?;
             let par = if t == 1 { Par::Seq } else { Par::Rayon };
             Ok((pool, par))
         })

@@ -86,13 +86,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if files.is_empty() || rounds == 0 || threads < 2 {
         return Err("usage: transpose_threads MESH... [--threads N >= 2] [--rounds R >= 1] [--morton] [--flush MIB] [--fresh] [--pin]".into());
     }
-    let mut builder = rayon::ThreadPoolBuilder::new().num_threads(threads);
-    if pin {
-        builder = builder.start_handler(|i| {
-            tessera_core::par::pin_to_cpu(i);
-        });
-    }
-    let pool = builder.build()?;
+    let pool = tessera_core::par::thread_pool(threads, pin)?;
     let flush_buf: Vec<u64> = (0..(flush_mib << 17) as u64).collect();
     let before_run = || {
         if flush_mib > 0 {

@@ -1186,13 +1186,7 @@ pub fn run(a: BenchMeshArgs) -> anyhow::Result<()> {
     };
     let mut pools = Vec::with_capacity(counts.len());
     for &t in &counts {
-        let mut builder = rayon::ThreadPoolBuilder::new().num_threads(t);
-        if a.pin {
-            builder = builder.start_handler(|i| {
-                tessera_core::par::pin_to_cpu(i);
-            });
-        }
-        let pool = builder.build()?;
+        let pool = tessera_core::par::thread_pool(t, a.pin)?;
         let par = if pool.current_num_threads() == 1 {
             Par::Seq
         } else {

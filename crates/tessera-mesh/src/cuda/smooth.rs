@@ -44,17 +44,12 @@ impl DeviceMesh<'_> {
         }
         // the neighbours of the plain smoothing's stencil where it is cached, else their launch
         self.require_vertex_edges()?;
-        let own_nbr = match self.cache.smoothing_stencil {
-            Some(_) => None,
-            None => Some(self.vertex_neighbours()?),
-        };
-        let Some(nbr) = own_nbr
-            .as_ref()
-            .or(self.cache.smoothing_stencil.as_ref().map(|(_, n)| n))
-        else {
-            return Err(MeshError::Unsupported(
-                "safe smoothing: no neighbours of δ1".into(),
-            ));
+        let own_nbr;
+        let nbr = if let Some((_, n)) = &self.cache.smoothing_stencil {
+            n
+        } else {
+            own_nbr = self.vertex_neighbours()?;
+            &own_nbr
         };
         let g = self.kernels.gpu;
         let mut opts = CompileOptions::named("tessera_smooth.cu");

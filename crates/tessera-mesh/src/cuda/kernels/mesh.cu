@@ -1965,8 +1965,9 @@ __device__ __forceinline__ u64w lb_prefix(const u64w* lb, u32 b, u32 stamp, int 
 // `vmark` (nv) are marks kept from launch to launch: this launch marks with `stamp`, which no
 // earlier launch on them used, so they need no zeroing (a mark is set where it equals
 // `stamp`); `lb` (3 G + 1 words) is tagged with the same stamp. `flags`: nf words of scratch
-// where a warp's run of faces is longer than 32 faces a lane (else unused). `fe_k`: the length of every row of ∂2 when they are all 3 or all 4
-// entries long, else 0; `canon`: the faces are canonical (boundary_mark_list; fe_k is 3).
+// where a warp's run of faces is longer than 32 faces a lane (else unused). `fe_k`: the
+// length of every row of ∂2 when they are all 3 or all 4 entries long, else 0; `canon`: the
+// faces are canonical (boundary_mark_list; fe_k is 3).
 // Blocks of 256 (SCAN_WARPS warps).
 #define BF_ILP 4
 #define LS_ILP 8
