@@ -299,7 +299,11 @@ const SERIAL_ZEROED_MAX_BYTES: usize = 16 << 20;
 
 /// One thread: count, scan, fill with the offsets as cursors; the arrays allocated as
 /// [`SERIAL_ZEROED_MAX_BYTES`] says (the entry array, written once by the fill, is not
-/// zeroed beyond it).
+/// zeroed beyond it). Kept out of line: inlined into [`transpose_entries`], where its code
+/// was laid out after the parallel paths', δ1 and δ2's one-thread times moved with changes
+/// made to those paths alone (δ2 of the dragon 8-10 % slower after a change to the counters'
+/// scan; BENCHMARKS.md, session 35).
+#[inline(never)]
 fn transpose_serial<E: Entries>(src: &E, ncols: usize) -> (Vec<u32>, Vec<i32>) {
     let nnz = src.nnz();
     let nrows = src.nrows();
@@ -492,6 +496,28 @@ fn fill_chunk<E: Entries>(
     }
 }
 
+/// Entries of an `i32` array a 4 KiB page holds.
+const PAGE_ENTRIES: usize = 4096 / std::mem::size_of::<i32>();
+
+/// Fault in the pages of `out[range]` (not yet initialized) by writing a zero into each of
+/// them, so that the fill's scattered writes find them mapped. Done by the scan, range of
+/// output rows by range (`range` is the entry positions of those rows), on every thread.
+/// Without it, the first write into each page (a huge page where the system grants them)
+/// came in the middle of the fill, where both threads of a 2-thread transpose wait on the
+/// kernel's fault and zeroing of pages they write together. In-process A/B on the 2-core
+/// machine (a scratch switch, 21 rounds a process, pinned; BENCHMARKS.md, session 35), 2
+/// threads: δ1 3-12 % faster (dragon 4.07 -> 3.83 ms, 3.29 -> 2.92 ms), 9-11 % on
+/// bracket-1.69M; δ2 0-4 %. Zeroing the whole range gained the same as one write a page.
+fn fault_in(out: SharedOut<i32>, range: std::ops::Range<usize>) {
+    for i in range.step_by(PAGE_ENTRIES) {
+        // SAFETY: `range` is the positions of a range of output rows, inside the allocation
+        // of `nnz` elements and disjoint from every other range's, so no other thread
+        // writes here now; the fill later writes every position again (see
+        // `transpose_counters`) and nothing reads the array before it has joined.
+        unsafe { out.at(i).write(0) };
+    }
+}
+
 /// Several threads, per-chunk counters (see the module docs): `chunks` input chunks of
 /// whole rows, each counting into counters of its own (the last chunk into the offsets
 /// array), an exclusive scan over (output row, chunk), and each chunk filling from its own
@@ -555,6 +581,13 @@ fn transpose_counters<E: Entries>(src: &E, ncols: usize, chunks: usize) -> (Vec<
     // the rows must hold every entry once: with fewer counted, positions past the count
     // would stay unwritten (offsets of a `TcsrEntries` that end before its columns)
     assert_eq!(acc as usize, nnz, "the rows' entries do not add up to nnz");
+    // the fill writes every position of the entries exactly once (the positions of all
+    // chunks are a permutation of 0..nnz), so the array is not zeroed first: a zeroing
+    // pass over it was a tenth of the 2-thread work of δ1 on the dragon. Its pages are
+    // faulted in by the scan instead (below).
+    let mut out: Vec<i32> = Vec::with_capacity(nnz);
+    advise_huge_pages(&mut out);
+    let dst = SharedOut(out.as_mut_ptr());
     {
         let mut per_range: Vec<Vec<&mut [u32]>> =
             (0..nranges).map(|_| Vec::with_capacity(chunks)).collect();
@@ -566,32 +599,30 @@ fn transpose_counters<E: Entries>(src: &E, ncols: usize, chunks: usize) -> (Vec<
         per_range
             .into_par_iter()
             .zip(base)
-            .for_each(|(mut pieces, mut acc)| match pieces.as_mut_slice() {
-                [a, b] => {
-                    for (x, y) in a.iter_mut().zip(b.iter_mut()) {
-                        let (ca, cb) = (*x, *y);
-                        *x = acc;
-                        *y = acc + ca;
-                        acc += ca + cb;
+            .for_each(|(mut pieces, mut acc)| {
+                let start = acc;
+                match pieces.as_mut_slice() {
+                    [a, b] => {
+                        for (x, y) in a.iter_mut().zip(b.iter_mut()) {
+                            let (ca, cb) = (*x, *y);
+                            *x = acc;
+                            *y = acc + ca;
+                            acc += ca + cb;
+                        }
                     }
-                }
-                pieces => {
-                    for j in 0..pieces[0].len() {
-                        for p in pieces.iter_mut() {
-                            let t = p[j];
-                            p[j] = acc;
-                            acc += t;
+                    pieces => {
+                        for j in 0..pieces[0].len() {
+                            for p in pieces.iter_mut() {
+                                let t = p[j];
+                                p[j] = acc;
+                                acc += t;
+                            }
                         }
                     }
                 }
+                fault_in(dst, start as usize..acc as usize);
             });
     }
-    // the fill writes every position of the entries exactly once (the positions of all
-    // chunks are a permutation of 0..nnz), so the array is not zeroed first: a zeroing
-    // pass over it was a tenth of the 2-thread work of δ1 on the dragon
-    let mut out: Vec<i32> = Vec::with_capacity(nnz);
-    advise_huge_pages(&mut out);
-    let dst = SharedOut(out.as_mut_ptr());
     counters
         .par_iter_mut()
         .enumerate()
