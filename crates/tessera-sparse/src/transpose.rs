@@ -300,9 +300,9 @@ const SERIAL_ZEROED_MAX_BYTES: usize = 16 << 20;
 /// One thread: count, scan, fill with the offsets as cursors; the arrays allocated as
 /// [`SERIAL_ZEROED_MAX_BYTES`] says (the entry array, written once by the fill, is not
 /// zeroed beyond it). Kept out of line: inlined into [`transpose_entries`], where its code
-/// was laid out after the parallel paths', δ1 and δ2's one-thread times moved with changes
-/// made to those paths alone (δ2 of the dragon 8-10 % slower after a change to the counters'
-/// scan; BENCHMARKS.md, session 35).
+/// was laid out after the parallel paths', its speed moved with changes made to those paths
+/// alone (one-thread δ2 of the dragon 8-10 % slower after a change to the counters' scan;
+/// BENCHMARKS.md, session 35).
 #[inline(never)]
 fn transpose_serial<E: Entries>(src: &E, ncols: usize) -> (Vec<u32>, Vec<i32>) {
     let nnz = src.nnz();
@@ -582,9 +582,8 @@ fn transpose_counters<E: Entries>(src: &E, ncols: usize, chunks: usize) -> (Vec<
     // would stay unwritten (offsets of a `TcsrEntries` that end before its columns)
     assert_eq!(acc as usize, nnz, "the rows' entries do not add up to nnz");
     // the fill writes every position of the entries exactly once (the positions of all
-    // chunks are a permutation of 0..nnz), so the array is not zeroed first: a zeroing
-    // pass over it was a tenth of the 2-thread work of δ1 on the dragon. Its pages are
-    // faulted in by the scan instead (below).
+    // chunks are a permutation of 0..nnz), so the array is not zeroed; the scan faults its
+    // pages in, one write a page (`fault_in`: zeroing each range there measured no faster)
     let mut out: Vec<i32> = Vec::with_capacity(nnz);
     advise_huge_pages(&mut out);
     let dst = SharedOut(out.as_mut_ptr());
