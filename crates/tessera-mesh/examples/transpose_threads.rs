@@ -20,8 +20,18 @@
 //!
 //! `--pin` pins worker `i` of the pool to CPU `i` ([`tessera_core::par::pin_to_cpu`]).
 //!
+//! `--ideal` adds a third run to every round, the **ideal bound** of that moment: two threads
+//! of the pool at once (`rayon::join`), each the one-thread transpose of half of the input
+//! rows (split at the middle entry) into arrays of its own, with no merge (not a result: the
+//! two halves' transposes are not combined). It does the one-thread run's work in two equal
+//! parts with nothing shared, so one thread / ideal is what the machine gives two threads
+//! for this work at that moment, and ideal / N threads is how much of it the parallel
+//! transpose reaches. (With `--threads N > 2` the halves still use two threads.) Each half
+//! is at most half the size of the whole, so it may take the one-thread transpose's zeroed
+//! path where the whole takes its advised one (δ2 of the dragon: 11 MB against 22 MB).
+//!
 //! ```text
-//! cargo run --release -p tessera-mesh --example transpose_threads -- MESH... [--threads 2] [--rounds 31] [--morton] [--flush MIB] [--fresh] [--pin]
+//! cargo run --release -p tessera-mesh --example transpose_threads -- MESH... [--threads 2] [--rounds 31] [--morton] [--flush MIB] [--fresh] [--pin] [--ideal]
 //! ```
 //!
 //! On the 2-core machine the ratios of this tool changed between periods of a few minutes
@@ -55,6 +65,73 @@ fn give_back_free_memory() {}
 
 type Op = fn(&PolyMesh, Par) -> Tcsr;
 
+/// The rows of `m` from `rows.start` to `rows.end`, as a matrix of their own (same columns).
+fn row_range(m: &Tcsr, rows: std::ops::Range<usize>) -> Tcsr {
+    let off = m.offsets();
+    let (b, e) = (off[rows.start] as usize, off[rows.end] as usize);
+    Tcsr::from_raw_unchecked(
+        m.ncols(),
+        off[rows.start..=rows.end]
+            .iter()
+            .map(|&o| o - b as u32)
+            .collect(),
+        m.columns()[b..e].to_vec(),
+    )
+}
+
+/// The row where `m`'s entries are split in two equal halves (nearest row boundary).
+fn middle_row(m: &Tcsr) -> usize {
+    m.offsets()
+        .partition_point(|&o| (o as usize) < m.nnz() / 2)
+        .min(m.nrows())
+}
+
+/// The two halves of op `k`'s input (`--ideal`), each with its one-thread transpose.
+enum Halves {
+    EdgePairs(Vec<[u32; 2]>, Vec<[u32; 2]>, usize),
+    General(Tcsr, Tcsr),
+    TwoSided(Tcsr, Tcsr),
+}
+
+impl Halves {
+    fn of(k: usize, m: &PolyMesh) -> Halves {
+        match k {
+            0 => {
+                let ev = m.edge_vertices();
+                let h = ev.len() / 2;
+                Halves::EdgePairs(ev[..h].to_vec(), ev[h..].to_vec(), m.num_vertices())
+            }
+            1 => {
+                let fe = m.face_edges();
+                let h = middle_row(fe);
+                Halves::General(row_range(fe, 0..h), row_range(fe, h..fe.nrows()))
+            }
+            _ => {
+                let cf = m.cell_faces();
+                let h = middle_row(cf);
+                Halves::TwoSided(row_range(cf, 0..h), row_range(cf, h..cf.nrows()))
+            }
+        }
+    }
+
+    /// Half `i`'s one-thread transpose.
+    fn run(&self, i: usize) -> Tcsr {
+        match self {
+            Halves::EdgePairs(a, b, nv) => {
+                transpose_edge_vertices(if i == 0 { a } else { b }, *nv, Par::Seq)
+            }
+            Halves::General(a, b) => (if i == 0 { a } else { b }).transpose(Par::Seq),
+            Halves::TwoSided(a, b) => (if i == 0 { a } else { b }).transpose_two_sided(Par::Seq),
+        }
+    }
+
+    /// Both halves at once on two threads of the pool (the caller installs the pool).
+    fn run_both(&self) {
+        let (x, y) = rayon::join(|| self.run(0), || self.run(1));
+        std::hint::black_box((x, y));
+    }
+}
+
 const OPS: &[(&str, Op)] = &[
     ("d1 (vertex -> edges)", |m, p| {
         transpose_edge_vertices(m.edge_vertices(), m.num_vertices(), p)
@@ -71,6 +148,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut flush_mib = 0usize;
     let mut fresh = false;
     let mut pin = false;
+    let mut ideal = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -80,11 +158,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--flush" => flush_mib = args.next().ok_or("--flush needs MiB")?.parse()?,
             "--fresh" => fresh = true,
             "--pin" => pin = true,
+            "--ideal" => ideal = true,
             f => files.push(f.to_string()),
         }
     }
     if files.is_empty() || rounds == 0 || threads < 2 {
-        return Err("usage: transpose_threads MESH... [--threads N >= 2] [--rounds R >= 1] [--morton] [--flush MIB] [--fresh] [--pin]".into());
+        return Err("usage: transpose_threads MESH... [--threads N >= 2] [--rounds R >= 1] [--morton] [--flush MIB] [--fresh] [--pin] [--ideal]".into());
     }
     let pool = tessera_core::par::thread_pool(threads, pin)?;
     let flush_buf: Vec<u64> = (0..(flush_mib << 17) as u64).collect();
@@ -121,11 +200,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 ""
             },
         );
-        println!(
+        print!(
             "{:<22} {:>9} {:>9}   ratio per round: median [quartiles]   identical   {threads} thr.: process CPU ms",
             "op (ms, medians)", "1 thr.", format!("{threads} thr.")
         );
-        for (name, op) in OPS {
+        if ideal {
+            print!("   ideal (ms)   1 thr. / ideal   ideal / {threads} thr.");
+        }
+        println!();
+        for (k, (name, op)) in OPS.iter().enumerate() {
+            let halves = if ideal {
+                let h = Halves::of(k, &mesh);
+                // the halves' results together hold every entry once
+                let (x, y) = (h.run(0), h.run(1));
+                assert_eq!(x.nnz() + y.nnz(), op(&mesh, Par::Seq).nnz());
+                Some(h)
+            } else {
+                None
+            };
+            let (mut ti, mut r1i, mut rin) = (Vec::new(), Vec::new(), Vec::new());
             let one = op(&mesh, Par::Seq);
             let many = pool.install(|| op(&mesh, Par::Rayon));
             let same = one == many;
@@ -133,10 +226,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let (mut t1, mut tn, mut ratio, mut cpu) =
                 (Vec::new(), Vec::new(), Vec::new(), Vec::new());
             for round in 0..=rounds {
-                let (mut a, mut b, mut c) = (0.0, 0.0, 0.0);
-                for k in 0..2 {
+                let (mut a, mut b, mut c, mut d) = (0.0, 0.0, 0.0, 0.0);
+                let runs = if halves.is_some() { 3 } else { 2 };
+                for j in 0..runs {
                     before_run();
-                    if (k + round) % 2 == 0 {
+                    if (j + round) % runs == 2 {
+                        if let Some(h) = &halves {
+                            let s = Instant::now();
+                            pool.install(|| h.run_both());
+                            d = s.elapsed().as_secs_f64() * 1e3;
+                        }
+                    } else if (j + round) % runs == 0 {
                         let s = Instant::now();
                         std::hint::black_box(op(&mesh, Par::Seq));
                         a = s.elapsed().as_secs_f64() * 1e3;
@@ -154,9 +254,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     tn.push(b);
                     ratio.push(a / b);
                     cpu.push(c);
+                    if halves.is_some() {
+                        ti.push(d);
+                        r1i.push(a / d);
+                        rin.push(d / b);
+                    }
                 }
             }
-            println!(
+            print!(
                 "{name:<22} {:>9.3} {:>9.3}   {:>5.2}x [{:.2}-{:.2}x]{:>22}   {:>10.3}",
                 quantile(t1, 0.5),
                 quantile(tn, 0.5),
@@ -166,6 +271,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 if same { "yes" } else { "NO" },
                 quantile(cpu, 0.5)
             );
+            if halves.is_some() {
+                print!(
+                    "   {:>10.3}   {:>5.2}x [{:.2}-{:.2}x]   {:>5.2}x [{:.2}-{:.2}x]",
+                    quantile(ti, 0.5),
+                    quantile(r1i.clone(), 0.5),
+                    quantile(r1i.clone(), 0.25),
+                    quantile(r1i, 0.75),
+                    quantile(rin.clone(), 0.5),
+                    quantile(rin.clone(), 0.25),
+                    quantile(rin, 0.75),
+                );
+            }
+            println!();
         }
     }
     Ok(())
