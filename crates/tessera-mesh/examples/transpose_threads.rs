@@ -26,9 +26,13 @@
 //! two halves' transposes are not combined). It does the one-thread run's work in two equal
 //! parts with nothing shared, so one thread / ideal is what the machine gives two threads
 //! for this work at that moment, and ideal / N threads is how much of it the parallel
-//! transpose reaches. (With `--threads N > 2` the halves still use two threads.) Each half
-//! is at most half the size of the whole, so it may take the one-thread transpose's zeroed
-//! path where the whole takes its advised one (δ2 of the dragon: 11 MB against 22 MB).
+//! transpose reaches. (With `--threads N > 2` the halves still use two threads.) The halves
+//! are not always in the whole's memory regime: a half may take the one-thread transpose's
+//! zeroed path where the whole takes its advised one (δ2 of the dragon: 11 MB against 22 MB),
+//! and a half's arrays may stay under glibc's 32 MiB mmap ceiling, reusing freed memory,
+//! where the whole's get fresh pages every call (δ2 of bracket-1.69M: 21 MB against 42 MB).
+//! For δ3 it is no bound at all: each half's two-slot transpose fills a slot array over all
+//! the faces.
 //!
 //! ```text
 //! cargo run --release -p tessera-mesh --example transpose_threads -- MESH... [--threads 2] [--rounds 31] [--morton] [--flush MIB] [--fresh] [--pin] [--ideal]
