@@ -17,9 +17,13 @@
 #   BIN (target/release/examples/transpose_threads, built with cargo if missing),
 #   LOG (raw output, default target/two-thread-protocol.log).
 # Nothing else should run meanwhile: a build or a test run beside it moves the ratios.
+# By default the one-thread and the parallel runs may be in different memory regimes (fresh
+# pages for one, reused memory for the other: see the example's docs); to judge the transposes
+# themselves, run it also with ARGS=--fresh and under
+#   GLIBC_TUNABLES=glibc.malloc.trim_threshold=4000000000:glibc.malloc.mmap_max=0:glibc.malloc.arena_max=1
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -ge 1 ] || { sed -n '2,21p' "$0"; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,25p' "$0"; exit 2; }
 PROCS=${PROCS:-8} GAP=${GAP:-60} ROUNDS=${ROUNDS:-21} PIN=${PIN:-1} TARGET=${TARGET:-1.6}
 read -r -a extra <<< "${ARGS:-}"
 BIN=${BIN:-target/release/examples/transpose_threads}

@@ -20,6 +20,16 @@
 //!
 //! `--pin` pins worker `i` of the pool to CPU `i` ([`tessera_core::par::pin_to_cpu`]).
 //!
+//! **The two runs are not always in one memory regime by default.** The one-thread run
+//! allocates and frees on the calling thread, the parallel one on a pool worker, and glibc
+//! serves them from different arenas with their own trimming: in the default mode one run
+//! may get pages that the kernel zeroes inside its timed region while the other reuses
+//! memory. On bracket-1.69M's δ3 the one-thread run paid it, and the ratio read 1.8-1.9x
+//! where it is about 1.4x with both runs in one regime (BENCHMARKS.md, session 39). For a
+//! ratio of the transposes themselves, take both regimes: `--fresh` (fresh pages for both)
+//! and the environment `GLIBC_TUNABLES=glibc.malloc.trim_threshold=4000000000:glibc.malloc.mmap_max=0:glibc.malloc.arena_max=1`
+//! (nothing given back to the kernel, one arena: reused memory for both).
+//!
 //! `--ideal` adds a third run to every round, the **ideal bound** of that moment: two threads
 //! of the pool at once (`rayon::join`), each the one-thread transpose of half of the input
 //! rows (split at the middle entry) into arrays of its own, with no merge (not a result: the
