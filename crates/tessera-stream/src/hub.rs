@@ -8,6 +8,11 @@
 //! `latest` when it has credits and `latest` is newer than its previous send, and spends one
 //! credit. So a connection never has more frames in flight than requests, holds at most one
 //! pending frame (the shared `latest`), and the simulation never waits for a client.
+//!
+//! A request that finds a connection without credits is answered with a frame of the step
+//! current when it came, or a newer one: a frame the simulation built while the connection's
+//! last credit was being spent (it may still be `latest` when the next request comes, any
+//! time later) is not sent then.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -42,6 +47,9 @@ struct ConnEntry {
     sub: Option<Arc<Subscription>>,
     credits: u32,
     last_sent: Option<u64>,
+    /// The oldest step a frame sent for the outstanding requests may be of: the simulation's
+    /// step when a request came to a connection without credits.
+    fresh_from: u64,
     /// The 3D view's camera changed since the last send: a frame of the same step as the
     /// last one may be sent (rendered for the new camera).
     view_changed: bool,
@@ -142,6 +150,7 @@ impl Hub {
                 sub: None,
                 credits: 0,
                 last_sent: None,
+                fresh_from: 0,
                 view_changed: false,
                 notify: notify.clone(),
             },
@@ -204,6 +213,9 @@ impl Hub {
         let Some(c) = s.conns.get_mut(&id) else {
             return (0, false);
         };
+        if c.credits == 0 && n > 0 {
+            c.fresh_from = self.counters.steps();
+        }
         let want = c.credits.saturating_add(n);
         c.credits = want.min(max);
         c.notify.notify_one();
@@ -229,8 +241,9 @@ impl Hub {
         };
         match latest.get(&sub.key) {
             Some(Latest::Frame(b))
-                if c.last_sent
-                    .is_none_or(|l| b.step > l || (c.view_changed && b.step == l)) =>
+                if b.step >= c.fresh_from
+                    && c.last_sent
+                        .is_none_or(|l| b.step > l || (c.view_changed && b.step == l)) =>
             {
                 c.credits -= 1;
                 c.last_sent = Some(b.step);
@@ -383,5 +396,95 @@ pub fn run_simulation(hub: Arc<Hub>, mut sim: Box<dyn Simulation>, rate_hz: Opti
             (steps_in_window, step_ms_sum, build_ms_sum, builds) = (0, 0.0, 0.0, 0);
             window = Instant::now();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pb::Encoding;
+
+    fn hub_with_one_subscriber() -> (Hub, u64, SubKey) {
+        let hub = Hub::new(SimInfo {
+            name: "test".into(),
+            grid: tessera_flow::Grid::new_2d(4, 4, 1.0),
+            fields: Vec::new(),
+            gpu: false,
+            scene3d: None,
+        });
+        let (id, _) = hub.register(4).unwrap();
+        let key = SubKey {
+            fields: vec!["Pressure".into()],
+            expression: String::new(),
+            precision: Encoding::F32,
+            subscription: 1,
+            rixel: None,
+        };
+        hub.subscribe(
+            id,
+            Arc::new(Subscription {
+                key: key.clone(),
+                query: None,
+            }),
+        );
+        (hub, id, key)
+    }
+
+    fn frame(step: u64) -> Latest {
+        Latest::Frame(Built {
+            step,
+            bytes: Bytes::new(),
+        })
+    }
+
+    fn sent_step(hub: &Hub, id: u64) -> Option<u64> {
+        match hub.next(id) {
+            Next::Send(b) => Some(b.step),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_frame_built_while_the_last_credit_was_spent_is_not_sent_later() {
+        let (hub, id, key) = hub_with_one_subscriber();
+        hub.counters.steps.store(5, Ordering::Relaxed);
+        hub.request(id, 1, 8);
+        assert_eq!(sent_step(&hub, id), None, "nothing published yet");
+        hub.publish(&key, frame(5));
+        assert_eq!(sent_step(&hub, id), Some(5));
+        assert_eq!(hub.outstanding(id), 0);
+        // the simulation saw the credit before it was spent and built step 6 anyway
+        hub.counters.steps.store(6, Ordering::Relaxed);
+        hub.publish(&key, frame(6));
+        assert_eq!(sent_step(&hub, id), None, "no frame without a request");
+        // much later the next request comes: step 6 is stale, the frame waits for step 400
+        hub.counters.steps.store(400, Ordering::Relaxed);
+        hub.request(id, 1, 8);
+        assert_eq!(sent_step(&hub, id), None, "the stale frame is not sent");
+        assert_eq!(hub.wanted(400).len(), 1, "the simulation builds a new one");
+        hub.publish(&key, frame(400));
+        assert_eq!(sent_step(&hub, id), Some(400));
+    }
+
+    #[test]
+    fn outstanding_requests_take_every_newer_frame() {
+        let (hub, id, key) = hub_with_one_subscriber();
+        hub.request(id, 3, 8);
+        for step in [1u64, 2, 3] {
+            // requests added while some are outstanding do not move the freshness bound
+            hub.counters.steps.store(step, Ordering::Relaxed);
+            if step == 2 {
+                hub.request(id, 1, 8);
+            }
+            hub.publish(&key, frame(step));
+            assert_eq!(sent_step(&hub, id), Some(step));
+        }
+        assert_eq!(hub.outstanding(id), 1);
+        // the simulation does not step (a finished playback): its step's frame, sent already,
+        // is not sent again
+        hub.request(id, 1, 8);
+        assert_eq!(hub.outstanding(id), 2);
+        hub.publish(&key, frame(3));
+        assert_eq!(sent_step(&hub, id), None, "step 3 was sent already");
     }
 }
