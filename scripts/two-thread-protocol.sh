@@ -23,7 +23,7 @@
 #   GLIBC_TUNABLES=glibc.malloc.trim_threshold=4000000000:glibc.malloc.mmap_max=0:glibc.malloc.arena_max=1
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -ge 1 ] || { sed -n '2,25p' "$0"; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,/^set /{/^#/p}' "$0"; exit 2; }
 PROCS=${PROCS:-8} GAP=${GAP:-60} ROUNDS=${ROUNDS:-21} PIN=${PIN:-1} TARGET=${TARGET:-1.6}
 read -r -a extra <<< "${ARGS:-}"
 BIN=${BIN:-target/release/examples/transpose_threads}
