@@ -17,10 +17,10 @@
 #   BIN (target/release/examples/transpose_threads, built with cargo if missing),
 #   LOG (raw output, default target/two-thread-protocol.log).
 # Nothing else should run meanwhile: a build or a test run beside it moves the ratios.
-# By default the one-thread and the parallel runs may be in different memory regimes (fresh
-# pages for one, reused memory for the other: see the example's docs); to judge the transposes
-# themselves, run it also with ARGS=--fresh and under
-#   GLIBC_TUNABLES=glibc.malloc.trim_threshold=4000000000:glibc.malloc.mmap_max=0:glibc.malloc.arena_max=1
+# Both runs are in one memory regime: by default `reuse` (freed memory kept in one arena and
+# reused); ARGS="--regime fresh" gives every run fresh pages. Judge the transposes in both.
+# (Before session 40 the example ran in glibc's default regime, where the one-thread and the
+# parallel runs could differ: ARGS="--regime default" repeats that.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { sed -n '2,/^set /{/^#/p}' "$0"; exit 2; }

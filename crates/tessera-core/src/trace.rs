@@ -63,6 +63,83 @@ pub fn process_cpu_ns() -> Option<u64> {
     clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
+/// Where a benchmark's timed runs get their memory from (glibc's allocator; elsewhere only
+/// [`MemoryRegime::Default`] does anything different from the allocator's own behaviour).
+///
+/// A timing of one thread against several is only a ratio of the code when both runs get
+/// their memory in one regime. Left to itself, glibc serves each thread from an arena of its
+/// own, maps large arrays fresh (up to its dynamic 32 MiB ceiling) and gives freed memory
+/// back to the kernel by thresholds, so one run may get pages the kernel zeroes inside its
+/// timed region while the other reuses memory: bracket-1.69M's δ3 read 1.8-1.9x on two
+/// threads that way where, on the same machine instance, both regimes below gave about
+/// 1.3-1.5x (BENCHMARKS.md, session 39).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemoryRegime {
+    /// Freed memory is kept and reused: one arena for all threads, no array mapped on its
+    /// own, nothing trimmed (the regime of a long-running process calling an operation
+    /// again and again). Set once for the process by [`MemoryRegime::enter`].
+    Reuse,
+    /// Every timed run starts with freed memory given back to the kernel
+    /// ([`MemoryRegime::before_run`]), so each run's arrays are fresh pages, faulted in and
+    /// zeroed on first touch (the regime of a first call).
+    Fresh,
+    /// The allocator's own defaults (the two runs may not be in one regime).
+    Default,
+}
+
+impl MemoryRegime {
+    /// Parse `reuse`, `fresh` or `default`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "reuse" => Some(Self::Reuse),
+            "fresh" => Some(Self::Fresh),
+            "default" => Some(Self::Default),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Reuse => "reuse",
+            Self::Fresh => "fresh",
+            Self::Default => "default",
+        }
+    }
+
+    /// Set the process's allocator for this regime; call once, before any thread is
+    /// started. Returns false where the allocator could not be set (not glibc, or a
+    /// `mallopt` refused): then the regime is the allocator's default.
+    pub fn enter(self) -> bool {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        {
+            if self == Self::Reuse {
+                // SAFETY: mallopt only changes glibc's allocator parameters; it is called
+                // before the process starts other threads (documented precondition).
+                unsafe {
+                    return libc::mallopt(libc::M_ARENA_MAX, 1) == 1
+                        && libc::mallopt(libc::M_MMAP_MAX, 0) == 1
+                        && libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX) == 1;
+                }
+            }
+            true
+        }
+        #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+        {
+            self == Self::Default
+        }
+    }
+
+    /// Call before every timed run (outside the timer): in [`MemoryRegime::Fresh`], gives
+    /// freed memory back to the kernel.
+    pub fn before_run(self) {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        if self == Self::Fresh {
+            // SAFETY: malloc_trim only returns free memory of the heaps to the kernel.
+            unsafe { libc::malloc_trim(0) };
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -81,5 +158,22 @@ mod tests {
             super::process_cpu_ns().unwrap(),
         );
         assert!(t1 > t0 && p1 > p0, "{t0} {t1} {p0} {p1}");
+    }
+
+    #[test]
+    fn memory_regimes_parse_by_name() {
+        use super::MemoryRegime;
+        for r in [
+            MemoryRegime::Reuse,
+            MemoryRegime::Fresh,
+            MemoryRegime::Default,
+        ] {
+            assert_eq!(MemoryRegime::parse(r.name()), Some(r));
+        }
+        assert_eq!(MemoryRegime::parse("fast"), None);
+        // a fresh regime's call before a run only trims: allocations work after it
+        MemoryRegime::Fresh.before_run();
+        let v = vec![1u8; 1 << 20];
+        assert_eq!(v.iter().map(|&b| b as usize).sum::<usize>(), 1 << 20);
     }
 }

@@ -7,7 +7,7 @@
 //! shared machine disturbs much less than the wall clock.
 //!
 //! ```text
-//! cargo run --release -p tessera-mesh --example relations_threads -- MESH... [--threads 1,2,16] [--runs 7] [--only NAME] [--min] [--morton] [--interleave] [--pin]
+//! cargo run --release -p tessera-mesh --example relations_threads -- MESH... [--threads 1,2,16] [--runs 7] [--only NAME] [--min] [--morton] [--interleave] [--pin] [--regime reuse|fresh|default]
 //! ```
 //!
 //! `--interleave` runs the thread counts in turn within each round (1, 2, ..., 1, 2, ...)
@@ -19,13 +19,20 @@
 //! the 2-vCPU machine the scheduler otherwise often runs both workers of the 2-thread pool on
 //! one CPU for a whole run (BENCHMARKS.md, session 34).
 //!
+//! `--regime reuse|fresh|default` (default `reuse`) sets where the timed runs get their
+//! memory ([`tessera_core::trace::MemoryRegime`]): `reuse` keeps freed memory in one arena
+//! for all threads (every run reuses it), `fresh` gives it back to the kernel before every
+//! run (every run faults in zeroed pages), `default` leaves glibc's defaults, under which the
+//! one-thread and the parallel runs may not be in one regime (BENCHMARKS.md, session 39).
+//! A run's result is dropped after its timer stops, outside the timing.
+//!
 //! `--morton` renumbers a tetrahedral mesh for locality first (vertices and cells along a
 //! Morton curve, then edges and faces derived in sorted vertex order:
 //! [`SimplexMesh::morton_ordered`]): the same mesh with another numbering, to separate the cost of the
 //! algorithms from the cost of the file's numbering.
 
 use std::time::Instant;
-use tessera_core::trace::process_cpu_ns;
+use tessera_core::trace::{process_cpu_ns, MemoryRegime};
 use tessera_core::Par;
 use tessera_mesh::boundary::extract_boundary;
 use tessera_mesh::relations::{
@@ -104,6 +111,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut morton = false;
     let mut interleave = false;
     let mut pin = false;
+    let mut regime = MemoryRegime::Reuse;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -121,8 +129,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--morton" => morton = true,
             "--interleave" => interleave = true,
             "--pin" => pin = true,
+            "--regime" => {
+                let r = args
+                    .next()
+                    .ok_or("--regime needs reuse, fresh or default")?;
+                regime = MemoryRegime::parse(&r)
+                    .ok_or(format!("--regime {r}: not reuse, fresh or default"))?;
+            }
             f => files.push(f.to_string()),
         }
+    }
+    // before any thread starts (the pools below)
+    if !regime.enter() {
+        return Err(format!("could not set the allocator for --regime {}", regime.name()).into());
     }
     let pools: Vec<(rayon::ThreadPool, Par)> = threads
         .iter()
@@ -138,14 +157,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             mesh = SimplexMesh::morton_ordered(&mesh)?;
         }
         println!(
-            "== {f}{}: V {} E {} F {} C {} (ms, {} of {runs} runs after a warm-up{})",
+            "== {f}{}: V {} E {} F {} C {} (ms, {} of {runs} runs after a warm-up{}; memory regime {})",
             if morton { " (Morton order)" } else { "" },
             mesh.num_vertices(),
             mesh.num_edges(),
             mesh.num_faces(),
             mesh.num_cells(),
             if use_min { "minimum" } else { "median" },
-            if pin { "; pool workers pinned" } else { "" }
+            if pin { "; pool workers pinned" } else { "" },
+            regime.name()
         );
         let mut head = format!("{:<22}", "operation");
         for t in &threads {
@@ -187,13 +207,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let mut c = vec![Vec::new(); pools.len()];
             let mut one = |k: usize| {
                 let ((pool, par), m) = (&pools[k], &meshes[k]);
-                pool.install(|| {
+                regime.before_run();
+                let out = pool.install(|| {
                     let c0 = process_cpu_ns().unwrap_or(0);
                     let s = Instant::now();
-                    std::hint::black_box(run(m, *par));
+                    let out = std::hint::black_box(run(m, *par));
                     t[k].push(s.elapsed().as_secs_f64() * 1e3);
                     c[k].push((process_cpu_ns().unwrap_or(0) - c0) as f64 * 1e-6);
+                    out
                 });
+                // freed outside the timing, on the calling thread for every thread count
+                drop(out);
             };
             if interleave {
                 for _ in 0..runs {

@@ -9,26 +9,25 @@
 //! `relations_threads` gives each thread count a mesh of its own, so that a run reads input
 //! that the run before it (of the other thread count) may have pushed out of the caches;
 //! here both read the same arrays, and the caches' state before each run can be set:
-//! - by default the run before it read the same input (as far as it fits, in the caches),
-//!   and its arrays may reuse the memory that run freed;
+//! - by default the run before it read the same input (as far as it fits, in the caches);
 //! - `--flush MIB`: a read of MIB MiB of other memory before every timed run (written once at
 //!   the start and only read, so that evicting it costs no write-back): input and arrays
-//!   start outside the caches;
-//! - `--fresh`: freed memory is given back to the system before every timed run
-//!   (`malloc_trim`), so that each run's arrays are fresh pages, faulted in and zeroed by the
-//!   kernel on first touch.
+//!   start outside the caches.
 //!
 //! `--pin` pins worker `i` of the pool to CPU `i` ([`tessera_core::par::pin_to_cpu`]).
 //!
-//! **The two runs are not always in one memory regime by default.** The one-thread run
-//! allocates and frees on the calling thread, the parallel one on a pool worker, and glibc
-//! serves them from different arenas with their own trimming: in the default mode one run
-//! may get pages that the kernel zeroes inside its timed region while the other reuses
-//! memory. On bracket-1.69M's δ3 the one-thread run paid it, and the ratio read 1.8-1.9x
-//! where it is about 1.4x with both runs in one regime (BENCHMARKS.md, session 39). For a
-//! ratio of the transposes themselves, take both regimes: `--fresh` (fresh pages for both)
-//! and the environment `GLIBC_TUNABLES=glibc.malloc.trim_threshold=4000000000:glibc.malloc.mmap_max=0:glibc.malloc.arena_max=1`
-//! (nothing given back to the kernel, one arena: reused memory for both).
+//! `--regime reuse|fresh|default` (default `reuse`) sets where the runs' arrays come from
+//! ([`tessera_core::trace::MemoryRegime`]): `reuse` keeps freed memory in one arena for all
+//! threads, so every run reuses what the run before it freed; `fresh` (also `--fresh`) gives
+//! freed memory back to the kernel before every timed run, so each run's arrays are fresh
+//! pages, faulted in and zeroed on first touch. Every run's result is dropped after its timer
+//! stops. **`default` (glibc's own settings) does not put the two runs in one regime**: the
+//! one-thread run allocates on the calling thread, the parallel one on a pool worker, and
+//! glibc serves them from different arenas with their own trimming, so one run may get pages
+//! that the kernel zeroes inside its timed region while the other reuses memory. On
+//! bracket-1.69M's δ3 the one-thread run paid it, and the ratio read 1.8-1.9x where it is
+//! about 1.4x with both runs in one regime (BENCHMARKS.md, session 39). Before session 40
+//! this tool ran in `default` and timed the drop of each result.
 //!
 //! `--ideal` adds a third run to every round, the **ideal bound** of that moment: two threads
 //! of the pool at once (`rayon::join`), each the one-thread transpose of half of the input
@@ -45,14 +44,14 @@
 //! the faces.
 //!
 //! ```text
-//! cargo run --release -p tessera-mesh --example transpose_threads -- MESH... [--threads 2] [--rounds 31] [--morton] [--flush MIB] [--fresh] [--pin] [--ideal]
+//! cargo run --release -p tessera-mesh --example transpose_threads -- MESH... [--threads 2] [--rounds 31] [--morton] [--flush MIB] [--regime reuse|fresh|default] [--fresh] [--pin] [--ideal]
 //! ```
 //!
 //! On the 2-core machine the ratios of this tool changed between periods of a few minutes
 //! with the same binary (BENCHMARKS.md, session 34).
 
 use std::time::Instant;
-use tessera_core::trace::process_cpu_ns;
+use tessera_core::trace::{process_cpu_ns, MemoryRegime};
 use tessera_core::Par;
 use tessera_mesh::relations::{compute_face_cells, transpose_edge_vertices};
 use tessera_mesh::simplex::SimplexMesh;
@@ -64,18 +63,6 @@ fn quantile(mut v: Vec<f64>, f: f64) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[((v.len() - 1) as f64 * f).round() as usize]
 }
-
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn give_back_free_memory() {
-    extern "C" {
-        fn malloc_trim(pad: usize) -> i32;
-    }
-    // SAFETY: glibc's malloc_trim only returns free memory of the heap to the system
-    unsafe { malloc_trim(0) };
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn give_back_free_memory() {}
 
 type Op = fn(&PolyMesh, Par) -> Tcsr;
 
@@ -140,9 +127,8 @@ impl Halves {
     }
 
     /// Both halves at once on two threads of the pool (the caller installs the pool).
-    fn run_both(&self) {
-        let (x, y) = rayon::join(|| self.run(0), || self.run(1));
-        std::hint::black_box((x, y));
+    fn run_both(&self) -> (Tcsr, Tcsr) {
+        std::hint::black_box(rayon::join(|| self.run(0), || self.run(1)))
     }
 }
 
@@ -160,7 +146,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut rounds = 31usize;
     let mut morton = false;
     let mut flush_mib = 0usize;
-    let mut fresh = false;
+    let mut regime = MemoryRegime::Reuse;
     let mut pin = false;
     let mut ideal = false;
     let mut args = std::env::args().skip(1);
@@ -170,14 +156,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--rounds" => rounds = args.next().ok_or("--rounds needs a number")?.parse()?,
             "--morton" => morton = true,
             "--flush" => flush_mib = args.next().ok_or("--flush needs MiB")?.parse()?,
-            "--fresh" => fresh = true,
+            "--fresh" => regime = MemoryRegime::Fresh,
+            "--regime" => {
+                let r = args
+                    .next()
+                    .ok_or("--regime needs reuse, fresh or default")?;
+                regime = MemoryRegime::parse(&r)
+                    .ok_or(format!("--regime {r}: not reuse, fresh or default"))?;
+            }
             "--pin" => pin = true,
             "--ideal" => ideal = true,
             f => files.push(f.to_string()),
         }
     }
     if files.is_empty() || rounds == 0 || threads < 2 {
-        return Err("usage: transpose_threads MESH... [--threads N >= 2] [--rounds R >= 1] [--morton] [--flush MIB] [--fresh] [--pin] [--ideal]".into());
+        return Err("usage: transpose_threads MESH... [--threads N >= 2] [--rounds R >= 1] [--morton] [--flush MIB] [--regime reuse|fresh|default] [--fresh] [--pin] [--ideal]".into());
+    }
+    // before any thread starts (the pool below)
+    if !regime.enter() {
+        return Err(format!("could not set the allocator for --regime {}", regime.name()).into());
     }
     let pool = tessera_core::par::thread_pool(threads, pin)?;
     let flush_buf: Vec<u64> = (0..(flush_mib << 17) as u64).collect();
@@ -186,9 +183,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let s = flush_buf.iter().fold(0u64, |a, &x| a.wrapping_add(x));
             std::hint::black_box(s);
         }
-        if fresh {
-            give_back_free_memory();
-        }
+        regime.before_run();
     };
     for f in &files {
         let mut mesh = tessera_mesh::io::read_mesh(std::path::Path::new(f))?.mesh;
@@ -208,11 +203,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             } else {
                 String::new()
             },
-            if fresh {
-                ", fresh pages for each run"
-            } else {
-                ""
-            },
+            format!(", memory regime {}", regime.name()),
         );
         print!(
             "{:<22} {:>9} {:>9}   ratio per round: median [quartiles]   identical   {threads} thr.: process CPU ms",
@@ -247,18 +238,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     if (j + round) % runs == 2 {
                         if let Some(h) = &halves {
                             let s = Instant::now();
-                            pool.install(|| h.run_both());
+                            let out = pool.install(|| h.run_both());
                             d = s.elapsed().as_secs_f64() * 1e3;
+                            drop(out);
                         }
                     } else if (j + round) % runs == 0 {
                         let s = Instant::now();
-                        std::hint::black_box(op(&mesh, Par::Seq));
+                        let out = std::hint::black_box(op(&mesh, Par::Seq));
                         a = s.elapsed().as_secs_f64() * 1e3;
+                        drop(out);
                     } else {
                         let c0 = process_cpu_ns().unwrap_or(0);
                         let s = Instant::now();
-                        pool.install(|| std::hint::black_box(op(&mesh, Par::Rayon)));
+                        let out = pool.install(|| std::hint::black_box(op(&mesh, Par::Rayon)));
                         b = s.elapsed().as_secs_f64() * 1e3;
+                        drop(out);
                         c = process_cpu_ns().unwrap_or(0).saturating_sub(c0) as f64 * 1e-6;
                     }
                 }
