@@ -76,12 +76,16 @@ const fn face_flags(plus: u32, minus: u32) -> u8 {
     fl
 }
 
-/// [`face_flags`] of a face with `len` cells of which `minus` negative, for `len` 1 and 2,
-/// at `len * (len + 1) / 2 + minus - 1`.
-const SHORT_ROW_FLAGS: [u8; 5] = [
+/// [`face_flags`] of a face of one or two cells, at `(len - 1) << 2 | s0 << 1 | s1` where
+/// `s0` and `s1` are the sign bits of the row's first and last cell (one cell: both the
+/// same; the other two entries of a row of one are never read).
+const SHORT_ROW_FLAGS: [u8; 8] = [
+    face_flags(1, 0),
     face_flags(1, 0),
     face_flags(0, 1),
+    face_flags(0, 1),
     face_flags(2, 0),
+    face_flags(1, 1),
     face_flags(1, 1),
     face_flags(0, 2),
 ];
@@ -93,11 +97,9 @@ const SHORT_ROW_FLAGS: [u8; 5] = [
 fn row_flags(cells: &[i32], a: usize, b: usize) -> u8 {
     let len = b.wrapping_sub(a);
     if (1..=2).contains(&len) {
-        let c0 = cells[a] as u32 >> 31;
-        // the second cell, or the first again for a row of one (masked out below)
-        let c1 = cells[(a + 1).min(b - 1)] as u32 >> 31;
-        let minus = c0 + (c1 & (len as u32 - 1));
-        SHORT_ROW_FLAGS[len * (len + 1) / 2 + minus as usize - 1]
+        let s0 = (cells[a] as u32 >> 31) as usize;
+        let s1 = (cells[b - 1] as u32 >> 31) as usize;
+        SHORT_ROW_FLAGS[((len - 1) << 2) | (s0 << 1) | s1]
     } else {
         let row = &cells[a..b];
         let minus = row.iter().filter(|&&c| c < 0).count() as u32;
@@ -151,19 +153,24 @@ pub fn extract_boundary(mesh: &PolyMesh) -> Boundary {
     // boundary half-faces, `+f` before `-f`, each chunk from its offset
     let counts: Vec<u32> = chunk_counts.iter().map(|c| c.0).collect();
     let faces = fill_chunks(par, &counts, |k, out| {
+        // without a branch on the flags (boundary and interior faces alternate
+        // unpredictably): both half-faces are stored at the write position, which advances
+        // past each one only when it is on the boundary, so the next face overwrites the rest
         let f0 = k * FACE_CHUNK;
+        let n = out.len();
         let mut w = 0;
         for (j, &fl) in flags[f0..(f0 + FACE_CHUNK).min(nf)].iter().enumerate() {
             let f = (f0 + j) as u32;
-            if fl & 1 != 0 {
+            if w < n {
                 out[w] = encode(f, false);
-                w += 1;
             }
-            if fl & 2 != 0 {
+            w += usize::from(fl & 1);
+            if w < n {
                 out[w] = encode(f, true);
-                w += 1;
             }
+            w += usize::from((fl >> 1) & 1);
         }
+        debug_assert_eq!(w, n);
     });
 
     // mark the edges of the boundary half-faces (a pass over their ∂2 rows), then the
@@ -182,7 +189,7 @@ pub fn extract_boundary(mesh: &PolyMesh) -> Boundary {
         Par::Seq => faces.iter().for_each(mark_face),
         Par::Rayon => faces.par_iter().with_min_len(4096).for_each(mark_face),
     }
-    let edges = compact_marked(par, edge_mark);
+    let edges = compact_marked(par, &edge_bytes);
     let mut vertex_bytes = vec![0u8; mesh.num_vertices()];
     let vertex_mark = as_atomic(&mut vertex_bytes);
     let mark_edge = |e: &u32| {
@@ -194,7 +201,7 @@ pub fn extract_boundary(mesh: &PolyMesh) -> Boundary {
         Par::Seq => edges.iter().for_each(mark_edge),
         Par::Rayon => edges.par_iter().with_min_len(4096).for_each(mark_edge),
     }
-    let vertices = compact_marked(par, vertex_mark);
+    let vertices = compact_marked(par, &vertex_bytes);
     Boundary {
         faces,
         edges,
@@ -240,22 +247,25 @@ fn as_atomic(bytes: &mut [u8]) -> &[AtomicU8] {
 }
 
 /// Indices of the set markers, in increasing order (count -> scan -> fill over chunks).
-fn compact_marked(par: Par, mark: &[AtomicU8]) -> Vec<u32> {
-    let chunks: Vec<&[AtomicU8]> = mark.chunks(FACE_CHUNK).collect();
-    let count =
-        |c: &&[AtomicU8]| c.iter().filter(|m| m.load(Ordering::Relaxed) != 0).count() as u32;
+fn compact_marked(par: Par, mark: &[u8]) -> Vec<u32> {
+    let chunks: Vec<&[u8]> = mark.chunks(FACE_CHUNK).collect();
+    let count = |c: &&[u8]| c.iter().map(|&m| u32::from(m != 0)).sum::<u32>();
     let counts: Vec<u32> = match par {
         Par::Seq => chunks.iter().map(count).collect(),
         Par::Rayon => chunks.par_iter().map(count).collect(),
     };
     fill_chunks(par, &counts, |k, out| {
+        // without a branch on the marks: every index is stored at the write position,
+        // which advances past it only when it is marked
+        let n = out.len();
         let mut w = 0;
-        for (j, m) in chunks[k].iter().enumerate() {
-            if m.load(Ordering::Relaxed) != 0 {
+        for (j, &m) in chunks[k].iter().enumerate() {
+            if w < n {
                 out[w] = (k * FACE_CHUNK + j) as u32;
-                w += 1;
             }
+            w += usize::from(m != 0);
         }
+        debug_assert_eq!(w, n);
     })
 }
 
