@@ -191,7 +191,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             mesh = SimplexMesh::morton_ordered(&mesh)?;
         }
         println!(
-            "== {f}{}: V {} E {} F {} C {}; 1 thread against {threads}{}, {rounds} rounds{}{}",
+            "== {f}{}: V {} E {} F {} C {}; 1 thread against {threads}{}, {rounds} rounds{}, memory regime {}",
             if morton { " (Morton order)" } else { "" },
             mesh.num_vertices(),
             mesh.num_edges(),
@@ -203,7 +203,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             } else {
                 String::new()
             },
-            format!(", memory regime {}", regime.name()),
+            regime.name(),
         );
         print!(
             "{:<22} {:>9} {:>9}   ratio per round: median [quartiles]   identical   {threads} thr.: process CPU ms",
