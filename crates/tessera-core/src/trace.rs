@@ -98,6 +98,12 @@ impl MemoryRegime {
         }
     }
 
+    /// The value of a `--regime` option: `reuse`, `fresh` or `default`, or a one-line error.
+    pub fn from_arg(arg: Option<String>) -> Result<Self, String> {
+        let r = arg.ok_or("--regime needs reuse, fresh or default")?;
+        Self::parse(&r).ok_or(format!("--regime {r}: not reuse, fresh or default"))
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Self::Reuse => "reuse",
@@ -171,6 +177,14 @@ mod tests {
             assert_eq!(MemoryRegime::parse(r.name()), Some(r));
         }
         assert_eq!(MemoryRegime::parse("fast"), None);
+        assert_eq!(
+            MemoryRegime::from_arg(Some("fresh".into())),
+            Ok(MemoryRegime::Fresh)
+        );
+        assert!(MemoryRegime::from_arg(Some("fast".into()))
+            .unwrap_err()
+            .contains("fast"));
+        assert!(MemoryRegime::from_arg(None).is_err());
         // a fresh regime's call before a run only trims: allocations work after it
         MemoryRegime::Fresh.before_run();
         let v = vec![1u8; 1 << 20];

@@ -129,13 +129,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--morton" => morton = true,
             "--interleave" => interleave = true,
             "--pin" => pin = true,
-            "--regime" => {
-                let r = args
-                    .next()
-                    .ok_or("--regime needs reuse, fresh or default")?;
-                regime = MemoryRegime::parse(&r)
-                    .ok_or(format!("--regime {r}: not reuse, fresh or default"))?;
-            }
+            "--regime" => regime = MemoryRegime::from_arg(args.next())?,
             f => files.push(f.to_string()),
         }
     }

@@ -157,13 +157,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--morton" => morton = true,
             "--flush" => flush_mib = args.next().ok_or("--flush needs MiB")?.parse()?,
             "--fresh" => regime = MemoryRegime::Fresh,
-            "--regime" => {
-                let r = args
-                    .next()
-                    .ok_or("--regime needs reuse, fresh or default")?;
-                regime = MemoryRegime::parse(&r)
-                    .ok_or(format!("--regime {r}: not reuse, fresh or default"))?;
-            }
+            "--regime" => regime = MemoryRegime::from_arg(args.next())?,
             "--pin" => pin = true,
             "--ideal" => ideal = true,
             f => files.push(f.to_string()),
