@@ -64,7 +64,7 @@ pub fn process_cpu_ns() -> Option<u64> {
 }
 
 /// Where a benchmark's timed runs get their memory from (glibc's allocator; elsewhere only
-/// [`MemoryRegime::Default`] does anything different from the allocator's own behaviour).
+/// [`MemoryRegime::Default`] can be entered).
 ///
 /// A timing of one thread against several is only a ratio of the code when both runs get
 /// their memory in one regime. Left to itself, glibc serves each thread from an arena of its
@@ -88,14 +88,11 @@ pub enum MemoryRegime {
 }
 
 impl MemoryRegime {
-    /// Parse `reuse`, `fresh` or `default`.
+    /// Parse `reuse`, `fresh` or `default` ([`MemoryRegime::name`]).
     pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "reuse" => Some(Self::Reuse),
-            "fresh" => Some(Self::Fresh),
-            "default" => Some(Self::Default),
-            _ => None,
-        }
+        [Self::Reuse, Self::Fresh, Self::Default]
+            .into_iter()
+            .find(|r| r.name() == s)
     }
 
     /// The value of a `--regime` option: `reuse`, `fresh` or `default`, or a one-line error.
@@ -113,25 +110,27 @@ impl MemoryRegime {
     }
 
     /// Set the process's allocator for this regime; call once, before any thread is
-    /// started. Returns false where the allocator could not be set (not glibc, or a
+    /// started. A one-line error where the allocator could not be set (not glibc, or a
     /// `mallopt` refused): then the regime is the allocator's default.
-    pub fn enter(self) -> bool {
+    pub fn enter(self) -> Result<(), String> {
         #[cfg(all(target_os = "linux", target_env = "gnu"))]
-        {
-            if self == Self::Reuse {
-                // SAFETY: mallopt only changes glibc's allocator parameters; it is called
-                // before the process starts other threads (documented precondition).
-                unsafe {
-                    return libc::mallopt(libc::M_ARENA_MAX, 1) == 1
-                        && libc::mallopt(libc::M_MMAP_MAX, 0) == 1
-                        && libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX) == 1;
-                }
-            }
-            true
-        }
+        let set = self != Self::Reuse
+            // SAFETY: mallopt only changes glibc's allocator parameters; it is called before
+            // the process starts other threads (documented precondition).
+            || unsafe {
+                libc::mallopt(libc::M_ARENA_MAX, 1) == 1
+                    && libc::mallopt(libc::M_MMAP_MAX, 0) == 1
+                    && libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX) == 1
+            };
         #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-        {
-            self == Self::Default
+        let set = self == Self::Default;
+        if set {
+            Ok(())
+        } else {
+            Err(format!(
+                "could not set the allocator for --regime {}",
+                self.name()
+            ))
         }
     }
 

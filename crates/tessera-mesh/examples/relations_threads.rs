@@ -134,9 +134,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     // before any thread starts (the pools below)
-    if !regime.enter() {
-        return Err(format!("could not set the allocator for --regime {}", regime.name()).into());
-    }
+    regime.enter()?;
     let pools: Vec<(rayon::ThreadPool, Par)> = threads
         .iter()
         .map(|&t| {

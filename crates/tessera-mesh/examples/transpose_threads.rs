@@ -167,9 +167,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("usage: transpose_threads MESH... [--threads N >= 2] [--rounds R >= 1] [--morton] [--flush MIB] [--regime reuse|fresh|default] [--fresh] [--pin] [--ideal]".into());
     }
     // before any thread starts (the pool below)
-    if !regime.enter() {
-        return Err(format!("could not set the allocator for --regime {}", regime.name()).into());
-    }
+    regime.enter()?;
     let pool = tessera_core::par::thread_pool(threads, pin)?;
     let flush_buf: Vec<u64> = (0..(flush_mib << 17) as u64).collect();
     let before_run = || {
