@@ -5,7 +5,8 @@
 use std::sync::OnceLock;
 use std::time::Instant;
 
-fn enabled() -> bool {
+/// Whether `TESSERA_TRACE` is set (read once): for per-thread timings a caller prints itself.
+pub fn enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
     *ON.get_or_init(|| std::env::var_os("TESSERA_TRACE").is_some())
 }

@@ -7,13 +7,20 @@
 //! shared machine disturbs much less than the wall clock.
 //!
 //! ```text
-//! cargo run --release -p tessera-mesh --example relations_threads -- MESH... [--threads 1,2,16] [--runs 7] [--only NAME] [--min] [--morton] [--interleave] [--pin] [--regime reuse|fresh|default]
+//! cargo run --release -p tessera-mesh --example relations_threads -- MESH... [--threads 1,2,16] [--runs 7] [--only NAME] [--min] [--morton] [--interleave] [--per-round] [--pin] [--regime reuse|fresh|default]
 //! ```
 //!
 //! `--interleave` runs the thread counts in turn within each round (1, 2, ..., 1, 2, ...)
 //! instead of all runs of one thread count after the other, and adds the median over the
 //! rounds of each round's ratio: on a shared machine whose speed drifts between rounds by
 //! more than the effects measured, the ratio within a round is the robust figure.
+//!
+//! `--per-round` (implies `--interleave`) also lists every round's two wall clocks in round
+//! order, `1 thread / k threads` ms: on a virtual machine the parallel run's speed can change
+//! state in the middle of a process (δ3 of the dragon on the 2-vCPU machine: 2-thread runs
+//! of 13-14 ms for dozens of rounds, then of 8 ms, the 1-thread runs steady at 18 ms;
+//! BENCHMARKS.md, session 41), which one median hides. The p10 and p90 of the per-round
+//! ratio beside its median show the spread.
 //!
 //! `--pin` pins worker `i` of every pool to CPU `i` ([`tessera_core::par::pin_to_cpu`]): on
 //! the 2-vCPU machine the scheduler otherwise often runs both workers of the 2-thread pool on
@@ -98,6 +105,13 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+/// The `q`-quantile of `v` (nearest rank; `v` not empty).
+fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let i = ((v.len() - 1) as f64 * q).round() as usize;
+    v[i.min(v.len() - 1)]
+}
+
 fn minimum(v: Vec<f64>) -> f64 {
     v.into_iter().fold(f64::INFINITY, f64::min)
 }
@@ -110,6 +124,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut use_min = false;
     let mut morton = false;
     let mut interleave = false;
+    let mut per_round = false;
     let mut pin = false;
     let mut regime = MemoryRegime::Reuse;
     let mut args = std::env::args().skip(1);
@@ -128,6 +143,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--min" => use_min = true,
             "--morton" => morton = true,
             "--interleave" => interleave = true,
+            "--per-round" => {
+                interleave = true;
+                per_round = true
+            }
             "--pin" => pin = true,
             "--regime" => regime = MemoryRegime::from_arg(args.next())?,
             f => files.push(f.to_string()),
@@ -224,10 +243,32 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     }
                 }
             }
-            // the median over the rounds of each round's ratio 1 thread / k threads
-            let round_ratios: Vec<f64> = (1..pools.len())
-                .map(|k| median((0..runs).map(|r| t[0][r] / t[k][r]).collect()))
+            // each round's ratio 1 thread / k threads, in round order
+            let per_k: Vec<Vec<f64>> = (1..pools.len())
+                .map(|k| (0..runs).map(|r| t[0][r] / t[k][r]).collect())
                 .collect();
+            // their median, and their 10th and 90th percentiles
+            let round_ratios: Vec<[f64; 3]> = per_k
+                .iter()
+                .map(|v| {
+                    [
+                        quantile(v.clone(), 0.1),
+                        median(v.clone()),
+                        quantile(v.clone(), 0.9),
+                    ]
+                })
+                .collect();
+            let rounds_of = |k: usize| -> String {
+                (0..runs)
+                    .map(|r| format!("{:.1}/{:.1}", t[0][r], t[k][r]))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            let listing: Vec<String> = if per_round {
+                (1..pools.len()).map(rounds_of).collect()
+            } else {
+                Vec::new()
+            };
             let stat = |v: Vec<f64>| if use_min { minimum(v) } else { median(v) };
             let ms: Vec<f64> = t.into_iter().map(stat).collect();
             let cpu: Vec<f64> = c.into_iter().map(stat).collect();
@@ -243,12 +284,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 line += &format!(" {c:>9.3}");
             }
             if interleave {
-                line += "   ratio per round:";
-                for r in &round_ratios {
-                    line += &format!(" {r:>5.2}x");
+                line += "   ratio per round (p10 median p90):";
+                for [lo, mid, hi] in &round_ratios {
+                    line += &format!(" {lo:.2} {mid:>5.2}x {hi:.2}");
                 }
             }
             println!("{line}");
+            for (l, tk) in listing.iter().zip(&threads[1..]) {
+                println!("  rounds, ms 1/{tk} thr.: {l}");
+            }
         }
     }
     Ok(())

@@ -46,7 +46,9 @@
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::Instant;
 use tessera_core::bulk::{advise_huge_pages, filled};
+use tessera_core::trace::{self, Tracer};
 use tessera_core::Par;
 
 /// A source of entries for [`transpose_entries`]: rows of entries, each entry with the
@@ -720,7 +722,12 @@ pub fn transpose_two_sided<E: Entries>(
     let nchunks = if parallel { threads.min(nrows) } else { 1 };
     let bounds = chunk_bounds(src, nchunks);
 
+    // stages, and each chunk's scatter with the worker that ran it, under `TESSERA_TRACE`:
+    // on virtual machines the two threads' scatter speeds change with the machine's state
+    // (BENCHMARKS.md, session 41)
+    let mut tr = Tracer::new("two-slot transpose");
     let mut slots = filled(2 * ncols, EMPTY, par);
+    tr.mark("empty slots");
     let failed = AtomicBool::new(false);
     let hists: Vec<Vec<u32>> = {
         // SAFETY: as in `transpose_counters`: same size and alignment, and `slots` is
@@ -756,12 +763,25 @@ pub fn transpose_two_sided<E: Entries>(
             }
             h
         };
+        let timed = |k: usize| -> Vec<u32> {
+            let t0 = trace::enabled().then(Instant::now);
+            let h = scatter(k);
+            if let Some(t0) = t0 {
+                eprintln!(
+                    "trace two-slot transpose: scatter chunk {k} on worker {} {:.2} ms",
+                    rayon::current_thread_index().map_or("-".to_string(), |w| w.to_string()),
+                    t0.elapsed().as_secs_f64() * 1e3
+                );
+            }
+            h
+        };
         if parallel {
-            (0..nchunks).into_par_iter().map(scatter).collect()
+            (0..nchunks).into_par_iter().map(timed).collect()
         } else {
-            vec![scatter(0)]
+            vec![timed(0)]
         }
     };
+    tr.mark("scatter");
     if failed.load(Ordering::Relaxed) {
         return None;
     }
@@ -844,6 +864,7 @@ pub fn transpose_two_sided<E: Entries>(
             work.into_iter().all(compact)
         }
     };
+    tr.mark("compaction");
     drop(slots);
     if !ok {
         return None;
