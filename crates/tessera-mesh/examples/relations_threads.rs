@@ -16,11 +16,12 @@
 //! more than the effects measured, the ratio within a round is the robust figure.
 //!
 //! `--per-round` (implies `--interleave`) also lists every round's two wall clocks in round
-//! order, `1 thread / k threads` ms: on a virtual machine the parallel run's speed can change
-//! state in the middle of a process (δ3 of the dragon on the 2-vCPU machine: 2-thread runs
-//! of 13-14 ms for dozens of rounds, then of 8 ms, the 1-thread runs steady at 18 ms;
-//! BENCHMARKS.md, session 41), which one median hides. The p10 and p90 of the per-round
-//! ratio beside its median show the spread.
+//! order, `1 thread / k threads` ms: a parallel run's speed can change in the middle of a
+//! process, which one median hides (session 41: δ3 of the dragon, 2-thread runs of 13-14 ms
+//! for the first 68 rounds of every process, then of 8 ms, the 1-thread runs steady at 18-20
+//! ms, on the 2-vCPU machine and the 16-core host alike; the heap's layout decided whether the
+//! two workers' range counters shared a cache line; BENCHMARKS.md). The p10 and p90 of the
+//! per-round ratio beside its median show the spread.
 //!
 //! `--pin` pins worker `i` of every pool to CPU `i` ([`tessera_core::par::pin_to_cpu`]): on
 //! the 2-vCPU machine the scheduler otherwise often runs both workers of the 2-thread pool on

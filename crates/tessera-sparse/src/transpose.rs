@@ -459,6 +459,56 @@ impl<T> SharedOut<T> {
     }
 }
 
+/// A small array that one worker reads and updates in its hot loop (per-range counters,
+/// per-bucket cursors), with 128 bytes of padding on each side: no cache line holding its
+/// elements, nor the neighbouring line the L2 streamer fetches in pairs, holds part of another
+/// allocation. Without it, two workers' arrays of a few hundred bytes, allocated one after
+/// the other from one arena, shared a line whenever the first one's end was not line-aligned,
+/// and every increment of a counter there moved the line between the cores: the 2-thread
+/// two-slot scatter of the dragon took 9.8-13.6 ms in those calls and 7.7-8.6 ms in the
+/// others, one thread 14.5 ms (BENCHMARKS.md, session 41).
+struct Private<T> {
+    buf: Vec<T>,
+}
+
+impl<T: Copy> Private<T> {
+    /// Elements of padding on each side.
+    const PAD: usize = 128 / std::mem::size_of::<T>();
+
+    /// `len` elements, each `value`.
+    fn filled(len: usize, value: T) -> Self {
+        Private {
+            buf: vec![value; len + 2 * Self::PAD],
+        }
+    }
+
+    /// A copy of `init` (the padding filled with its first element, or nothing when empty).
+    fn from_slice(init: &[T]) -> Self {
+        match init.first() {
+            None => Private { buf: Vec::new() },
+            Some(&v) => {
+                let mut p = Self::filled(init.len(), v);
+                p.as_mut_slice().copy_from_slice(init);
+                p
+            }
+        }
+    }
+
+    fn as_slice(&self) -> &[T] {
+        match self.buf.len() {
+            0 => &[],
+            n => &self.buf[Self::PAD..n - Self::PAD],
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [T] {
+        match self.buf.len() {
+            0 => &mut [],
+            n => &mut self.buf[Self::PAD..n - Self::PAD],
+        }
+    }
+}
+
 /// `s` zeroed, as initialized `u32`s.
 fn zeroed(s: &mut [MaybeUninit<u32>]) -> &mut [u32] {
     s.fill(MaybeUninit::new(0));
@@ -722,23 +772,23 @@ pub fn transpose_two_sided<E: Entries>(
     let nchunks = if parallel { threads.min(nrows) } else { 1 };
     let bounds = chunk_bounds(src, nchunks);
 
-    // stages, and each chunk's scatter with the worker that ran it, under `TESSERA_TRACE`:
-    // on virtual machines the two threads' scatter speeds change with the machine's state
-    // (BENCHMARKS.md, session 41)
+    // stages, and each chunk's scatter with the worker that ran it, under `TESSERA_TRACE`
+    // (how the shared line of the range counters showed: [`Private`])
     let mut tr = Tracer::new("two-slot transpose");
     let mut slots = filled(2 * ncols, EMPTY, par);
     tr.mark("empty slots");
     let failed = AtomicBool::new(false);
-    let hists: Vec<Vec<u32>> = {
+    let hists: Vec<Private<u32>> = {
         // SAFETY: as in `transpose_counters`: same size and alignment, and `slots` is
         // borrowed mutably for the view's whole lifetime.
         let shared: &[AtomicU32] =
             unsafe { &*(slots.as_mut_slice() as *mut [u32] as *const [AtomicU32]) };
-        let scatter = |k: usize| -> Vec<u32> {
+        let scatter = |k: usize| -> Private<u32> {
             // four counters per range, one per entry position modulo 4, so that the
             // entries of one row (mostly in one range) do not wait for each other's
             // increments
-            let mut h = vec![0u32; if nranges > 1 { 4 * nranges } else { 0 }];
+            let mut counts = Private::filled(if nranges > 1 { 4 * nranges } else { 0 }, 0u32);
+            let h = counts.as_mut_slice();
             let rows = bounds[k]..bounds[k + 1];
             let e = src.row_start(rows.end);
             for r in rows {
@@ -753,7 +803,7 @@ pub fn transpose_two_sided<E: Entries>(
                     let slot = &shared[2 * c + (src.sign_mask(i) & 1) as usize];
                     if slot.load(Ordering::Relaxed) != EMPTY {
                         failed.store(true, Ordering::Relaxed);
-                        return h;
+                        return counts;
                     }
                     slot.store(r as u32, Ordering::Relaxed);
                     if nranges > 1 {
@@ -761,9 +811,9 @@ pub fn transpose_two_sided<E: Entries>(
                     }
                 }
             }
-            h
+            counts
         };
-        let timed = |k: usize| -> Vec<u32> {
+        let timed = |k: usize| -> Private<u32> {
             let t0 = trace::enabled().then(Instant::now);
             let h = scatter(k);
             if let Some(t0) = t0 {
@@ -790,7 +840,7 @@ pub fn transpose_two_sided<E: Entries>(
             .map(|s| {
                 hists
                     .iter()
-                    .map(|h| h[4 * s..4 * s + 4].iter().sum::<u32>() as usize)
+                    .map(|h| h.as_slice()[4 * s..4 * s + 4].iter().sum::<u32>() as usize)
                     .sum()
             })
             .collect()
@@ -904,7 +954,8 @@ fn transpose_bucketed<E: Entries>(
     let hist: Vec<Vec<u32>> = (0..chunks)
         .into_par_iter()
         .map(|k| {
-            let mut h4 = vec![0u32; 4 * nb];
+            let mut counts = Private::filled(4 * nb, 0u32);
+            let h4 = counts.as_mut_slice();
             for i in src.row_start(bounds[k])..src.row_start(bounds[k + 1]) {
                 h4[4 * (src.col(i) >> bits) as usize + (i & 3)] += 1;
             }
@@ -940,12 +991,14 @@ fn transpose_bucketed<E: Entries>(
         let dst = SharedOut(tmp.as_mut_ptr());
         let (starts, hist) = (&starts, &hist);
         (0..chunks).into_par_iter().for_each(|k| {
-            let mut pos = starts[k].clone();
-            let end: Vec<usize> = pos
+            let mut cursors = Private::from_slice(&starts[k]);
+            let ends: Vec<usize> = starts[k]
                 .iter()
                 .zip(&hist[k])
                 .map(|(p, c)| p + *c as usize)
                 .collect();
+            let ends = Private::from_slice(&ends);
+            let (pos, end) = (cursors.as_mut_slice(), ends.as_slice());
             for r in bounds[k]..bounds[k + 1] {
                 for i in src.row_start(r)..src.row_start(r + 1) {
                     let c = src.col(i);
@@ -1037,6 +1090,34 @@ mod tests {
     use crate::tcsr::{encode, Tcsr};
     use proptest::prelude::*;
     use tessera_core::Par;
+
+    #[test]
+    fn private_arrays_keep_their_elements_off_other_allocations_lines() {
+        for len in [0usize, 1, 5, 64, 1000] {
+            let mut c = Private::filled(len, 7u32);
+            assert_eq!(c.as_slice(), vec![7u32; len].as_slice());
+            if len > 0 {
+                // 128 bytes of the allocation on each side of the elements
+                let (buf, el) = (c.buf.as_ptr() as usize, c.as_slice().as_ptr() as usize);
+                assert_eq!(el - buf, 128);
+                assert_eq!(buf + 4 * c.buf.len() - (el + 4 * len), 128);
+            }
+            c.as_mut_slice()
+                .iter_mut()
+                .enumerate()
+                .for_each(|(i, x)| *x = i as u32);
+            assert!(c.as_slice().iter().enumerate().all(|(i, &x)| x == i as u32));
+            let init: Vec<usize> = (0..len).map(|i| 3 * i + 1).collect();
+            let p = Private::from_slice(&init);
+            assert_eq!(p.as_slice(), init.as_slice());
+            if len > 0 {
+                assert_eq!(
+                    p.as_slice().as_ptr() as usize - p.buf.as_ptr() as usize,
+                    128
+                );
+            }
+        }
+    }
 
     /// The transpose by definition: for every output row, the input entries in input order.
     fn naive(m: &Tcsr) -> Tcsr {
