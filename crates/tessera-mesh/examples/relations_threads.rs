@@ -106,11 +106,9 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-/// The `q`-quantile of `v` (nearest rank; `v` not empty).
-fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    let i = ((v.len() - 1) as f64 * q).round() as usize;
-    v[i.min(v.len() - 1)]
+/// The `q`-quantile of `sorted` (nearest rank; ascending, not empty).
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
 }
 
 fn minimum(v: Vec<f64>) -> f64 {
@@ -244,19 +242,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     }
                 }
             }
-            // each round's ratio 1 thread / k threads, in round order
-            let per_k: Vec<Vec<f64>> = (1..pools.len())
-                .map(|k| (0..runs).map(|r| t[0][r] / t[k][r]).collect())
-                .collect();
-            // their median, and their 10th and 90th percentiles
-            let round_ratios: Vec<[f64; 3]> = per_k
-                .iter()
-                .map(|v| {
-                    [
-                        quantile(v.clone(), 0.1),
-                        median(v.clone()),
-                        quantile(v.clone(), 0.9),
-                    ]
+            // each round's ratio 1 thread / k threads: their median, 10th and 90th percentiles
+            let round_ratios: Vec<[f64; 3]> = (1..pools.len())
+                .map(|k| {
+                    let mut v: Vec<f64> = (0..runs).map(|r| t[0][r] / t[k][r]).collect();
+                    v.sort_by(|a, b| a.total_cmp(b));
+                    [quantile(&v, 0.1), median(v.clone()), quantile(&v, 0.9)]
                 })
                 .collect();
             let rounds_of = |k: usize| -> String {

@@ -471,7 +471,7 @@ struct Private<T> {
     buf: Vec<T>,
 }
 
-impl<T: Copy> Private<T> {
+impl<T: Copy + Default> Private<T> {
     /// Elements of padding on each side.
     const PAD: usize = 128 / std::mem::size_of::<T>();
 
@@ -482,30 +482,20 @@ impl<T: Copy> Private<T> {
         }
     }
 
-    /// A copy of `init` (the padding filled with its first element, or nothing when empty).
+    /// A copy of `init`.
     fn from_slice(init: &[T]) -> Self {
-        match init.first() {
-            None => Private { buf: Vec::new() },
-            Some(&v) => {
-                let mut p = Self::filled(init.len(), v);
-                p.as_mut_slice().copy_from_slice(init);
-                p
-            }
-        }
+        let mut p = Self::filled(init.len(), T::default());
+        p.as_mut_slice().copy_from_slice(init);
+        p
     }
 
     fn as_slice(&self) -> &[T] {
-        match self.buf.len() {
-            0 => &[],
-            n => &self.buf[Self::PAD..n - Self::PAD],
-        }
+        &self.buf[Self::PAD..self.buf.len() - Self::PAD]
     }
 
     fn as_mut_slice(&mut self) -> &mut [T] {
-        match self.buf.len() {
-            0 => &mut [],
-            n => &mut self.buf[Self::PAD..n - Self::PAD],
-        }
+        let n = self.buf.len();
+        &mut self.buf[Self::PAD..n - Self::PAD]
     }
 }
 
@@ -992,12 +982,10 @@ fn transpose_bucketed<E: Entries>(
         let (starts, hist) = (&starts, &hist);
         (0..chunks).into_par_iter().for_each(|k| {
             let mut cursors = Private::from_slice(&starts[k]);
-            let ends: Vec<usize> = starts[k]
-                .iter()
-                .zip(&hist[k])
-                .map(|(p, c)| p + *c as usize)
-                .collect();
-            let ends = Private::from_slice(&ends);
+            let mut ends = Private::from_slice(&starts[k]);
+            for (e, c) in ends.as_mut_slice().iter_mut().zip(&hist[k]) {
+                *e += *c as usize;
+            }
             let (pos, end) = (cursors.as_mut_slice(), ends.as_slice());
             for r in bounds[k]..bounds[k + 1] {
                 for i in src.row_start(r)..src.row_start(r + 1) {
