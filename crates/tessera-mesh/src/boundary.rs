@@ -29,6 +29,7 @@ use crate::relations::{build_rows, face_loop};
 use crate::{Point, PolyMesh};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU8, Ordering};
+use tessera_core::trace::Tracer;
 use tessera_core::Par;
 use tessera_sparse::tcsr::{decode, encode};
 
@@ -124,6 +125,12 @@ pub fn extract_boundary(mesh: &PolyMesh) -> Boundary {
     let nf = mesh.num_faces();
     let (offs, cells) = (fc.offsets(), fc.columns());
     // flags, boundary half-faces and manifoldness of each chunk of faces (one pass)
+    // stage timings under TESSERA_TRACE (`tessera_core::trace`)
+    let mut tr = Tracer::new(if par == Par::Seq || rayon::current_num_threads() == 1 {
+        "boundary extraction, 1 thread"
+    } else {
+        "boundary extraction, parallel"
+    });
     let mut flags = vec![0u8; nf];
     let flag_chunk = |(k, fl): (usize, &mut [u8])| -> (u32, bool) {
         let f0 = k * FACE_CHUNK;
@@ -149,6 +156,7 @@ pub fn extract_boundary(mesh: &PolyMesh) -> Boundary {
             .map(flag_chunk)
             .collect(),
     };
+    tr.mark("flags");
     let manifold = chunk_counts.iter().all(|c| c.1);
     // boundary half-faces, `+f` before `-f`, each chunk from its offset
     let counts: Vec<u32> = chunk_counts.iter().map(|c| c.0).collect();
@@ -173,6 +181,7 @@ pub fn extract_boundary(mesh: &PolyMesh) -> Boundary {
         debug_assert_eq!(w, n);
     });
 
+    tr.mark("half-faces");
     // mark the edges of the boundary half-faces (a pass over their ∂2 rows), then the
     // vertices of the boundary edges (∂1)
     let fe = mesh.face_edges();
@@ -189,7 +198,9 @@ pub fn extract_boundary(mesh: &PolyMesh) -> Boundary {
         Par::Seq => faces.iter().for_each(mark_face),
         Par::Rayon => faces.par_iter().with_min_len(4096).for_each(mark_face),
     }
+    tr.mark("edge marks");
     let edges = compact_marked(par, &edge_bytes);
+    tr.mark("edge compaction");
     let mut vertex_bytes = vec![0u8; mesh.num_vertices()];
     let vertex_mark = as_atomic(&mut vertex_bytes);
     let mark_edge = |e: &u32| {
@@ -201,7 +212,9 @@ pub fn extract_boundary(mesh: &PolyMesh) -> Boundary {
         Par::Seq => edges.iter().for_each(mark_edge),
         Par::Rayon => edges.par_iter().with_min_len(4096).for_each(mark_edge),
     }
+    tr.mark("vertex marks");
     let vertices = compact_marked(par, &vertex_bytes);
+    tr.mark("vertex compaction");
     Boundary {
         faces,
         edges,

@@ -315,6 +315,7 @@ fn transpose_serial<E: Entries>(src: &E, ncols: usize) -> (Vec<u32>, Vec<i32>) {
         src.row_start(0) == 0 && src.row_start(nrows) == nnz,
         "the rows' entries do not add up to nnz"
     );
+    let mut tr = Tracer::new("serial transpose");
     let mut offsets = if (ncols + 1).saturating_mul(4) <= SERIAL_ZEROED_MAX_BYTES {
         let mut v = vec![0u32; ncols + 1];
         advise_huge_pages(&mut v);
@@ -337,6 +338,7 @@ fn transpose_serial<E: Entries>(src: &E, ncols: usize) -> (Vec<u32>, Vec<i32>) {
             acc += c;
         }
     }
+    tr.mark("count+scan");
     let mut out: Vec<i32> = if nnz.saturating_mul(4) <= SERIAL_ZEROED_MAX_BYTES {
         let mut v = vec![0i32; nnz];
         advise_huge_pages(&mut v);
@@ -378,6 +380,7 @@ fn transpose_serial<E: Entries>(src: &E, ncols: usize) -> (Vec<u32>, Vec<i32>) {
     // `Entries` return the same columns in both passes) and wrote each at its row's next
     // position, so every position of 0..nnz was written (once).
     unsafe { out.set_len(nnz) };
+    tr.mark("fill");
     (offsets, out)
 }
 
@@ -415,7 +418,9 @@ fn chunk_bounds<E: Entries>(src: &E, chunks: usize) -> Vec<usize> {
     bounds
 }
 
-/// Count the entries of rows `rows` per output row into `h`.
+/// Count the entries of rows `rows` per output row into the bytes `h`, modulo 256: the
+/// output row of every 256th entry counted in a row is returned (the carries, in the order
+/// counted), so that a row's count is `h[c] + 256 * (its carries)`.
 ///
 /// The chunk's entry range is clamped to `nnz` (a no-op for rows of the source, which end
 /// at `row_start(nrows) = nnz`): with `e <= nnz` known, the compiler drops the bounds checks
@@ -423,15 +428,37 @@ fn chunk_bounds<E: Entries>(src: &E, chunks: usize) -> Vec<usize> {
 /// to `nnz` itself. In-process A/B with the fill's change below (2 threads, 2-core machine,
 /// BENCHMARKS.md, session 36): 2-thread δ1 16-21 % faster, δ2 4-8 %.
 #[inline(never)]
-fn count_chunk<E: Entries>(src: &E, rows: std::ops::Range<usize>, h: &mut [u32]) {
+fn count_chunk<E: Entries>(src: &E, rows: std::ops::Range<usize>, h: &mut [u8]) -> Vec<u32> {
     let e = src.row_start(rows.end).min(src.nnz());
     let b = src.row_start(rows.start).min(e);
+    let mut carry = Vec::new();
     for i in b..e {
         if i + AHEAD < e {
             prefetch(&h[src.col(i + AHEAD) as usize]);
         }
-        h[src.col(i) as usize] += 1;
+        let c = src.col(i) as usize;
+        let v = h[c].wrapping_add(1);
+        h[c] = v;
+        if v == 0 {
+            carry_out(&mut carry, c);
+        }
     }
+    carry
+}
+
+/// The carries of one chunk (sorted) that fall in output rows `r`: 256 counts each.
+fn carried<'a>(carries: &'a [u32], r: &std::ops::Range<usize>) -> &'a [u32] {
+    let a = carries.partition_point(|&x| (x as usize) < r.start);
+    let b = carries.partition_point(|&x| (x as usize) < r.end);
+    &carries[a..b]
+}
+
+/// A count of 256 in output row `c` (out of line and cold: rows with 256 entries in one
+/// chunk are rare in meshes).
+#[cold]
+#[inline(never)]
+fn carry_out(carry: &mut Vec<u32>, c: usize) {
+    carry.push(c as u32);
 }
 
 /// An array that several threads write at disjoint positions before it is initialized
@@ -584,10 +611,18 @@ fn fault_in(out: SharedOut<i32>, range: std::ops::Range<usize>) {
 }
 
 /// Several threads, per-chunk counters (see the module docs): `chunks` input chunks of
-/// whole rows, each counting into counters of its own (the last chunk into the offsets
-/// array), an exclusive scan over (output row, chunk), and each chunk filling from its own
-/// positions. After the fill the last chunk's positions have advanced to the end of every
+/// whole rows, each counting into byte counters of its own ([`count_chunk`]), an exclusive
+/// scan over (output row, chunk) that writes every chunk's first positions into `u32`
+/// cursors (the last chunk's into the offsets array), and each chunk filling from its own
+/// cursors. After the fill the last chunk's cursors have advanced to the end of every
 /// output row, which is the next row's offset: the offsets array is complete.
+///
+/// The counts are bytes (with the rare count past 255 carried on the side) because the
+/// count is the phase that two threads sped up least: with `u32` counters each of them
+/// updated an array as large as the one-thread transpose's at random positions, twice its
+/// footprint in the shared cache (bracket-1.69M's δ2: 2 x 8.4 MB). As bytes both chunks'
+/// counters take half of what one `u32` array did, and the cursors are written once, in
+/// order, by the scan (no zeroing pass). BENCHMARKS.md, session 42.
 fn transpose_counters<E: Entries>(src: &E, ncols: usize, chunks: usize) -> (Vec<u32>, Vec<i32>) {
     let nnz = src.nnz();
     let chunks = chunks.clamp(1, src.nrows().max(1));
@@ -600,30 +635,26 @@ fn transpose_counters<E: Entries>(src: &E, ncols: usize, chunks: usize) -> (Vec<
         .next_power_of_two()
         .trailing_zeros();
     let nranges = ncols.div_ceil(1 << range_bits);
-    // every chunk zeroes its own counters right before counting into them (calloc would
-    // zero reused memory on the calling thread alone), so they start in its core's cache
-    let mut offsets: Vec<u32> = Vec::with_capacity(ncols + 1);
-    let mut extra: Vec<u32> = Vec::with_capacity((chunks - 1) * ncols);
-    advise_huge_pages(&mut offsets);
-    advise_huge_pages(&mut extra);
-    let mut counters: Vec<&mut [u32]> = {
-        let mut pieces: Vec<&mut [MaybeUninit<u32>]> = extra.spare_capacity_mut()
-            [..(chunks - 1) * ncols]
-            .chunks_mut(ncols)
-            .collect();
-        let (o0, orest) = offsets.spare_capacity_mut()[..ncols + 1].split_at_mut(1);
-        o0[0].write(0);
-        pieces.push(orest);
-        pieces
-            .into_par_iter()
-            .enumerate()
-            .map(|(k, h)| {
-                let h = zeroed(h);
-                count_chunk(src, bounds[k]..bounds[k + 1], h);
-                h
-            })
-            .collect()
-    };
+    let mut tr = Tracer::new("counters transpose");
+    // every chunk zeroes its own byte counters right before counting into them, so they
+    // start in its core's cache
+    let mut bytes: Vec<u8> = Vec::with_capacity(chunks * ncols);
+    advise_huge_pages(&mut bytes);
+    let (counts, mut carries): (Vec<&[u8]>, Vec<Vec<u32>>) = bytes.spare_capacity_mut()
+        [..chunks * ncols]
+        .par_chunks_mut(ncols)
+        .enumerate()
+        .map(|(k, h)| {
+            h.fill(MaybeUninit::new(0));
+            // SAFETY: every element was initialized on the line above, and
+            // `MaybeUninit<u8>` has the size, alignment and layout of `u8`.
+            let h = unsafe { &mut *(h as *mut [MaybeUninit<u8>] as *mut [u8]) };
+            let mut carry = count_chunk(src, bounds[k]..bounds[k + 1], h);
+            carry.sort_unstable();
+            (&*h, carry)
+        })
+        .unzip();
+    tr.mark("count");
     // exclusive scan over (output row, chunk): the totals of the ranges of output rows,
     // then the ranges in parallel, each from its base
     let totals: Vec<u32> = (0..nranges)
@@ -631,8 +662,9 @@ fn transpose_counters<E: Entries>(src: &E, ncols: usize, chunks: usize) -> (Vec<
         .map(|s| {
             let r = s << range_bits..((s + 1) << range_bits).min(ncols);
             let mut t = 0u32;
-            for h in counters.iter() {
-                t += h[r.clone()].iter().sum::<u32>();
+            for (k, h) in counts.iter().enumerate() {
+                t += h[r.clone()].iter().map(|&x| x as u32).sum::<u32>();
+                t += 256 * carried(&carries[k], &r).len() as u32;
             }
             t
         })
@@ -646,6 +678,13 @@ fn transpose_counters<E: Entries>(src: &E, ncols: usize, chunks: usize) -> (Vec<
     // the rows must hold every entry once: with fewer counted, positions past the count
     // would stay unwritten (offsets of a `TcsrEntries` that end before its columns)
     assert_eq!(acc as usize, nnz, "the rows' entries do not add up to nnz");
+    tr.mark("totals");
+    // the cursors: chunks `0..chunks - 1` in `extra`, the last chunk in `offsets[1..]`,
+    // written by the scan (every element of both, once)
+    let mut offsets: Vec<u32> = Vec::with_capacity(ncols + 1);
+    let mut extra: Vec<u32> = Vec::with_capacity((chunks - 1) * ncols);
+    advise_huge_pages(&mut offsets);
+    advise_huge_pages(&mut extra);
     // the fill writes every position of the entries exactly once (the positions of all
     // chunks are a permutation of 0..nnz), so the array is not zeroed; the scan faults its
     // pages in, one write a page (`fault_in`: zeroing each range there measured no faster)
@@ -653,9 +692,16 @@ fn transpose_counters<E: Entries>(src: &E, ncols: usize, chunks: usize) -> (Vec<
     advise_huge_pages(&mut out);
     let dst = SharedOut(out.as_mut_ptr());
     {
-        let mut per_range: Vec<Vec<&mut [u32]>> =
+        let mut cursors: Vec<&mut [MaybeUninit<u32>]> = extra.spare_capacity_mut()
+            [..(chunks - 1) * ncols]
+            .chunks_mut(ncols)
+            .collect();
+        let (o0, orest) = offsets.spare_capacity_mut()[..ncols + 1].split_at_mut(1);
+        o0[0].write(0);
+        cursors.push(orest);
+        let mut per_range: Vec<Vec<&mut [MaybeUninit<u32>]>> =
             (0..nranges).map(|_| Vec::with_capacity(chunks)).collect();
-        for h in counters.iter_mut() {
+        for h in cursors.iter_mut() {
             for (s, piece) in h.chunks_mut(1 << range_bits).enumerate() {
                 per_range[s].push(piece);
             }
@@ -663,22 +709,36 @@ fn transpose_counters<E: Entries>(src: &E, ncols: usize, chunks: usize) -> (Vec<
         per_range
             .into_par_iter()
             .zip(base)
-            .for_each(|(mut pieces, mut acc)| {
+            .enumerate()
+            .for_each(|(s, (mut pieces, mut acc))| {
                 let start = acc;
+                let r = s << range_bits..((s + 1) << range_bits).min(ncols);
+                let carry_free = (0..chunks).all(|k| carried(&carries[k], &r).is_empty());
                 match pieces.as_mut_slice() {
-                    [a, b] => {
-                        for (x, y) in a.iter_mut().zip(b.iter_mut()) {
-                            let (ca, cb) = (*x, *y);
-                            *x = acc;
-                            *y = acc + ca;
+                    [a, b] if carry_free => {
+                        let (ha, hb) = (&counts[0][r.clone()], &counts[1][r.clone()]);
+                        for (((x, y), &ca), &cb) in a.iter_mut().zip(b.iter_mut()).zip(ha).zip(hb) {
+                            let (ca, cb) = (ca as u32, cb as u32);
+                            x.write(acc);
+                            y.write(acc + ca);
                             acc += ca + cb;
                         }
                     }
                     pieces => {
-                        for j in 0..pieces[0].len() {
-                            for p in pieces.iter_mut() {
-                                let t = p[j];
-                                p[j] = acc;
+                        // every chunk's carries in this range, as a cursor into them
+                        let mut next: Vec<&[u32]> =
+                            (0..chunks).map(|k| carried(&carries[k], &r)).collect();
+                        for (j, row) in r.clone().enumerate() {
+                            for (k, p) in pieces.iter_mut().enumerate() {
+                                let mut t = counts[k][row] as u32;
+                                while let [c, rest @ ..] = next[k] {
+                                    if *c as usize != row {
+                                        break;
+                                    }
+                                    t += 256;
+                                    next[k] = rest;
+                                }
+                                p[j].write(acc);
                                 acc += t;
                             }
                         }
@@ -687,11 +747,25 @@ fn transpose_counters<E: Entries>(src: &E, ncols: usize, chunks: usize) -> (Vec<
                 fault_in(dst, start as usize..acc as usize);
             });
     }
-    counters
-        .par_iter_mut()
-        .enumerate()
-        .for_each(|(k, cur)| fill_chunk(src, bounds[k]..bounds[k + 1], cur, dst, nnz));
-    drop(counters);
+    carries.clear();
+    drop(counts);
+    drop(bytes);
+    // SAFETY: the scan wrote every element of `extra[..(chunks - 1) * ncols]` and of
+    // `offsets[1..=ncols]` (each range of output rows, for every chunk), and `offsets[0]`.
+    unsafe {
+        extra.set_len((chunks - 1) * ncols);
+        offsets.set_len(ncols + 1);
+    }
+    tr.mark("scan");
+    {
+        let mut cursors: Vec<&mut [u32]> = extra.chunks_mut(ncols).collect();
+        cursors.push(&mut offsets[1..]);
+        cursors
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(k, cur)| fill_chunk(src, bounds[k]..bounds[k + 1], cur, dst, nnz));
+    }
+    tr.mark("fill");
     // SAFETY: the exclusive scan over (output row, chunk) gave chunk `k` of output row `c`
     // the positions after those of chunks `0..k` of row `c` and of all chunks of rows
     // before `c`, as many as it counted; each chunk's fill wrote exactly the entries it
@@ -699,9 +773,6 @@ fn transpose_counters<E: Entries>(src: &E, ncols: usize, chunks: usize) -> (Vec<
     // at its next position, and the counts add up to `nnz` (asserted): the positions
     // written are 0..nnz, each once.
     unsafe { out.set_len(nnz) };
-    // SAFETY: `offsets[0]` was written above and the last chunk's counters, all of them
-    // initialized (zeroed) before counting, are the other `ncols` elements of the capacity.
-    unsafe { offsets.set_len(ncols + 1) };
     (offsets, out)
 }
 
@@ -1208,6 +1279,54 @@ mod tests {
             .collect();
         assert_eq!(got_offsets, want_offsets);
         assert!(got == want, "entries differ");
+    }
+
+    /// The counters' byte counts past 255: output rows with 255, 256, 257, 511, 512 and
+    /// 1300 entries within one chunk (carried once, twice or more), in the first and the
+    /// last row of a scan range and beside rows with none, for 2 and 3 chunks, against the
+    /// naive transpose.
+    #[test]
+    fn counters_carry_counts_past_255() {
+        let ncols = 5000u32;
+        let heavy = [
+            (0u32, 255u32),
+            (1, 256),
+            (1023, 257),
+            (1024, 511),
+            (2047, 512),
+            (4999, 1300),
+        ];
+        let mut rows: Vec<[i32; 2]> = Vec::new();
+        // every heavy column appears in a run of rows of its own count, in every chunk's
+        // part of the input (the runs are repeated three times), each row with a light
+        // column beside it
+        for rep in 0..3u32 {
+            for &(c, n) in &heavy {
+                for i in 0..n {
+                    let light = (c + 1 + (i * 7 + rep) % 97) % ncols;
+                    rows.push([encode(c, i % 2 == 0), encode(light, i % 3 == 0)]);
+                }
+            }
+        }
+        let nrows = rows.len();
+        let offs: Vec<u32> = (0..=nrows as u32).map(|r| 2 * r).collect();
+        let m = Tcsr::new(ncols as usize, offs, rows.concat()).unwrap();
+        let want = naive(&m);
+        assert!(want.row_len(4999) == 3 * 1300 && want.row_len(1) >= 3 * 256);
+        let general = TcsrEntries {
+            offsets: m.offsets(),
+            columns: m.columns(),
+        };
+        for chunks in [2, 3] {
+            let p = params(chunks, TransposeSplit::Counters, 0);
+            assert_eq!(m.transpose_with(Par::Rayon, p), want, "{chunks} chunks");
+            let (o, c) = transpose_entries(&general, ncols as usize, true, p);
+            assert_eq!(
+                Tcsr::new(nrows, o, c).unwrap(),
+                want,
+                "{chunks} chunks, general"
+            );
+        }
     }
 
     /// Every parallel algorithm with several chunk counts (more chunks than threads and
