@@ -526,12 +526,12 @@ impl<T: Copy + Default> Private<T> {
     }
 }
 
-/// `s` zeroed, as initialized `u32`s.
-fn zeroed(s: &mut [MaybeUninit<u32>]) -> &mut [u32] {
-    s.fill(MaybeUninit::new(0));
-    // SAFETY: every element was initialized on the line above, and `MaybeUninit<u32>` has
-    // the size, alignment and layout of `u32`.
-    unsafe { &mut *(s as *mut [MaybeUninit<u32>] as *mut [u32]) }
+/// `s` zeroed (its integer type's `Default`), as initialized elements.
+fn zeroed<T: Copy + Default>(s: &mut [MaybeUninit<T>]) -> &mut [T] {
+    s.fill(MaybeUninit::new(T::default()));
+    // SAFETY: every element was initialized on the line above, and `MaybeUninit<T>` has
+    // the size, alignment and layout of `T`.
+    unsafe { &mut *(s as *mut [MaybeUninit<T>] as *mut [T]) }
 }
 
 /// Fill the entries of rows `rows`: `cur` holds each output row's write position for this
@@ -640,15 +640,12 @@ fn transpose_counters<E: Entries>(src: &E, ncols: usize, chunks: usize) -> (Vec<
     // start in its core's cache
     let mut bytes: Vec<u8> = Vec::with_capacity(chunks * ncols);
     advise_huge_pages(&mut bytes);
-    let (counts, mut carries): (Vec<&[u8]>, Vec<Vec<u32>>) = bytes.spare_capacity_mut()
+    let (counts, carries): (Vec<&[u8]>, Vec<Vec<u32>>) = bytes.spare_capacity_mut()
         [..chunks * ncols]
         .par_chunks_mut(ncols)
         .enumerate()
         .map(|(k, h)| {
-            h.fill(MaybeUninit::new(0));
-            // SAFETY: every element was initialized on the line above, and
-            // `MaybeUninit<u8>` has the size, alignment and layout of `u8`.
-            let h = unsafe { &mut *(h as *mut [MaybeUninit<u8>] as *mut [u8]) };
+            let h = zeroed(h);
             let mut carry = count_chunk(src, bounds[k]..bounds[k + 1], h);
             carry.sort_unstable();
             (&*h, carry)
@@ -713,7 +710,9 @@ fn transpose_counters<E: Entries>(src: &E, ncols: usize, chunks: usize) -> (Vec<
             .for_each(|(s, (mut pieces, mut acc))| {
                 let start = acc;
                 let r = s << range_bits..((s + 1) << range_bits).min(ncols);
-                let carry_free = (0..chunks).all(|k| carried(&carries[k], &r).is_empty());
+                // every chunk's carries in this range, as a cursor into them
+                let mut next: Vec<&[u32]> = carries.iter().map(|c| carried(c, &r)).collect();
+                let carry_free = next.iter().all(|c| c.is_empty());
                 match pieces.as_mut_slice() {
                     [a, b] if carry_free => {
                         let (ha, hb) = (&counts[0][r.clone()], &counts[1][r.clone()]);
@@ -725,9 +724,6 @@ fn transpose_counters<E: Entries>(src: &E, ncols: usize, chunks: usize) -> (Vec<
                         }
                     }
                     pieces => {
-                        // every chunk's carries in this range, as a cursor into them
-                        let mut next: Vec<&[u32]> =
-                            (0..chunks).map(|k| carried(&carries[k], &r)).collect();
                         for (j, row) in r.clone().enumerate() {
                             for (k, p) in pieces.iter_mut().enumerate() {
                                 let mut t = counts[k][row] as u32;
@@ -747,7 +743,8 @@ fn transpose_counters<E: Entries>(src: &E, ncols: usize, chunks: usize) -> (Vec<
                 fault_in(dst, start as usize..acc as usize);
             });
     }
-    carries.clear();
+    // the counts are done with: freed before the fill
+    drop(carries);
     drop(counts);
     drop(bytes);
     // SAFETY: the scan wrote every element of `extra[..(chunks - 1) * ncols]` and of
